@@ -1,0 +1,130 @@
+"""The reference interpreter: evaluates a Module with numpy, one instruction at a time.
+
+Values: a numpy array for an array shape (0-d arrays for scalars, dtype exactly the HLO element type),
+a Python tuple for a tuple shape, TOKEN for a token. Each op family lives in its own file and exports
+HANDLERS = {opcode: fn(inst, args, ev) -> value}; HANDLER_TABLE below merges them, so the rule for an
+opcode is found by reading one table.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ...errors import ExecutionError, UnimplementedError, XlapyError
+from ...hlo import Computation, Instruction, Module, Shape
+
+
+class _Token:
+    def __repr__(self) -> str:
+        return "TOKEN"
+
+
+TOKEN = _Token()
+
+Handler = Callable[[Instruction, list, "Evaluator"], Any]
+
+
+def _handler_table() -> dict[str, Handler]:
+    from . import (control, data_movement, elementwise, gather_scatter, linalg, misc, reduction)
+    table: dict[str, Handler] = {}
+    for mod in (elementwise, data_movement, control, reduction, gather_scatter, linalg, misc):
+        for opcode, fn in getattr(mod, "HANDLERS", {}).items():
+            if opcode in table:
+                raise AssertionError(f"two interpreter handlers for {opcode}")
+            table[opcode] = fn
+    return table
+
+
+_TABLE: dict[str, Handler] | None = None
+
+
+def handler_table() -> dict[str, Handler]:
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _handler_table()
+    return _TABLE
+
+
+class Evaluator:
+    """Evaluates computations of one module. `call(comp, args)` is how ops run called computations."""
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.table = handler_table()
+
+    def call(self, comp: Computation, args: Sequence[Any]) -> Any:
+        values: dict[int, Any] = {}
+        for inst in comp.post_order():
+            if inst.opcode == "parameter":
+                n = inst.parameter_number
+                if n >= len(args):
+                    raise ExecutionError(f"computation {comp.name} needs parameter {n}; got {len(args)} arguments")
+                values[id(inst)] = args[n]
+                continue
+            fn = self.table.get(inst.opcode)
+            if fn is None:
+                raise UnimplementedError(f"interpreter: no rule for opcode {inst.opcode!r} (instruction {inst.name})")
+            operands = [values[id(o)] for o in inst.operands]
+            try:
+                with np.errstate(all="ignore"):
+                    values[id(inst)] = fn(inst, operands, self)
+            except XlapyError:
+                raise
+            except Exception as e:  # a bug or unsupported corner: name the instruction
+                shapes = ", ".join(str(o.shape) for o in inst.operands)
+                raise ExecutionError(f"interpreter failed on {inst.name} = {inst.opcode}({shapes}): "
+                                     f"{type(e).__name__}: {e}") from e
+        return values[id(comp.root)]
+
+    def call_scalar(self, comp: Computation, *scalars: Any) -> Any:
+        """Run a scalar computation (a reducer or comparator) on 0-d values."""
+        return self.call(comp, list(scalars))
+
+
+def coerce_argument(value: Any, shape: Shape, index: int) -> Any:
+    """Turn a user argument into the value the parameter `shape` expects, or raise naming the mismatch."""
+    if shape.is_tuple:
+        if not isinstance(value, (tuple, list)) or len(value) != len(shape.tuple_shapes):
+            raise XlapyError(f"argument {index}: expected a tuple of {len(shape.tuple_shapes)} for {shape}")
+        return tuple(coerce_argument(v, s, index) for v, s in zip(value, shape.tuple_shapes))
+    if shape.is_token:
+        return TOKEN
+    arr = np.asarray(value)
+    if arr.dtype != shape.dtype:
+        if arr.dtype.kind == shape.dtype.kind or (arr.size and np.can_cast(arr.dtype, shape.dtype, "same_kind")):
+            raise XlapyError(f"argument {index}: dtype {arr.dtype} does not match parameter shape {shape}")
+        raise XlapyError(f"argument {index}: dtype {arr.dtype} does not match parameter shape {shape}")
+    if tuple(arr.shape) != shape.dims:
+        raise XlapyError(f"argument {index}: shape {arr.shape} does not match parameter shape {shape}")
+    return arr
+
+
+class Executable:
+    """A module ready to run on the interpreter. `exe(*arrays)` returns an array or a tuple."""
+
+    backend = "interpreter"
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.evaluator = Evaluator(module)
+
+    def __call__(self, *args: Any) -> Any:
+        entry = self.module.entry
+        params = entry.parameters
+        if len(args) != len(params):
+            raise XlapyError(f"module {self.module.name} takes {len(params)} arguments, got {len(args)}")
+        values = [coerce_argument(a, p.shape, i) for i, (a, p) in enumerate(zip(args, params))]
+        return self.evaluator.call(entry, values)
+
+    def as_text(self) -> str:
+        return self.module.to_text()
+
+
+def compile_module(module: Module, verify: bool = True) -> Executable:
+    if module.entry is None:
+        raise XlapyError(f"module {module.name} has no entry computation")
+    if verify:
+        from ...hlo import verify as verify_module
+        verify_module(module)
+    return Executable(module)
