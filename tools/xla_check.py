@@ -14,6 +14,10 @@ CLI:
       and write OUT.npz with arg0.. (copied) and out0..outM-1.
   .venv-jax/bin/python tools/xla_check.py params FILE.hlo
       Print the ENTRY parameter shapes and result shape as XLA sees them.
+  .venv-jax/bin/python tools/xla_check.py batch < JOBS
+      Worker for run_isolated(): each stdin line is "HLO<TAB>IN.npz<TAB>OUT.npz";
+      prints "OK i" or "ERR i message" per job (XLA may abort the process
+      with a CHECK failure on some inputs, hence the separate process).
 
 NPZ convention (see tests/corpus/README.md):
   argK / outK hold the K-th entry parameter / flattened result leaf.
@@ -31,7 +35,8 @@ Library use:
 How HLO text is executed with jaxlib (jax 0.10.x):
   mod   = jaxlib._hlo.hlo_module_from_text(text)            # XLA parser
   mlir  = _jax.mlir.hlo_to_stablehlo(mod.as_serialized_hlo_module_proto())
-  exe   = backend.compile_and_load(mlir, _jax.DeviceList((dev,)))
+  opts  = jax._src.compiler.get_compile_options(num_replicas=1, num_partitions=1)
+  exe   = backend.compile_and_load(mlir, _jax.DeviceList((dev,)), opts)
   outs  = exe.execute([jax.device_put(a, dev) for a in args])  # flat list
 """
 from __future__ import annotations
@@ -118,6 +123,9 @@ def load_npz(path: str):
 # ---------------------------------------------------------------------------
 
 _X64_DONE = False
+# Set to False by callers that must keep JAX's default 32-bit mode (e.g. a
+# generator that is still tracing x32 programs in the same process).
+ENABLE_X64 = True
 
 
 def _jax(x64=True):
@@ -125,7 +133,7 @@ def _jax(x64=True):
     global _X64_DONE
     import jax
 
-    if x64 and not _X64_DONE:
+    if x64 and ENABLE_X64 and not _X64_DONE:
         jax.config.update("jax_enable_x64", True)
         _X64_DONE = True
     return jax
@@ -189,8 +197,21 @@ def compile_hlo_text(text: str):
     mlir = jl.mlir.hlo_to_stablehlo(mod.as_serialized_hlo_module_proto())
     backend = eb.get_backend("cpu")
     dev = backend.local_devices()[0]
-    exe = backend.compile_and_load(mlir, jl.DeviceList((dev,)))
+    exe = backend.compile_and_load(mlir, jl.DeviceList((dev,)), _compile_options())
     return exe, dev
+
+
+def _compile_options():
+    """The CompileOptions jax.jit uses.  NB: a bare CompileOptions() differs:
+    with it XLA:CPU compiles maximum/minimum as non-NaN-propagating."""
+    try:
+        from jax._src import compiler
+
+        return compiler.get_compile_options(num_replicas=1, num_partitions=1)
+    except Exception:  # noqa: BLE001  (private API moved)
+        from jax._src.lib import _jax as jl
+
+        return jl.CompileOptions()
 
 
 def run_hlo_text(text: str, args):
@@ -249,6 +270,51 @@ def _cmd_run(hlo, inp, outp):
     return 0
 
 
+def _cmd_batch():
+    jobs = [ln.rstrip("\n").split("\t") for ln in sys.stdin if ln.strip()]
+    for i, (hlo, inp, outp) in enumerate(jobs):
+        try:
+            rc = _cmd_run(hlo, inp, outp)
+            msg = "OK %d" % i if rc == 0 else "ERR %d run failed" % i
+        except Exception as e:  # noqa: BLE001
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            msg = "ERR %d %s" % (i, first[:300])
+        sys.stdout.write(msg + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def run_isolated(jobs, python=None):
+    """Run [(hlo_path, in_npz, out_npz)] in worker sub-processes.
+
+    Returns a list with, per job, None on success or an error string (e.g.
+    "crashed" when XLA aborted the worker).  Survives XLA CHECK-failures."""
+    import subprocess
+
+    python = python or sys.executable
+    result = [None] * len(jobs)
+    todo = list(range(len(jobs)))
+    while todo:
+        inp = "".join("%s\t%s\t%s\n" % jobs[i] for i in todo)
+        p = subprocess.run([python, os.path.abspath(__file__), "batch"], input=inp,
+                           capture_output=True, text=True)
+        done = set()
+        for ln in p.stdout.splitlines():
+            parts = ln.split(" ", 2)
+            if len(parts) >= 2 and parts[0] in ("OK", "ERR"):
+                k = todo[int(parts[1])]
+                done.add(k)
+                result[k] = None if parts[0] == "OK" else (parts[2] if len(parts) > 2 else "error")
+        rest = [k for k in todo if k not in done]
+        if not rest:
+            break
+        # the first unfinished job crashed the worker
+        tail = [ln for ln in p.stderr.splitlines() if ln.startswith(("F", "E")) and "]" in ln]
+        result[rest[0]] = "crashed: " + (tail[0].split("] ", 1)[-1][:200] if tail else "rc=%d" % p.returncode)
+        todo = rest[1:]
+    return result
+
+
 def _cmd_params(hlo):
     with open(hlo) as fh:
         ps = program_shape(fh.read())
@@ -269,6 +335,8 @@ def main(argv=None):
         return _cmd_accept(rest)
     if cmd == "run" and len(rest) == 3:
         return _cmd_run(*rest)
+    if cmd == "batch" and not rest:
+        return _cmd_batch()
     if cmd == "params" and len(rest) == 1:
         return _cmd_params(rest[0])
     print(usage, file=sys.stderr)

@@ -134,9 +134,11 @@ reverse                        1      K
 rng                            V      S
 rng-bit-generator              1      -
 rng-get-and-update-state       0      S
+ragged-dot                     V      X
 round-nearest-afz              1      E
 round-nearest-even             1      E
 rsqrt                          1      EX
+scan                           V      R
 scatter                        V      R
 select                         3      E
 select-and-scatter             3      R

@@ -1,0 +1,283 @@
+"""Interpreter: dot, convolution and the batch norms, as HLO text against numpy references."""
+import itertools
+import time
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import xlapy
+from xlapy.hlo.attrs import ConvDimensionNumbers, Window
+
+RNG = np.random.default_rng(0)
+
+
+def run(text: str, *args):
+    return xlapy.compile(xlapy.hlo.parse(text), backend="interpreter", verify=False)(*args)
+
+
+def module(params: str, root: str, out: str) -> str:
+    return f"HloModule m\n\nENTRY e {{\n{params}\n  ROOT r = {out} {root}\n}}\n"
+
+
+# -- dot ------------------------------------------------------------------------------------------
+
+def _rand(shape, dtype):
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return RNG.integers(info.min, int(info.max) + 1, size=shape, dtype=np.int64).astype(dt)
+    return RNG.standard_normal(shape).astype(dt)
+
+
+# (lhs shape/type, rhs shape/type, result type, dims attributes, numpy expectation on wide values)
+DOT_CASES = [
+    ("f32[3,4]", "f32[4,5]", "f32[3,5]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+     lambda a, b: a @ b),
+    ("f32[2,3,4]", "f32[2,4,5]", "f32[2,3,5]",
+     "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}",
+     lambda a, b: a @ b),
+    ("f32[4]", "f32[4,6]", "f32[6]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}", lambda a, b: a @ b),
+    ("f32[4]", "f32[4]", "f32[]", "lhs_contracting_dims={0}, rhs_contracting_dims={0}", lambda a, b: a @ b),
+    ("f32[4,3]", "f32[5,4]", "f32[3,5]", "lhs_contracting_dims={0}, rhs_contracting_dims={1}",
+     lambda a, b: a.T @ b.T),
+    ("f64[2,3,4,5]", "f64[4,2,5,6]", "f64[2,3,6]",
+     "lhs_batch_dims={0}, lhs_contracting_dims={2,3}, rhs_batch_dims={1}, rhs_contracting_dims={0,2}",
+     lambda a, b: np.einsum("bmkl,kbln->bmn", a, b)),
+    ("f32[3,2,4]", "f32[4,3]", "f32[3,2,3]", "lhs_contracting_dims={2}, rhs_contracting_dims={0}",
+     lambda a, b: np.einsum("ijk,kl->ijl", a, b)),
+    ("f32[3,2]", "f32[4,5]", "f32[3,2,4,5]", "lhs_contracting_dims={}, rhs_contracting_dims={}",
+     lambda a, b: np.einsum("ij,kl->ijkl", a, b)),
+    ("s32[3,4]", "s32[4,5]", "s32[3,5]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+     lambda a, b: (a @ b).astype(np.int32)),                    # wraps around in s32
+    ("u8[3,7]", "u8[7,2]", "u8[3,2]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+     lambda a, b: (a @ b).astype(np.uint8)),
+    ("s8[3,7]", "s8[7,2]", "s32[3,2]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+     lambda a, b: (a @ b).astype(np.int32)),
+    ("u8[3,7]", "s8[7,2]", "s32[3,2]", "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+     lambda a, b: (a @ b).astype(np.int32)),
+]
+
+_TYPES = {"f32": np.float32, "f64": np.float64, "s32": np.int32, "u8": np.uint8, "s8": np.int8,
+          "bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
+def _parse_shape(s):
+    t, dims = s[:-1].split("[")
+    return _TYPES[t], tuple(int(d) for d in dims.split(",") if d)
+
+
+@pytest.mark.parametrize("lhs, rhs, out, dims, ref", DOT_CASES, ids=[c[3][:40] + c[0] for c in DOT_CASES])
+def test_dot(lhs, rhs, out, dims, ref):
+    (lt, ls), (rt, rs), (ot, _) = _parse_shape(lhs), _parse_shape(rhs), _parse_shape(out)
+    a, b = _rand(ls, lt), _rand(rs, rt)
+    text = module(f"  a = {lhs} parameter(0)\n  b = {rhs} parameter(1)", f"dot(a, b), {dims}", out)
+    got = run(text, a, b)
+    wide = np.int64 if np.dtype(ot).kind in "iu" else np.float64
+    want = np.asarray(ref(a.astype(wide), b.astype(wide))).astype(ot)
+    assert got.dtype == np.dtype(ot) and got.shape == want.shape
+    if np.dtype(ot).kind in "iu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_dot_bf16_computes_in_f32_and_rounds_once():
+    a = RNG.standard_normal((4, 33)).astype(ml_dtypes.bfloat16)
+    b = RNG.standard_normal((33, 3)).astype(ml_dtypes.bfloat16)
+    text = module("  a = bf16[4,33] parameter(0)\n  b = bf16[33,3] parameter(1)",
+                  "dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}", "bf16[4,3]")
+    got = run(text, a, b)
+    assert got.dtype == ml_dtypes.bfloat16
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+def test_dot_f16_operands_to_f32_result():
+    a, b = _rand((2, 5), np.float16), _rand((5, 3), np.float16)
+    text = module("  a = f16[2,5] parameter(0)\n  b = f16[5,3] parameter(1)",
+                  "dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}", "f32[2,3]")
+    got = run(text, a, b)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-6)
+
+
+# -- convolution ----------------------------------------------------------------------------------
+
+def naive_conv(lhs, rhs, labels, window, fgc=1, bgc=1):
+    """XLA's convolution semantics, one output element and one kernel tap at a time."""
+    dn, wdims = ConvDimensionNumbers.parse(labels), Window.parse(window).dims
+    ins = [lhs.shape[d] for d in dn.input_spatial]
+    ks = [rhs.shape[d] for d in dn.kernel_spatial]
+    outs = []
+    for s, k, w in zip(ins, ks, wdims):
+        padded = ((s - 1) * w.base_dilation + 1 if s else 0) + w.padding_low + w.padding_high
+        extent = (k - 1) * w.window_dilation + 1
+        outs.append((padded - extent) // w.stride + 1 if padded >= extent else 0)
+    nb, c, o = lhs.shape[dn.input_batch] // bgc, lhs.shape[dn.input_feature], rhs.shape[dn.kernel_output_feature]
+    shape = [0] * lhs.ndim
+    shape[dn.output_batch], shape[dn.output_feature] = nb, o
+    for i, d in enumerate(dn.output_spatial):
+        shape[d] = outs[i]
+    out = np.zeros(shape)
+    cg, og, ob = c // fgc, o // fgc, o // bgc
+    for b, f, osp in itertools.product(range(nb), range(o), itertools.product(*map(range, outs))):
+        total = 0.0
+        for ksp in itertools.product(*map(range, ks)):
+            pos = []
+            for i, w in enumerate(wdims):
+                u = osp[i] * w.stride - w.padding_low + ksp[i] * w.window_dilation
+                if u % w.base_dilation or not 0 <= u // w.base_dilation < ins[i]:
+                    break
+                pos.append(u // w.base_dilation)
+            else:
+                tap = [w.size - 1 - ksp[i] if w.window_reversal else ksp[i] for i, w in enumerate(wdims)]
+                for ci in range(cg):
+                    li = [0] * lhs.ndim
+                    li[dn.input_batch], li[dn.input_feature] = b + (f // ob) * nb, (f // og) * cg + ci
+                    ri = [0] * lhs.ndim
+                    ri[dn.kernel_output_feature], ri[dn.kernel_input_feature] = f, ci
+                    for i in range(len(wdims)):
+                        li[dn.input_spatial[i]], ri[dn.kernel_spatial[i]] = pos[i], tap[i]
+                    total += float(lhs[tuple(li)]) * float(rhs[tuple(ri)])
+        oi = [0] * lhs.ndim
+        oi[dn.output_batch], oi[dn.output_feature] = b, f
+        for i, d in enumerate(dn.output_spatial):
+            oi[d] = osp[i]
+        out[tuple(oi)] = total
+    return out
+
+
+def _shape_text(t, shape):
+    return f"{t}[{','.join(map(str, shape))}]"
+
+
+# (lhs dims, rhs dims, dim_labels, window, feature_group_count, batch_group_count)
+CONV_CASES = [
+    ((2, 5, 6, 3), (3, 3, 3, 4), "b01f_01io->b01f", "{size=3x3}", 1, 1),
+    ((2, 5, 6, 3), (3, 3, 3, 4), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1, 1),
+    ((2, 3, 7, 6), (4, 3, 3, 3), "bf01_oi01->bf01", "{size=3x3 stride=2x1 pad=1_1x0_2}", 1, 1),
+    ((2, 3, 5, 6), (4, 3, 3, 2), "bf01_oi01->bf01",
+     "{size=3x2 stride=2x1 pad=-1_2x1_-1 lhs_dilate=2x3 rhs_dilate=1x2 rhs_reversal=1x0}", 1, 1),
+    ((1, 6, 6, 2), (3, 3, 2, 3), "b01f_01io->b01f", "{size=3x3 pad=2_2x2_2 lhs_dilate=2x2}", 1, 1),
+    ((1, 7, 7, 6), (3, 3, 1, 6), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 6, 1),        # depthwise
+    ((1, 7, 7, 4), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 stride=2x2}", 4, 1),         # multiplier 2
+    ((1, 7, 7, 6), (3, 3, 2, 9), "b01f_01io->b01f", "{size=3x3 stride=2x2 pad=0_1x0_1}", 3, 1),
+    ((4, 5, 5, 3), (3, 3, 3, 6), "b01f_01io->b01f", "{size=3x3}", 1, 2),
+    ((2, 5, 5, 6), (2, 5, 5, 6), "f01b_i01o->01bf", "{size=5x5 pad=2_2x2_2}", 1, 3),       # kernel grad
+    ((2, 9, 3), (3, 3, 4), "b0f_0io->b0f", "{size=3 stride=2 rhs_dilate=2}", 1, 1),         # 1-D
+    ((2, 4, 5, 6, 3), (2, 2, 3, 3, 4), "b012f_012io->b012f", "{size=2x2x3 stride=1x2x1 pad=1_0x0_0x1_1}", 1, 1),
+    ((2, 3), (3, 4), "bf_io->bf", "{}", 1, 1),                                                 # no spatial dims
+    ((1, 2, 3, 2), (3, 3, 2, 2), "b01f_01io->b01f", "{size=3x3}", 1, 1),                     # empty output
+]
+
+
+@pytest.mark.parametrize("ls, rs, labels, window, fgc, bgc", CONV_CASES,
+                         ids=[f"{c[2]}{c[3]}g{c[4]}b{c[5]}" for c in CONV_CASES])
+def test_convolution_matches_naive_reference(ls, rs, labels, window, fgc, bgc):
+    lhs, rhs = _rand(ls, np.float32), _rand(rs, np.float32)
+    want = naive_conv(lhs, rhs, labels, window, fgc, bgc)
+    win = "" if window == "{}" else f"window={window}, "
+    text = module(f"  a = {_shape_text('f32', ls)} parameter(0)\n  b = {_shape_text('f32', rs)} parameter(1)",
+                  f"convolution(a, b), {win}dim_labels={labels}, feature_group_count={fgc}, "
+                  f"batch_group_count={bgc}", _shape_text("f32", want.shape))
+    got = run(text, lhs, rhs)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_convolution_integer_wraps_in_result_type():
+    lhs = RNG.integers(-128, 128, (1, 5, 5, 3)).astype(np.int8)
+    rhs = RNG.integers(-128, 128, (3, 3, 3, 2)).astype(np.int8)
+    want = naive_conv(lhs, rhs, "b01f_01io->b01f", "{size=3x3}").astype(np.int64)
+    text = module("  a = s8[1,5,5,3] parameter(0)\n  b = s8[3,3,3,2] parameter(1)",
+                  "convolution(a, b), window={size=3x3}, dim_labels=b01f_01io->b01f", "s8[1,3,3,2]")
+    np.testing.assert_array_equal(run(text, lhs, rhs), want.astype(np.int8))
+    text32 = text.replace("s8[1,3,3,2]", "s32[1,3,3,2]")
+    np.testing.assert_array_equal(run(text32, lhs, rhs), want.astype(np.int32))
+
+
+def test_convolution_bf16():
+    lhs = RNG.standard_normal((1, 6, 6, 4)).astype(ml_dtypes.bfloat16)
+    rhs = RNG.standard_normal((3, 3, 4, 5)).astype(ml_dtypes.bfloat16)
+    want = naive_conv(lhs, rhs, "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}")
+    text = module("  a = bf16[1,6,6,4] parameter(0)\n  b = bf16[3,3,4,5] parameter(1)",
+                  "convolution(a, b), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f", "bf16[1,6,6,5]")
+    got = run(text, lhs, rhs)
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
+
+
+def test_convolution_mobilenet_sized_is_fast():
+    stem = module("  a = f32[1,224,224,3] parameter(0)\n  b = f32[3,3,3,32] parameter(1)",
+                  "convolution(a, b), window={size=3x3 stride=2x2 pad=0_1x0_1}, dim_labels=b01f_01io->b01f",
+                  "f32[1,112,112,32]")
+    depthwise = module("  a = f32[1,112,112,32] parameter(0)\n  b = f32[3,3,1,32] parameter(1)",
+                       "convolution(a, b), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, "
+                       "feature_group_count=32", "f32[1,112,112,32]")
+    x, k = _rand((1, 224, 224, 3), np.float32), _rand((3, 3, 3, 32), np.float32)
+    y, kd = _rand((1, 112, 112, 32), np.float32), _rand((3, 3, 1, 32), np.float32)
+    start = time.perf_counter()
+    out = run(stem, x, k)
+    dw = run(depthwise, y, kd)
+    assert time.perf_counter() - start < 1.0
+    np.testing.assert_allclose(out[0, 5, 7], np.einsum("hwc,hwco->o", x[0, 10:13, 14:17], k), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw[0, 5, 7], np.einsum("hwc,hwc->c", y[0, 4:7, 6:9], kd[:, :, 0]), rtol=1e-4, atol=1e-4)
+
+
+# -- batch norms ----------------------------------------------------------------------------------
+
+def _bcast(v, fi, rank):
+    shape = [1] * rank
+    shape[fi] = -1
+    return v.reshape(shape)
+
+
+@pytest.mark.parametrize("fi", [1, 3])
+def test_batch_norm_training(fi):
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    c = x.shape[fi]
+    scale, offset = RNG.standard_normal(c).astype(np.float32), RNG.standard_normal(c).astype(np.float32)
+    axes = tuple(d for d in range(4) if d != fi)
+    text = module(f"  x = f32[2,3,4,5] parameter(0)\n  s = f32[{c}] parameter(1)\n  o = f32[{c}] parameter(2)",
+                  f"batch-norm-training(x, s, o), epsilon=0.001, feature_index={fi}",
+                  f"(f32[2,3,4,5], f32[{c}], f32[{c}])")
+    out, mean, var = run(text, x, scale, offset)
+    np.testing.assert_allclose(mean, x.mean(axis=axes), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(var, x.var(axis=axes), rtol=1e-4, atol=1e-5)   # biased
+    want = (x - _bcast(x.mean(axis=axes), fi, 4)) / np.sqrt(_bcast(x.var(axis=axes), fi, 4) + 0.001)
+    want = want * _bcast(scale, fi, 4) + _bcast(offset, fi, 4)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_inference():
+    x = RNG.standard_normal((4, 3, 2)).astype(np.float32)
+    s, o, m = (RNG.standard_normal(3).astype(np.float32) for _ in range(3))
+    v = RNG.random(3).astype(np.float32) + 0.5
+    text = module("  x = f32[4,3,2] parameter(0)\n  s = f32[3] parameter(1)\n  o = f32[3] parameter(2)\n"
+                  "  m = f32[3] parameter(3)\n  v = f32[3] parameter(4)",
+                  "batch-norm-inference(x, s, o, m, v), epsilon=0.01, feature_index=1", "f32[4,3,2]")
+    b = lambda t: t.reshape(1, 3, 1)  # noqa: E731
+    want = (x - b(m)) / np.sqrt(b(v) + 0.01) * b(s) + b(o)
+    np.testing.assert_allclose(run(text, x, s, o, m, v), want, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_norm_grad_matches_numeric_gradient_formula():
+    x = RNG.standard_normal((3, 4, 2)).astype(np.float64)
+    gy = RNG.standard_normal((3, 4, 2))
+    scale = RNG.standard_normal(2)
+    mean, var = x.mean(axis=(0, 1)), x.var(axis=(0, 1))
+    eps = 0.001
+    text = module("  x = f64[3,4,2] parameter(0)\n  s = f64[2] parameter(1)\n  m = f64[2] parameter(2)\n"
+                  "  v = f64[2] parameter(3)\n  g = f64[3,4,2] parameter(4)",
+                  f"batch-norm-grad(x, s, m, v, g), epsilon={eps}, feature_index=2",
+                  "(f64[3,4,2], f64[2], f64[2])")
+    gx, gs, go = run(text, x, scale, mean, var, gy)
+    # Reference: the gradient of y = (x - mean(x)) / sqrt(var(x) + eps) * scale + offset (numpy autodiff by hand).
+    n = 12
+    xhat = (x - mean) / np.sqrt(var + eps)
+    want_gs = (gy * xhat).sum(axis=(0, 1))
+    want_gx = scale / np.sqrt(var + eps) / n * (n * gy - gy.sum(axis=(0, 1)) - xhat * want_gs)
+    np.testing.assert_allclose(go, gy.sum(axis=(0, 1)), rtol=1e-10)
+    np.testing.assert_allclose(gs, want_gs, rtol=1e-10)
+    np.testing.assert_allclose(gx, want_gx, rtol=1e-9, atol=1e-12)

@@ -1,0 +1,80 @@
+"""Control flow and calls: while, conditional, call, map, fusion, custom-call, and the identity-like ops.
+
+Called computations run through `ev.call(comp, args)`. Custom-call targets are looked up in
+CUSTOM_CALL_TARGETS (target name -> fn(inst, args, ev)); other files may register targets there.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ...errors import ExecutionError
+from .evaluator import TOKEN
+
+
+def _while(inst, args, ev):
+    body, cond = inst.attrs["body"], inst.attrs["condition"]
+    state = args[0]
+    while bool(ev.call(cond, [state])):
+        state = ev.call(body, [state])
+    return state
+
+
+def _conditional(inst, args, ev):
+    selector = args[0]
+    if "branch_computations" in inst.attrs:
+        branches = inst.attrs["branch_computations"]
+        index = int(np.asarray(selector).reshape(-1)[0])
+        if not 0 <= index < len(branches):   # out of range runs the last branch
+            index = len(branches) - 1
+    else:
+        branches = [inst.attrs["true_computation"], inst.attrs["false_computation"]]
+        index = 0 if bool(selector) else 1
+    if len(args) != len(branches) + 1:
+        raise ExecutionError(f"conditional {inst.name}: {len(branches)} branches need {len(branches) + 1} "
+                             f"operands, got {len(args)}")
+    return ev.call(branches[index], [args[1 + index]])
+
+
+def _call(inst, args, ev):
+    return ev.call(inst.attrs["to_apply"], list(args))
+
+
+def _fusion(inst, args, ev):
+    return ev.call(inst.attrs["calls"], list(args))
+
+
+def _map(inst, args, ev):
+    comp = inst.attrs["to_apply"]
+    out = np.empty(inst.shape.dims, dtype=inst.shape.dtype)
+    for index in np.ndindex(*inst.shape.dims):
+        out[index] = ev.call(comp, [np.asarray(a[index]) for a in args])
+    return out
+
+
+# target name -> fn(inst, args, ev). Empty for now: every custom-call raises naming its target.
+CUSTOM_CALL_TARGETS: dict[str, Callable[[Any, list, Any], Any]] = {}
+
+
+def _custom_call(inst, args, ev):
+    target = inst.attrs.get("custom_call_target", "")
+    fn = CUSTOM_CALL_TARGETS.get(target)
+    if fn is None:
+        raise ExecutionError(f"custom-call {inst.name}: target {target!r} is not supported by the interpreter")
+    return fn(inst, args, ev)
+
+
+HANDLERS = {
+    "while": _while,
+    "conditional": _conditional,
+    "call": _call,
+    "fusion": _fusion,
+    "map": _map,
+    "custom-call": _custom_call,
+    "optimization-barrier": lambda inst, args, ev: args[0],
+    "after-all": lambda inst, args, ev: TOKEN,
+    "add-dependency": lambda inst, args, ev: args[0],
+    "partition-id": lambda inst, args, ev: np.asarray(0, dtype=np.uint32),
+    "replica-id": lambda inst, args, ev: np.asarray(0, dtype=np.uint32),
+}

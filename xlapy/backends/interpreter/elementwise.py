@@ -1,0 +1,496 @@
+"""Elementwise ops: one table row per opcode, one numpy function per element-type family.
+
+Families: pred, int (signed), uint, float, complex. Every rule runs on the *compute* form of its operands:
+  - floats narrower than f64 are computed in float64 and rounded to f32 and then to the result type; for
+    + - * / sqrt fmod this is exactly "compute in f32 and round" (double rounding is harmless at 53 bits),
+    and bf16/f16/f8 get XLA's upcast-compute-round behaviour;
+  - c64 is computed in c128; sub-byte integers (s2/s4/u2/u4) in an 8-bit container;
+  - integers wrap (two's complement); the result is cast to the instruction's element type, which wraps.
+A rule is `fn(pt, *xs)`; `pt` is the operand's PrimitiveType (its bit width matters for shifts, clz, ...).
+Corner cases follow XLA's HloEvaluator (integer x/0, INT_MIN/-1, shifts past the width, NaN-propagating
+max/min, saturating float->int convert, integer power with negative exponents).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import ml_dtypes
+import numpy as np
+
+from ...errors import ExecutionError, UnimplementedError
+from ...hlo.shape import PrimitiveType, primitive_type, type_name_of_dtype
+
+
+# -- element-type helpers -------------------------------------------------------------------------------
+def ptype_of(x: np.ndarray) -> PrimitiveType:
+    return primitive_type(type_name_of_dtype(x.dtype))
+
+
+def family(pt: PrimitiveType) -> str:
+    return pt.kind
+
+
+def _compute_form(pt: PrimitiveType, x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    if pt.kind == "float":
+        return x.astype(np.float64)
+    if pt.kind == "complex":
+        return x.astype(np.complex128)
+    if pt.kind in ("int", "uint") and pt.bits < 8:
+        return x.astype(np.int8 if pt.kind == "int" else np.uint8)
+    return x
+
+
+def to_type(out, dtype: np.dtype) -> np.ndarray:
+    """Round/wrap a computed value to `dtype`. Results computed in f64 reach types narrower than f32
+    through f32, as XLA computes them in f32 and rounds (Eigen's half/bfloat16 also convert via float)."""
+    out = np.asarray(out)
+    dtype = np.dtype(dtype)
+    if out.dtype == dtype:
+        return out
+    if out.dtype == np.float64 and dtype.itemsize < 4 and _is_float_dtype(dtype):
+        return out.astype(np.float32).astype(dtype)
+    if _is_subbyte_int(dtype) and out.dtype.kind in "iub":
+        return out.astype(np.int64).astype(dtype)
+    return out.astype(dtype)
+
+
+def _is_float_dtype(dtype: np.dtype) -> bool:
+    try:
+        return primitive_type(type_name_of_dtype(dtype)).kind == "float"
+    except TypeError:
+        return False
+
+
+def _is_subbyte_int(dtype: np.dtype) -> bool:
+    try:
+        pt = primitive_type(type_name_of_dtype(dtype))
+    except TypeError:
+        return False
+    return pt.kind in ("int", "uint") and pt.bits < 8
+
+
+def _int_limits(pt: PrimitiveType) -> tuple[int, int]:
+    if pt.kind == "int":
+        return -(1 << (pt.bits - 1)), (1 << (pt.bits - 1)) - 1
+    return 0, (1 << pt.bits) - 1
+
+
+def _unsigned_bits(pt: PrimitiveType, x: np.ndarray) -> np.ndarray:
+    """The two's complement bit pattern of integer x as a uint64 array (only the low pt.bits set)."""
+    mask = np.uint64((1 << pt.bits) - 1)
+    return np.asarray(x).astype(np.int64).astype(np.uint64) & mask if pt.kind == "int" \
+        else np.asarray(x).astype(np.uint64) & mask
+
+
+def _signed_value(pt: PrimitiveType, x: np.ndarray) -> np.ndarray:
+    """The bit pattern of integer x read as a signed pt.bits-wide integer (int64 array)."""
+    u = _unsigned_bits(pt, x)
+    if pt.bits == 64:
+        return u.view(np.int64)
+    sign = np.uint64(1 << (pt.bits - 1))
+    return (u ^ sign).astype(np.int64) - np.int64(1 << (pt.bits - 1))
+
+
+def _np(fn: Callable) -> Callable:
+    """A rule that does not need the element type."""
+    return lambda pt, *xs: fn(*xs)
+
+
+# -- integer rules -----------------------------------------------------------------------------------
+def _int_divide(pt, x, y):
+    x, y = np.broadcast_arrays(x, y)
+    lo, hi = _int_limits(pt)
+    zero = y == 0
+    overflow = (x == lo) & (y == -1) if pt.kind == "int" else np.zeros(x.shape, bool)
+    safe_y = np.where(zero | overflow, 1, y).astype(y.dtype)
+    q = x // safe_y
+    if pt.kind == "int":   # numpy floors; HLO truncates toward zero
+        q = q + ((x % safe_y != 0) & ((x < 0) != (safe_y < 0))).astype(q.dtype)
+    return np.where(zero, -1 if pt.kind == "int" else hi, np.where(overflow, x, q))
+
+
+def _int_remainder(pt, x, y):
+    x, y = np.broadcast_arrays(x, y)
+    q = _int_divide(pt, x, np.where(y == 0, 1, y).astype(y.dtype))
+    r = x - q * np.where(y == 0, 1, y).astype(y.dtype)
+    lo, _ = _int_limits(pt)
+    if pt.kind == "int":
+        r = np.where((x == lo) & (y == -1), 0, r)
+    return np.where(y == 0, x, r)
+
+
+def _int_power(pt, x, y):
+    x, y = np.broadcast_arrays(x, y)
+    base = _unsigned_bits(pt, x)
+    exp = _unsigned_bits(pt, y)
+    acc = np.ones(x.shape, np.uint64)
+    with np.errstate(over="ignore"):
+        while np.any(exp):
+            acc = np.where(exp & np.uint64(1), acc * base, acc)
+            base = base * base
+            exp = exp >> np.uint64(1)
+    out = _signed_value(pt, acc) if pt.kind == "int" else acc
+    if pt.kind == "int":   # x^-n: 1 for x == 1, else 0 (XLA's integer pow)
+        out = np.where(y < 0, (x == 1).astype(np.int64), out)
+    return out
+
+
+def _shift_out_of_bounds(pt, y):
+    return _unsigned_bits(pt, y) >= np.uint64(pt.bits)
+
+
+def _shift_amount(pt, y):
+    return np.where(_shift_out_of_bounds(pt, y), np.uint64(0), _unsigned_bits(pt, y))
+
+
+def _shift_left(pt, x, y):
+    return np.where(_shift_out_of_bounds(pt, y), np.uint64(0), _unsigned_bits(pt, x) << _shift_amount(pt, y))
+
+
+def _shift_right_logical(pt, x, y):
+    return np.where(_shift_out_of_bounds(pt, y), np.uint64(0), _unsigned_bits(pt, x) >> _shift_amount(pt, y))
+
+
+def _shift_right_arithmetic(pt, x, y):
+    s = _signed_value(pt, x)
+    filled = np.where(s < 0, np.int64(-1), np.int64(0))
+    return np.where(_shift_out_of_bounds(pt, y), filled, s >> _shift_amount(pt, y).astype(np.int64))
+
+
+def _bit_length(u: np.ndarray) -> np.ndarray:
+    u = np.asarray(u, np.uint64)
+    n = np.zeros(u.shape, np.int64)
+    for s in (32, 16, 8, 4, 2, 1):
+        big = u >= np.uint64(1 << s)
+        n += np.where(big, s, 0)
+        u = np.where(big, u >> np.uint64(s), u)
+    return n + (u > 0)
+
+
+def _clz(pt, x):
+    return pt.bits - _bit_length(_unsigned_bits(pt, x))
+
+
+def _popcnt(pt, x):
+    return np.bitwise_count(_unsigned_bits(pt, x)).astype(np.int64)
+
+
+def _int_sign(pt, x):
+    return (x > 0).astype(np.int8) - (x < 0).astype(np.int8)
+
+
+def _int_max(pt, x, y):
+    return np.maximum(x, y)
+
+
+def _int_min(pt, x, y):
+    return np.minimum(x, y)
+
+
+# -- float rules -------------------------------------------------------------------------------------
+def _float_sign(x):
+    return np.where(np.isnan(x), x, np.copysign((x != 0).astype(x.dtype), x))
+
+
+def _round_afz(x):
+    t = np.trunc(x)
+    frac = x - t
+    return np.copysign(np.where(np.abs(frac) >= 0.5, t + np.sign(x), t), x)
+
+
+def _logistic(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x):
+    return np.asarray(_ERF(x), dtype=np.float64).reshape(np.shape(x))
+
+
+def _float_max(x, y):    # std::max with NaN propagation, as XLA's evaluator
+    return np.where(np.isnan(x), x, np.where(np.isnan(y), y, np.where(x < y, y, x)))
+
+
+def _float_min(x, y):
+    return np.where(np.isnan(x), x, np.where(np.isnan(y), y, np.where(y < x, y, x)))
+
+
+def _float_power(x, y):
+    return np.where((x == 1) | (y == 0), 1.0, np.power(x, y))
+
+
+# -- complex rules -----------------------------------------------------------------------------------
+def _complex_sign(x):
+    a = np.abs(x)
+    return np.where(a == 0, 0, x / np.where(a == 0, 1, a))
+
+
+def _complex_power(x, y):
+    out = np.power(x, y)
+    inf_base = np.isposinf(x.real) & (x.imag == 0) & (y.imag == 0)
+    out = np.where(inf_base & (y.real > 0), x, np.where(inf_base & (y.real < 0), 0, out))
+    return np.where((x == 1) | (y == 0), 1, out)
+
+
+def _complex_atan2(y, x):
+    i = 1j
+    return -i * np.log((x + i * y) / np.sqrt(x * x + y * y))
+
+
+def _make_complex(re, im):
+    out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), np.complex128)
+    out.real, out.imag = re, im
+    return out
+
+
+def _is_finite(x):
+    return np.isfinite(x)
+
+
+# -- the tables --------------------------------------------------------------------------------------
+# opcode -> {family: rule}. A family missing from a row means the op is not defined on it.
+_FLOAT_AND_COMPLEX = {
+    "exponential": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "tanh": np.tanh, "sine": np.sin, "cosine": np.cos, "tan": np.tan,
+    "log-plus-one": np.log1p, "exponential-minus-one": np.expm1,
+}
+
+UNARY: dict[str, dict[str, Callable]] = {
+    "abs": {"int": _np(np.abs), "uint": _np(lambda x: x), "float": _np(np.abs), "complex": _np(np.abs)},
+    "negate": {"int": _np(np.negative), "uint": _np(np.negative), "float": _np(np.negative),
+               "complex": _np(np.negative)},
+    "sign": {"int": _int_sign, "uint": _int_sign, "float": _np(_float_sign), "complex": _np(_complex_sign)},
+    "not": {"pred": _np(np.logical_not), "int": _np(np.invert), "uint": _np(np.invert)},
+    "popcnt": {"int": _popcnt, "uint": _popcnt},
+    "count-leading-zeros": {"int": _clz, "uint": _clz},
+    "ceil": {"float": _np(np.ceil)},
+    "floor": {"float": _np(np.floor)},
+    "round-nearest-afz": {"float": _np(_round_afz)},
+    "round-nearest-even": {"float": _np(np.rint)},
+    "cbrt": {"float": _np(np.cbrt), "complex": _np(lambda x: np.power(x, 1 / 3))},
+    "logistic": {"float": _np(_logistic), "complex": _np(lambda x: 1 / (1 + np.exp(-x)))},
+    "erf": {"float": _np(_erf)},
+    "is-finite": {"float": _np(_is_finite)},
+    "real": {"float": _np(lambda x: x), "complex": _np(np.real)},
+    "imag": {"float": _np(np.zeros_like), "complex": _np(np.imag)},
+    **{op: {"float": _np(fn), "complex": _np(fn)} for op, fn in _FLOAT_AND_COMPLEX.items()},
+}
+
+_ARITH = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
+_BITWISE = {"and": (np.logical_and, np.bitwise_and), "or": (np.logical_or, np.bitwise_or),
+            "xor": (np.logical_xor, np.bitwise_xor)}
+_INTS = ("int", "uint")
+
+BINARY: dict[str, dict[str, Callable]] = {
+    **{op: {"int": _np(fn), "uint": _np(fn), "float": _np(fn), "complex": _np(fn)} for op, fn in _ARITH.items()},
+    **{op: {"pred": _np(lg), "int": _np(bw), "uint": _np(bw)} for op, (lg, bw) in _BITWISE.items()},
+    "divide": {"int": _int_divide, "uint": _int_divide, "float": _np(np.divide), "complex": _np(np.divide)},
+    "remainder": {"int": _int_remainder, "uint": _int_remainder, "float": _np(np.fmod)},
+    "power": {"int": _int_power, "uint": _int_power, "pred": _np(lambda x, y: x | ~y),
+              "float": _np(_float_power), "complex": _np(_complex_power)},
+    "maximum": {"pred": _np(np.logical_or), "int": _int_max, "uint": _int_max, "float": _np(_float_max)},
+    "minimum": {"pred": _np(np.logical_and), "int": _int_min, "uint": _int_min, "float": _np(_float_min)},
+    "atan2": {"float": _np(np.arctan2), "complex": _np(_complex_atan2)},
+    "complex": {"float": _np(_make_complex)},
+    "shift-left": {k: _shift_left for k in _INTS},
+    "shift-right-logical": {k: _shift_right_logical for k in _INTS},
+    "shift-right-arithmetic": {k: _shift_right_arithmetic for k in _INTS},
+}
+
+
+def _rule(table: dict, inst, pt: PrimitiveType) -> Callable:
+    fn = table[inst.opcode].get(pt.kind)
+    if fn is None:
+        raise ExecutionError(f"{inst.opcode} is not defined for element type {pt.name} (instruction {inst.name})")
+    return fn
+
+
+def _unary(inst, args, ev):
+    pt = ptype_of(args[0])
+    return to_type(_rule(UNARY, inst, pt)(pt, _compute_form(pt, args[0])), inst.shape.dtype)
+
+
+def _binary(inst, args, ev):
+    pt = ptype_of(args[0])
+    x, y = (_compute_form(pt, a) for a in args)
+    return to_type(_rule(BINARY, inst, pt)(pt, x, y), inst.shape.dtype)
+
+
+# -- compare -----------------------------------------------------------------------------------------
+_DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+               "GT": np.greater, "GE": np.greater_equal}
+
+
+def _total_order_key(pt: PrimitiveType, x: np.ndarray) -> np.ndarray:
+    """Float -> signed int with -NaN < -Inf < ... < -0 < +0 < ... < +Inf < NaN (XLA's ToSignMagnitude)."""
+    bits = 64 if pt.bits == 64 else 32
+    wide = np.asarray(x).astype(np.float64 if bits == 64 else np.float32)
+    s = wide.view(np.int64 if bits == 64 else np.int32).astype(np.int64)
+    mag_mask = np.int64((1 << (bits - 1)) - 1)
+    return np.where(s < 0, s ^ mag_mask, s)
+
+
+def _compare(inst, args, ev):
+    x, y = args
+    pt = ptype_of(x)
+    direction = inst.attrs.get("direction")
+    fn = _DIRECTIONS.get(direction)
+    if fn is None:
+        raise ExecutionError(f"compare {inst.name}: unknown direction {direction!r}")
+    kind = inst.attrs.get("type")
+    if pt.kind == "complex" and direction not in ("EQ", "NE"):
+        raise ExecutionError(f"compare {inst.name}: direction {direction} is not defined for {pt.name}")
+    if pt.kind == "float" and kind == "TOTALORDER":
+        return np.asarray(fn(_total_order_key(pt, x), _total_order_key(pt, y)))
+    if pt.kind in ("int", "uint") and kind in ("SIGNED", "UNSIGNED") and (kind == "SIGNED") != (pt.kind == "int"):
+        conv = _signed_value if kind == "SIGNED" else _unsigned_bits
+        return np.asarray(fn(conv(pt, x), conv(pt, y)))
+    return np.asarray(fn(_compute_form(pt, x), _compute_form(pt, y)))
+
+
+# -- select, clamp -----------------------------------------------------------------------------------
+def _select(inst, args, ev):
+    pred, on_true, on_false = args
+    if isinstance(on_true, tuple):
+        return on_true if bool(pred) else on_false
+    return np.asarray(np.where(pred, on_true, on_false), dtype=inst.shape.dtype)
+
+
+def _clamp(inst, args, ev):
+    lo, x, hi = args
+    pt = ptype_of(x)
+    lo, x, hi = np.broadcast_arrays(*(_compute_form(pt, a) for a in (lo, x, hi)))
+    if pt.kind == "float":
+        out = _float_min(hi, _float_max(x, lo))
+        out = np.where(np.isnan(hi), hi, out)
+        out = np.where(np.isnan(x), x, out)
+        out = np.where(np.isnan(lo), lo, out)
+    elif pt.kind == "complex":
+        raise ExecutionError(f"clamp is not defined for element type {pt.name} (instruction {inst.name})")
+    else:
+        out = np.minimum(hi, np.maximum(x, lo))
+    return to_type(out, inst.shape.dtype)
+
+
+# -- conversions -------------------------------------------------------------------------------------
+def convert_array(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """XLA's element conversion: float->int truncates, saturates, NaN -> 0; x -> pred is x != 0."""
+    x = np.asarray(x)
+    src = ptype_of(x)
+    dst = primitive_type(type_name_of_dtype(dtype))
+    if dst.kind == "pred":
+        return np.asarray(x != 0) if src.kind != "pred" else x.copy()
+    if src.kind == "complex" and dst.kind != "complex":
+        x, src = x.real, ptype_of(x.real)
+    if src.kind == "float" and dst.kind in ("int", "uint"):
+        f = x.astype(np.float64)
+        lo, hi = _int_limits(dst)
+        t = np.trunc(f)
+        inside = (t > float(lo)) & (t < float(hi)) if dst.bits == 64 else (t >= lo) & (t <= hi)
+        container = np.int64 if dst.kind == "int" else np.uint64
+        val = np.where(inside, t, 0).astype(container)
+        val = np.where(np.isnan(f), container(0),
+                       np.where(f >= float(hi), container(hi), np.where(f <= float(lo), container(lo), val)))
+        return val.astype(dtype)
+    if src.kind == "float" and dst.kind == "float" and src.bits == 64 and dst.bits == 16:
+        return x.astype(np.float32).astype(dtype)
+    if src.kind in ("int", "uint", "pred") and dst.kind == "float" and dst.bits < 32:
+        return x.astype(np.float32).astype(dtype)
+    if src.kind in ("int", "uint") and dst.kind in ("int", "uint") and (src.bits < 8 or dst.bits < 8):
+        return x.astype(np.int64).astype(dtype)
+    return x.astype(dtype)
+
+
+def _convert(inst, args, ev):
+    return convert_array(args[0], inst.shape.dtype)
+
+
+def _bitcast_convert(inst, args, ev):
+    x = np.ascontiguousarray(args[0])
+    out_dtype = inst.shape.dtype
+    src, dst = ptype_of(x), inst.shape.ptype
+    if src.bits < 8 or dst.bits < 8:
+        if src.bits != dst.bits:
+            raise UnimplementedError(f"bitcast-convert {inst.name}: {src.name} -> {dst.name} with sub-byte types")
+        return x.astype(np.int64 if src.kind == "int" else np.uint64).astype(out_dtype) if \
+            src.kind in ("int", "uint") and dst.kind in ("int", "uint") else x.view(out_dtype)
+    flat = x.reshape(-1).view(out_dtype) if x.ndim else x.reshape(1).view(out_dtype)
+    return flat.reshape(inst.shape.dims)
+
+
+# -- reduce-precision --------------------------------------------------------------------------------
+def reduce_precision_array(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
+    """Round x to a float with the given exponent/mantissa widths (RNE; overflow -> inf; denormals -> 0)."""
+    x = np.asarray(x)
+    wide = np.float64 if x.dtype == np.float64 else np.float32
+    v = x.astype(wide)
+    uint = np.uint64 if wide == np.float64 else np.uint32
+    src_mant = 52 if wide == np.float64 else 23
+    src_exp = 11 if wide == np.float64 else 8
+    total = 1 + src_exp + src_mant
+    b = v.view(uint).astype(np.uint64)
+    if mantissa_bits < src_mant:
+        last = np.uint64(1 << (src_mant - mantissa_bits))
+        bias = (last >> np.uint64(1)) - np.uint64(1) + ((b & last) >> np.uint64(src_mant - mantissa_bits))
+        b = ((b + bias) & ~(last - np.uint64(1))) & np.uint64((1 << total) - 1)
+    if exponent_bits < src_exp:
+        sign_mask = np.uint64(1 << (total - 1))
+        exp_mask = np.uint64(((1 << src_exp) - 1) << src_mant)
+        exp_bias = (1 << (src_exp - 1)) - 1
+        reduced_bias = (1 << (exponent_bits - 1)) - 1
+        x_exp = b & exp_mask
+        overflow = x_exp > np.uint64((exp_bias + reduced_bias) << src_mant)
+        underflow = x_exp <= np.uint64((exp_bias - reduced_bias) << src_mant)
+        signed_zero = b & sign_mask
+        b = np.where(overflow, signed_zero | exp_mask, b)
+        b = np.where(underflow, signed_zero, b)
+    out = b.astype(uint).view(wide)
+    nan = np.isnan(v)
+    out = np.where(nan, v if mantissa_bits > 0 else np.inf, out)   # as XLA: +inf when no mantissa
+    return to_type(out, x.dtype)
+
+
+def _reduce_precision(inst, args, ev):
+    pt = ptype_of(args[0])
+    if pt.kind != "float":
+        raise ExecutionError(f"reduce-precision is not defined for {pt.name} (instruction {inst.name})")
+    return reduce_precision_array(args[0], int(inst.attrs["exponent_bits"]), int(inst.attrs["mantissa_bits"]))
+
+
+# -- stochastic-convert ------------------------------------------------------------------------------
+def _stochastic_convert(inst, args, ev):
+    x, rand = args
+    dst = inst.shape.ptype
+    if ptype_of(x).kind != "float" or dst.kind != "int":
+        raise UnimplementedError(f"stochastic-convert {inst.name}: {ptype_of(x).name} -> {dst.name}")
+    f = x.astype(np.float64)
+    lo, hi = _int_limits(dst)
+    a = np.abs(f)
+    trunc = np.trunc(np.where(np.isfinite(a), np.minimum(a, float(hi)), 0))
+    frac = a - trunc
+    rbits = ptype_of(rand).bits
+    fixed = np.floor(np.ldexp(frac, rbits))
+    up = rand.astype(np.float64) < fixed
+    mag = trunc + up
+    val = np.where(f < 0, -mag, mag)
+    val = np.where(f >= hi, hi, np.where(f <= lo, lo, val))
+    val = np.where(np.isnan(f), 0, val)
+    return to_type(val.astype(np.int64), inst.shape.dtype)
+
+
+HANDLERS = {
+    **{op: _unary for op in UNARY},
+    **{op: _binary for op in BINARY},
+    "compare": _compare,
+    "select": _select,
+    "clamp": _clamp,
+    "convert": _convert,
+    "bitcast-convert": _bitcast_convert,
+    "reduce-precision": _reduce_precision,
+    "stochastic-convert": _stochastic_convert,
+}

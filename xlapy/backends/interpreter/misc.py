@@ -1,0 +1,81 @@
+"""Interpreter rules for sort, topk and the random-number ops.
+
+sort: stable (every XLA sort may be stable), any number of operands permuted together along
+`dimensions={d}` by the comparator `to_apply` (see sorting.py for how that is made fast).
+topk: the k largest (or smallest with largest=false) along the last dimension, ties by lower index.
+rng-bit-generator: bit-exact ThreeFry/Philox (prng.py). rng: nondeterministic in XLA; numpy draws here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ExecutionError, UnimplementedError
+from ...hlo import Instruction
+from .prng import rng_bit_generator
+from .sorting import ascending_key, descending, sort_permutation
+
+
+def _sort(inst: Instruction, args: list, ev):
+    dims = inst.attrs.get("dimensions", (0,))
+    dim = int(dims[0]) if dims else 0
+    comp = inst.attrs["to_apply"]
+    moved = [np.moveaxis(np.asarray(a), dim, -1) for a in args]
+    n = moved[0].shape[-1] if moved[0].ndim else 1
+    if any(m.shape != moved[0].shape for m in moved):
+        raise ExecutionError(f"sort {inst.name}: operands differ in shape: {[a.shape for a in args]}")
+    flat = [m.reshape(-1, n) for m in moved]
+    perm = sort_permutation(ev, comp, flat)
+    outs = [np.moveaxis(np.take_along_axis(f, perm, axis=1).reshape(m.shape), -1, dim)
+            for f, m in zip(flat, moved)]
+    outs = [np.ascontiguousarray(o) for o in outs]
+    return tuple(outs) if inst.shape.is_tuple else outs[0]
+
+
+def _topk(inst: Instruction, args: list, ev):
+    (x,) = args
+    k = int(inst.attrs["k"])
+    largest = str(inst.attrs.get("largest", True)).lower() not in ("false", "0")
+    key = ascending_key(x, "TOTALORDER")
+    if key is None:
+        raise UnimplementedError(f"topk {inst.name}: element type {x.dtype} is not supported")
+    if largest:
+        key = descending(key)
+    idx = np.argsort(key, axis=-1, kind="stable")[..., :k]
+    values = np.take_along_axis(x, idx, axis=-1)
+    return values, idx.astype(inst.shape.tuple_shapes[1].dtype)
+
+
+def _rng_bit_generator(inst: Instruction, args: list, ev):
+    (state,) = args
+    algorithm = str(inst.attrs.get("algorithm", "rng_default"))
+    out_shape = inst.shape.tuple_shapes[1]
+    new_state, bits = rng_bit_generator(algorithm, state, out_shape.dims, out_shape.dtype)
+    return new_state.astype(inst.shape.tuple_shapes[0].dtype), bits
+
+
+_RNG = np.random.default_rng()
+
+
+def _rng(inst: Instruction, args: list, ev):
+    a, b = (np.asarray(v) for v in args)
+    dims, dt = inst.shape.dims, inst.shape.dtype
+    distribution = str(inst.attrs.get("distribution", "rng_uniform"))
+    if distribution == "rng_uniform":
+        if dt.kind in "iu":
+            lo, hi = int(a), int(b)
+            return _RNG.integers(lo, max(hi, lo + 1), size=dims).astype(dt)
+        if dt == np.bool_:
+            return _RNG.integers(0, 2, size=dims).astype(dt)
+        out = _RNG.uniform(float(a), float(b), size=dims).astype(dt)
+        return np.where(out >= np.asarray(b, dt), np.asarray(a, dt), out)   # rounding must not reach b
+    if distribution == "rng_normal":
+        return _RNG.normal(float(a), float(b), size=dims).astype(dt)
+    raise UnimplementedError(f"rng {inst.name}: unknown distribution {distribution!r}")
+
+
+HANDLERS = {
+    "sort": _sort,
+    "topk": _topk,
+    "rng-bit-generator": _rng_bit_generator,
+    "rng": _rng,
+}

@@ -1,0 +1,173 @@
+"""A cursor over HLO text: whitespace/comment skipping, regex tokens, balanced raw values, error positions.
+
+The parser asks for what it expects next (a name, a shape, '{', ...) instead of consuming a token
+stream; that lets attribute values we do not interpret be taken verbatim as raw text, and lets large
+literals be tokenized in bulk by one regex.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+
+from ..errors import HloParseError
+
+_SKIP = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)
+NAME = re.compile(r"%?[A-Za-z_][\w.\-]*|%[\w.\-]+")
+ATTR_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+INT = re.compile(r"[-+]?\d+")
+WORD = re.compile(r"[\w.\-+]+")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_TOKEN_FOR_ERROR = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[\w.%\-+]+|\S')
+
+_OPEN = {"{": "}", "(": ")", "[": "]"}
+_CLOSE = {"}", ")", "]"}
+
+
+class Cursor:
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+        self._newlines: list[int] | None = None
+
+    # -- positions and errors ------------------------------------------------------------------------
+    def line_col(self, pos: int) -> tuple[int, int]:
+        if self._newlines is None:
+            self._newlines = [m.start() for m in re.finditer("\n", self.text)]
+        line = bisect.bisect_left(self._newlines, pos)
+        start = self._newlines[line - 1] + 1 if line else 0
+        return line + 1, pos - start + 1
+
+    def token_at(self, pos: int) -> str:
+        m = _TOKEN_FOR_ERROR.match(self.text, pos)
+        return m.group(0)[:40] if m else "<end of input>"
+
+    def error(self, message: str, expected: str = "", pos: int | None = None) -> HloParseError:
+        if pos is None:
+            self.skip()
+            pos = self.pos
+        line, col = self.line_col(pos)
+        return HloParseError(message, line, col, self.token_at(pos), expected)
+
+    # -- scanning ------------------------------------------------------------------------------------
+    def skip(self) -> None:
+        self.pos = _SKIP.match(self.text, self.pos).end()
+
+    def at_end(self) -> bool:
+        self.skip()
+        return self.pos >= len(self.text)
+
+    def peek_char(self) -> str:
+        self.skip()
+        return self.text[self.pos:self.pos + 1]
+
+    def peek(self, regex: re.Pattern) -> re.Match | None:
+        self.skip()
+        return regex.match(self.text, self.pos)
+
+    def take(self, regex: re.Pattern, expected: str) -> str:
+        m = self.peek(regex)
+        if not m:
+            raise self.error(f"expected {expected}", expected)
+        self.pos = m.end()
+        return m.group(0)
+
+    def try_take(self, regex: re.Pattern) -> str | None:
+        m = self.peek(regex)
+        if not m:
+            return None
+        self.pos = m.end()
+        return m.group(0)
+
+    def accept(self, literal: str) -> bool:
+        self.skip()
+        if self.text.startswith(literal, self.pos):
+            self.pos += len(literal)
+            return True
+        return False
+
+    def expect(self, literal: str, context: str = "") -> None:
+        if not self.accept(literal):
+            raise self.error(f"expected '{literal}'" + (f" {context}" if context else ""), f"'{literal}'")
+
+    def accept_keyword(self, word: str) -> bool:
+        """`word` as a whole word (not a prefix of a longer name)."""
+        m = self.peek(ATTR_NAME)
+        if m and m.group(0) == word:
+            self.pos = m.end()
+            return True
+        return False
+
+    def string(self) -> str:
+        """A double-quoted string, unescaped."""
+        m = self.peek(_STRING)
+        if not m:
+            raise self.error("expected a quoted string", "'\"'")
+        self.pos = m.end()
+        return unescape(m.group(0)[1:-1])
+
+    def raw_value(self, stop_at_newline: bool = True) -> str:
+        """Text up to the next top-level ',' (or newline / unmatched closer), with balanced brackets and strings."""
+        self.skip()
+        text, start, i, n = self.text, self.pos, self.pos, len(self.text)
+        stack: list[str] = []
+        while i < n:
+            c = text[i]
+            if c == '"':
+                m = _STRING.match(text, i)
+                if not m:
+                    raise self.error("unterminated string", "'\"'", pos=i)
+                i = m.end()
+                continue
+            if c in _OPEN:
+                stack.append(_OPEN[c])
+            elif c in _CLOSE:
+                if not stack:
+                    break
+                if stack.pop() != c:
+                    raise self.error("mismatched bracket in attribute value", "a balanced value", pos=i)
+            elif not stack and (c == "," or (c == "\n" and stop_at_newline)):
+                break
+            i += 1
+        if stack:
+            raise self.error("unbalanced brackets in attribute value", f"'{stack[-1]}'", pos=start)
+        value = text[start:i].rstrip()
+        if not value:
+            raise self.error("expected an attribute value", "a value", pos=start)
+        self.pos = start + len(value)
+        return value
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\", "?": "?",
+            "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+_UNESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)", re.S)
+
+
+def unescape(s: str) -> str:
+    """C-style unescaping (absl::CUnescape) of a string body."""
+    if "\\" not in s:
+        return s
+
+    def sub(m: re.Match) -> str:
+        e = m.group(1)
+        if e[0] == "x":
+            return chr(int(e[1:], 16))
+        if e[0].isdigit():
+            return chr(int(e, 8))
+        return _ESCAPES.get(e, e)
+    return _UNESCAPE.sub(sub, s)
+
+
+_ESCAPE_MAP = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "'": "\\'", "\\": "\\\\"}
+
+
+def escape(s: str) -> str:
+    """C-style escaping (absl::CEscape) of a string body."""
+    out = []
+    for ch in s:
+        if ch in _ESCAPE_MAP:
+            out.append(_ESCAPE_MAP[ch])
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append("\\%03o" % ord(ch))
+        else:
+            out.append(ch)
+    return "".join(out)

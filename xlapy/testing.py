@@ -1,0 +1,40 @@
+"""Helpers for tests that compare xlapy with XLA's recorded results (like numpy.testing / jax test_util)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+CORPUS = REPO / "tests" / "corpus"
+
+# Relative tolerance per floating element type: XLA:CPU uses its own polynomial approximations of the
+# transcendental functions, so results agree to a few ulp, not bit for bit.
+RTOL = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12,
+        "complex64": 2e-5, "complex128": 1e-12}
+
+
+def shared_path(*parts: str) -> Path | None:
+    """A path under ../shared, or None where ../shared is absent (tests then skip)."""
+    p = SHARED.joinpath(*parts)
+    return p if p.exists() else None
+
+
+def assert_same(actual, expected, where: str = "", rtol: float | None = None, atol: float | None = None) -> None:
+    """Exact for integers and bools; NaN-aware allclose for floats; shapes and dtypes must match."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != expected {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != expected {expected.dtype}"
+    if expected.dtype.kind in "biu" or expected.dtype == np.bool_:
+        mismatch = np.flatnonzero(actual.reshape(-1) != expected.reshape(-1))
+        assert mismatch.size == 0, (f"{where}: {mismatch.size} of {expected.size} elements differ; first at flat "
+                                    f"index {mismatch[0]}: {actual.reshape(-1)[mismatch[0]]} != "
+                                    f"{expected.reshape(-1)[mismatch[0]]}")
+        return
+    name = expected.dtype.name
+    wide = np.complex128 if expected.dtype.kind == "c" else np.float64
+    a, e = actual.astype(wide), expected.astype(wide)
+    r = RTOL.get(name, 1e-2) if rtol is None else rtol
+    tol_abs = r if atol is None else atol
+    np.testing.assert_allclose(a, e, rtol=r, atol=tol_abs, equal_nan=True, err_msg=where)

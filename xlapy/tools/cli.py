@@ -1,0 +1,134 @@
+"""The `xlapy` command line. A bad input prints one line to stderr and exits 2; no traceback.
+
+  xlapy run MODULE.hlo [--inputs IN.npz] [--out OUT.npz] [--backend interpreter]
+  xlapy verify MODULE.hlo
+  xlapy fmt MODULE.hlo [--short]
+
+Set XLAPY_TRACEBACK=1 to see the Python traceback of an unexpected internal error.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import XlapyError
+from . import npz
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not argparse's usage block
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+def _read_module(path: str):
+    from ..hlo import parse
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise XlapyError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise XlapyError(f"{path}: cannot read HLO text ({e})") from None
+    try:
+        return parse(text)
+    except XlapyError as e:  # prefix the file name: FILE:LINE:COL: message
+        raise XlapyError(f"{path}:{e}") from None
+
+
+def _summary(name: str, arr: np.ndarray) -> str:
+    arr = np.asarray(arr)
+    head = f"{name}: {arr.dtype}{list(arr.shape)}"
+    if arr.size == 0:
+        return head + " (empty)"
+    flat = arr.reshape(-1)
+    shown = np.array2string(flat[:6], separator=", ", threshold=6, precision=6)
+    more = " ..." if flat.size > 6 else ""
+    if arr.dtype.kind in "fc" or arr.dtype.kind in "iu":
+        f = flat.astype(np.complex128 if arr.dtype.kind == "c" else np.float64)
+        stats = "" if arr.dtype.kind == "c" else f"  min={np.nanmin(f):.6g} max={np.nanmax(f):.6g}"
+        return f"{head} {shown}{more}{stats}"
+    return f"{head} {shown}{more}"
+
+
+def cmd_run(args) -> int:
+    from ..backends import compile as compile_module
+    module = _read_module(args.module)
+    inputs = npz.numbered(npz.load(args.inputs), "arg") if args.inputs else []
+    n_params = len(module.entry.parameters) if module.entry else 0
+    if len(inputs) != n_params:
+        raise XlapyError(f"{args.module}: the entry computation takes {n_params} arguments; "
+                         f"{args.inputs or 'no --inputs'} gives {len(inputs)}")
+    exe = compile_module(module, backend=args.backend)
+    result = exe(*inputs)
+    leaves = npz.flatten(result)
+    for i, leaf in enumerate(leaves):
+        print(_summary(f"out{i}", leaf))
+    if args.out:
+        npz.save(args.out, {f"out{i}": leaf for i, leaf in enumerate(leaves)})
+        print(f"wrote {len(leaves)} output(s) to {args.out}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from ..hlo import verify
+    module = _read_module(args.module)
+    verify(module)
+    n = sum(len(c.instructions) for c in module.computations)
+    print(f"{args.module}: ok ({len(module.computations)} computations, {n} instructions)")
+    return 0
+
+
+def cmd_fmt(args) -> int:
+    module = _read_module(args.module)
+    text = module.to_text(print_operand_shape=False) if args.short else module.to_text()
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from ..backends import BACKENDS
+    p = _Parser(prog="xlapy", description="XLA rebuilt in Python: run, check and print HLO modules.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="execute an HLO module on inputs from an .npz file")
+    run.add_argument("module")
+    run.add_argument("--inputs", help=".npz with arg0, arg1, ... (ml_dtypes types as KEY + KEY__dtype)")
+    run.add_argument("--out", help="write outputs out0, out1, ... (tuple leaves flattened) to this .npz")
+    run.add_argument("--backend", default="interpreter", choices=sorted(BACKENDS))
+    run.set_defaults(fn=cmd_run)
+    ver = sub.add_parser("verify", help="parse and verify an HLO module")
+    ver.add_argument("module")
+    ver.set_defaults(fn=cmd_verify)
+    fmt = sub.add_parser("fmt", help="parse an HLO module and print it back in canonical form")
+    fmt.add_argument("module")
+    fmt.add_argument("--short", action="store_true", help="operands without shapes (short parsable)")
+    fmt.set_defaults(fn=cmd_fmt)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = _build_parser().parse_args(argv)
+        return args.fn(args)
+    except _UsageError as e:
+        print(e, file=sys.stderr)
+    except XlapyError as e:
+        print(f"xlapy: error: {e}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("xlapy: interrupted", file=sys.stderr)
+    except Exception as e:  # an internal bug: still one line, no traceback unless asked for
+        if os.environ.get("XLAPY_TRACEBACK"):
+            raise
+        print(f"xlapy: internal error: {type(e).__name__}: {e} (set XLAPY_TRACEBACK=1 for details)",
+              file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
