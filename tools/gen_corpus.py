@@ -16,6 +16,8 @@ Outputs (see tests/corpus/README.md):
                                    shared/testdata/tf_mobilenet_cluster.hlo
   tests/corpus/xla_parser_cases/NNN_Name.npz  for runnable parser cases in
                                    shared/testdata/xla_parser_cases/
+  tests/corpus/hlo/NAME.{hlo,npz}  hand-written HLO for opcodes jax never emits
+                                   (logistic, map, variadic reduce-window, ...)
 
 The work is done in three sub-processes (passes) because jax_enable_x64 must
 be fixed before tracing: "x32" (default JAX mode), "x64" (f64/s64/u64
@@ -49,6 +51,7 @@ JAX_DIR = os.path.join(CORPUS, "jax")
 OPT_DIR = os.path.join(CORPUS, "jax_opt")
 TF_DIR = os.path.join(CORPUS, "tf")
 PC_DIR = os.path.join(CORPUS, "xla_parser_cases")
+HW_DIR = os.path.join(CORPUS, "hlo")
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "testdata")
 if not os.path.isdir(SHARED):
     SHARED = "/work/shared/testdata"
@@ -340,6 +343,15 @@ def build_table():  # noqa: C901  (one long table)
       lambda r: [nrm(r, 4, 8, dtype=bf16), nrm(r, 8, 3, dtype=bf16)])
     T("f16_sum_mean_softmax", lambda a: (jnp.sum(a), jnp.mean(a, axis=1), jax.nn.softmax(a, axis=-1)),
       lambda r: [nrm(r, 4, 8, dtype=np.float16)], opt=True)
+
+    T("convert_f8", lambda x: (x.astype(jnp.float8_e4m3fn), x.astype(jnp.float8_e5m2),
+                               x.astype(jnp.float8_e4m3fn).astype(jnp.float32), x.astype(jnp.float8_e5m2).astype(jnp.float32)),
+      lambda r: [np.concatenate([nrm(r, 12) * 4, np.array([0.0, -0.0, 448, 464, 500, 57344, 1e-3, np.inf, np.nan, -1.0625, 1.0625, 3.0],
+                                                          np.float32)])])
+    T("f8_arith", lambda a, b: (a.astype(jnp.float32) * b.astype(jnp.float32), (a.astype(jnp.float32) + 1).astype(a.dtype)),
+      lambda r: [nrm(r, 8).astype(ml_dtypes.float8_e4m3fn), nrm(r, 8).astype(ml_dtypes.float8_e5m2)])
+    T("fft_c64", lambda x, y: (jnp.fft.fft(x), jnp.fft.ifft(x), jnp.fft.rfft(y), jnp.fft.irfft(jnp.fft.rfft(y)), jnp.fft.fft2(x.reshape(2, 4))),
+      lambda r: [c64(r, 8), nrm(r, 8)])
 
     # ---------------- shape ops ----------------
     T("broadcast_in_dim", lambda x, s: (lax.broadcast_in_dim(x, (2, 3, 4), (1,)), jnp.broadcast_to(s, (2, 2)), lax.broadcast(x, (2,))),
@@ -829,6 +841,120 @@ PC_SKIP_RE = re.compile(
     r"dynamic-reshape|set-dimension-size|get-dimension-size)\(")
 
 
+# Hand-written HLO for opcodes/forms that jax never emits (run with XLA in the
+# "hlo" pass; written to tests/corpus/hlo/NAME.{hlo,npz}).
+HANDWRITTEN = [
+    ("logistic_f32", """HloModule logistic_f32
+
+ENTRY main {
+  p = f32[24] parameter(0)
+  ROOT l = f32[24] logistic(p)
+}
+""", lambda r: [np.concatenate([f32(r, 4), np.array([0, -0.0, np.inf, -np.inf, np.nan, 1e-30, 20, -20, 88, -88, 100, -100,
+                                                      1e-8, -1e-8, 0.5, -0.5, 5, -5, 3e38, -3e38], np.float32)])]),
+    ("logistic_f16_bf16", """HloModule logistic_half
+
+ENTRY main {
+  a = f16[10] parameter(0)
+  b = bf16[10] parameter(1)
+  la = f16[10] logistic(a)
+  lb = bf16[10] logistic(b)
+  ROOT t = (f16[10], bf16[10]) tuple(la, lb)
+}
+""", lambda r: [fv(r, (10,), np.float16), fv(r, (10,), __import__("ml_dtypes").bfloat16)]),
+    ("map_binary", """HloModule map_binary
+
+add_mul {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  s = f32[] add(x, y)
+  ROOT m = f32[] multiply(s, y)
+}
+
+ENTRY main {
+  a = f32[2,3] parameter(0)
+  b = f32[2,3] parameter(1)
+  ROOT m = f32[2,3] map(a, b), dimensions={0,1}, to_apply=add_mul
+}
+""", lambda r: [nrm(r, 2, 3), nrm(r, 2, 3)]),
+    ("reduce_window_variadic_argmax", """HloModule rw_variadic
+
+argmax {
+  av = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  bv = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  gt = pred[] compare(av, bv), direction=GE
+  v = f32[] select(gt, av, bv)
+  i = s32[] select(gt, ai, bi)
+  ROOT t = (f32[], s32[]) tuple(v, i)
+}
+
+ENTRY main {
+  x = f32[9] parameter(0)
+  idx = s32[9] iota(), iota_dimension=0
+  ninf = f32[] constant(-inf)
+  zero = s32[] constant(-1)
+  ROOT r = (f32[4], s32[4]) reduce-window(x, idx, ninf, zero), window={size=3 stride=2 pad=0_1}, to_apply=argmax
+}
+""", lambda r: [nrm(r, 9)]),
+    ("compare_totalorder", """HloModule cmp_total
+
+ENTRY main {
+  a = f32[10] parameter(0)
+  b = f32[10] parameter(1)
+  lt = pred[10] compare(a, b), direction=LT, type=TOTALORDER
+  eq = pred[10] compare(a, b), direction=EQ, type=TOTALORDER
+  ge = pred[10] compare(a, b), direction=GE, type=TOTALORDER
+  flt = pred[10] compare(a, b), direction=LT, type=FLOAT
+  ROOT t = (pred[10], pred[10], pred[10], pred[10]) tuple(lt, eq, ge, flt)
+}
+""", lambda r: [np.array([-0.0, 0.0, np.nan, -np.nan, 1, -np.inf, np.nan, 2, -1, 0.0], np.float32),
+                np.array([0.0, -0.0, 1, 1, np.nan, -np.nan, np.nan, 2, -2, 0.0], np.float32)]),
+    ("clamp_scalar_bounds", """HloModule clamp_scalar
+
+ENTRY main {
+  lo = f32[] parameter(0)
+  x = f32[12] parameter(1)
+  hi = f32[] parameter(2)
+  ROOT c = f32[12] clamp(lo, x, hi)
+}
+""", lambda r: [np.float32(-1), f32(r, 12), np.float32(2)]),
+    ("layouts_nondefault", """HloModule layouts, entry_computation_layout={(f32[3,4]{0,1}, f32[4,2]{1,0})->f32[3,2]{0,1}}
+
+ENTRY main {
+  a = f32[3,4]{0,1} parameter(0)
+  b = f32[4,2]{1,0} parameter(1)
+  c = f32[3,4]{1,0} copy(a)
+  d = f32[3,2]{0,1} dot(c, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT e = f32[3,2]{0,1} add(d, d)
+}
+""", lambda r: [nrm(r, 3, 4), nrm(r, 4, 2)]),
+    ("tuple_nested_result", """HloModule nested
+
+ENTRY main {
+  a = s32[3] parameter(0)
+  b = f32[] parameter(1)
+  n = s32[3] negate(a)
+  t1 = (s32[3], f32[]) tuple(n, b)
+  e = () tuple()
+  ROOT t = ((s32[3], f32[]), s32[3], ()) tuple(t1, a, e)
+}
+""", lambda r: [iv(r, (3,)), np.float32(1.5)]),
+    ("int4_convert", """HloModule int4
+
+ENTRY main {
+  a = s8[8] parameter(0)
+  c = s4[8] convert(a)
+  d = s32[8] convert(c)
+  u = u4[8] convert(a)
+  e = s32[8] convert(u)
+  ROOT t = (s32[8], s32[8]) tuple(d, e)
+}
+""", lambda r: [np.array([-8, -9, 7, 8, 15, 16, -1, 0], np.int8)]),
+]
+
+
 PC_MAX_ELEMENTS = 1 << 16  # keep the corpus small: params + results
 
 
@@ -869,6 +995,29 @@ def _run_hlo_pass(only, tmp):
         assert all(np.isfinite(o).all() for o in outs), "tf outputs not finite"
         xc.save_npz(os.path.join(TF_DIR, "tf_mobilenet_cluster.npz"), args, outs)
         print("tf_mobilenet_cluster: %d args, outs %s" % (len(args), [o.shape for o in outs]))
+    # hand-written modules
+    hw_jobs = []
+    for name, text, mk in HANDWRITTEN:
+        if only and not re.search(only, name):
+            continue
+        os.makedirs(HW_DIR, exist_ok=True)
+        hlo = os.path.join(HW_DIR, name + ".hlo")
+        with open(hlo, "w") as fh:
+            fh.write(text)
+        args = [np.asarray(a) for a in mk(np.random.default_rng(seed_of(name)))]
+        check_specs(name + " param", xc.entry_param_specs(text), args)
+        inp = os.path.join(tmp, name + ".in.npz")
+        xc.save_npz(inp, args)
+        hw_jobs.append((name, hlo, inp, os.path.join(tmp, name + ".out.npz"), args, text))
+    for (name, hlo, inp, outp, args, text), err in zip(hw_jobs, xc.run_isolated([j[1:4] for j in hw_jobs])):
+        if err:
+            print("FAILED hand-written %s: %s" % (name, err), file=sys.stderr)
+            os.remove(hlo)
+            continue
+        _, outs = xc.load_npz(outp)
+        check_specs(name + " result", xc.entry_result_specs(text), outs)
+        xc.save_npz(os.path.join(HW_DIR, name + ".npz"), args, outs)
+    print("hand-written: %d modules" % len(hw_jobs))
     # XLA parser cases
     ok, skipped, cand = [], [], []
     for path in sorted(glob.glob(os.path.join(SHARED, "xla_parser_cases", "*.hlo"))):
@@ -939,7 +1088,7 @@ def main():
     t0 = time.time()
     if not a.only:  # full regeneration: start from clean directories
         for d, pats in ((JAX_DIR, ("*.hlo", "*.npz")), (OPT_DIR, ("*.hlo", "*.npz", "UNEXECUTABLE.txt")),
-                        (TF_DIR, ("*.npz",)), (PC_DIR, ("*.npz", "SKIPPED.txt"))):
+                        (TF_DIR, ("*.npz",)), (PC_DIR, ("*.npz", "SKIPPED.txt")), (HW_DIR, ("*.hlo", "*.npz"))):
             for p in pats:
                 for f in glob.glob(os.path.join(d, p)):
                     os.remove(f)

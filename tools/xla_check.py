@@ -58,17 +58,14 @@ except ImportError:  # pragma: no cover
 # NPZ key convention
 # ---------------------------------------------------------------------------
 
-_NATIVE_KINDS = "biufc"  # bool, int, uint, float, complex
+# dtypes that np.savez / np.load round-trip exactly
+_NATIVE = frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                     "uint64", "float16", "float32", "float64", "complex64", "complex128"])
 
 
 def _is_native(dt: np.dtype) -> bool:
     """True if np.savez/np.load round-trip this dtype exactly."""
-    if dt.kind not in _NATIVE_KINDS:
-        return False
-    try:
-        return np.dtype(dt.name) == dt and dt.name in np.sctypeDict
-    except TypeError:
-        return False
+    return dt.name in _NATIVE and dt.type.__module__ == "numpy"
 
 
 def encode_array(key: str, a) -> dict:

@@ -38,3 +38,50 @@ def assert_same(actual, expected, where: str = "", rtol: float | None = None, at
     r = RTOL.get(name, 1e-2) if rtol is None else rtol
     tol_abs = r if atol is None else atol
     np.testing.assert_allclose(a, e, rtol=r, atol=tol_abs, equal_nan=True, err_msg=where)
+
+
+def filecheck(text: str, checks: str) -> None:
+    """A small FileCheck. `CHECK: s` must match after the previous match (later on the same line counts);
+    `CHECK-NEXT: s` must be on the line after the previous match; `CHECK-NOT: s` must not appear between
+    the neighbouring matches (or after the last one)."""
+    lines = text.splitlines()
+    line, col = 0, 0            # search position: where the previous match ended
+    pending_not: list[str] = []
+
+    def region(end_line: int, end_col: int) -> str:
+        if end_line == line:
+            return lines[line][col:end_col] if line < len(lines) else ""
+        parts = [lines[line][col:]] + lines[line + 1:end_line] + [lines[end_line][:end_col] if end_line < len(lines) else ""]
+        return "\n".join(parts)
+
+    for raw in checks.strip().splitlines():
+        raw = raw.strip()
+        if not raw:
+            continue
+        kind, _, pat = raw.partition(":")
+        pat = pat.strip()
+        if kind == "CHECK-NOT":
+            pending_not.append(pat)
+            continue
+        assert kind in ("CHECK", "CHECK-NEXT"), f"unknown check kind {kind!r}"
+        found = None
+        candidates = [line + 1] if kind == "CHECK-NEXT" else range(line, len(lines))
+        for i in candidates:
+            if i >= len(lines):
+                break
+            start = col if i == line else 0
+            j = lines[i].find(pat, start)
+            if j >= 0:
+                found = (i, j)
+                break
+        if found is None:
+            raise AssertionError(f"{kind} {pat!r} not found after line {line + 1}:\n{text}")
+        between = region(*found)
+        for n in pending_not:
+            assert n not in between, f"CHECK-NOT {n!r} found before {pat!r}:\n{text}"
+        pending_not = []
+        line, col = found[0], found[1] + len(pat)
+    if pending_not:
+        rest = region(len(lines), 0) if line < len(lines) else ""
+        for n in pending_not:
+            assert n not in rest, f"CHECK-NOT {n!r} found after the last match:\n{text}"

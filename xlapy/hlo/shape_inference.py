@@ -49,6 +49,8 @@ def tuple_or_single(shapes: Sequence[Shape]) -> Shape:
 
 
 def expect_array(inst: Instruction, shapes: Sequence[Shape], i: int) -> Shape:
+    if i >= len(shapes):
+        fail(inst, f"{inst.opcode} needs at least {i + 1} operands, got {len(shapes)}: {shapes_text(shapes)}")
     s = shapes[i]
     if s.is_tuple or not s.ptype.is_array_type:
         fail(inst, f"operand {i} must be an array, but has shape {text(s)}")
@@ -132,10 +134,6 @@ def check_signature(inst: Instruction, comp: Computation, what: str, params: Seq
     if result is not None and not root.compatible(result):
         fail(inst, f"{what} {comp.name} returns {text(root)}, but {text(result)} is required")
     return root
-
-
-def is_float_or_complex(t: str) -> bool:
-    return PRIMITIVE_TYPES[t].kind in ("float", "complex")
 
 
 # -- elementwise -------------------------------------------------------------------------------------
@@ -296,12 +294,25 @@ def _trusted(inst: Instruction, shapes: Sequence[Shape]) -> None:
 
 
 def _constant(inst: Instruction, shapes: Sequence[Shape]) -> None:
-    lit = inst.literal
-    if lit is None or isinstance(lit, tuple) or not hasattr(lit, "shape"):
-        return None
-    if tuple(lit.shape) != inst.shape.dims and lit.size != inst.shape.numel:
-        fail(inst, f"literal has dimensions {list(lit.shape)} but the instruction declares {text(inst.shape)}")
+    lit, out = inst.literal, inst.shape
+    if lit is None or isinstance(lit, tuple) or not hasattr(lit, "shape") or not out.is_array:
+        return None   # elided `{...}`, tuple constants: nothing to compare against
+    if lit.size != out.numel or (lit.ndim > 1 and tuple(lit.shape) != out.dims):
+        fail(inst, f"literal has dimensions {list(lit.shape)} but the instruction declares {text(out)}")
+    if lit.dtype != out.dtype:
+        fail(inst, f"literal has numpy dtype {lit.dtype} but the instruction declares {text(out)}")
     return None
+
+
+def _rng(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
+    out = inst.shape
+    if out.is_tuple or not out.ptype.is_array_type:
+        fail(inst, f"rng must produce an array, but declares {text(out)}")
+    for i in range(len(shapes)):
+        s = expect_scalar(inst, shapes, i, "a distribution parameter")
+        if s.element_type != out.element_type:
+            fail(inst, f"operand {i} {text(s)} must have the declared element type {out.element_type}")
+    return array(out.element_type, out.dims)
 
 
 def _token(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
@@ -321,11 +332,7 @@ def _set_dimension_size(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
     return array(s.element_type, s.dims)
 
 
-def _add_dependency(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
-    return shapes[0]
-
-
-def _copy_done(inst: Instruction, shapes: Sequence[Shape]) -> Shape | None:
+def _copy_done(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
     s = shapes[0]
     if not s.is_tuple or not s.tuple_shapes:
         fail(inst, f"copy-done takes the tuple made by copy-start, got {text(s)}")
@@ -337,7 +344,7 @@ _TRUSTED = (
     "all-to-all", "ragged-all-to-all", "collective-broadcast", "collective-permute", "collective-permute-start",
     "collective-permute-done", "reduce-scatter", "async-start", "async-update", "async-done", "send",
     "send-done", "recv", "recv-done", "infeed", "outfeed", "custom-call", "copy-start", "parameter",
-    "dynamic-reshape", "rng", "scan",
+    "dynamic-reshape", "scan",
 )
 
 BASIC_RULES: dict[str, Rule] = {
@@ -347,8 +354,8 @@ BASIC_RULES: dict[str, Rule] = {
     "convert": _convert, "bitcast-convert": _bitcast_convert, "reduce-precision": _reduce_precision,
     "stochastic-convert": _stochastic_convert,
     "copy": _same_as_operand, "domain": _same_as_operand, "optimization-barrier": _same_as_operand,
-    "add-dependency": _add_dependency, "copy-done": _copy_done,
-    "constant": _constant, "after-all": _token,
+    "add-dependency": _same_as_operand, "copy-done": _copy_done,
+    "constant": _constant, "after-all": _token, "rng": _rng,
     "partition-id": lambda inst, shapes: scalar("u32"), "replica-id": lambda inst, shapes: scalar("u32"),
     "rng-get-and-update-state": lambda inst, shapes: array("u64", (2,)),
     "get-dimension-size": _get_dimension_size, "set-dimension-size": _set_dimension_size,

@@ -163,8 +163,26 @@ def _dot(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
                            f"dimension {b} of rhs {text(rhs)} (size {rhs.dims[b]})")
     dims = [lhs.dims[d] for d in lb]
     dims += [n for k, n in enumerate(lhs.dims) if k not in lb and k not in lc]
-    dims += [n for k, n in enumerate(rhs.dims) if k not in rb and k not in rc]
+    skip_rhs = set(rb) | set(rc) | set(ints_attr(inst, "rhs_group_dims", ()))
+    dims += [n for k, n in enumerate(rhs.dims) if k not in skip_rhs]
     return array(_result_type(inst, lhs, rhs), dims)
+
+
+def _ragged_dot(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
+    """lhs [m,k] (ragged in m), rhs [g,k,n] (group dim g), group_sizes [g] -> [m,n]. When the ragged
+    dimension is contracting, each group gets its own output: [g,m,n]."""
+    if len(shapes) != 3:
+        fail(inst, f"ragged-dot takes lhs, rhs and group sizes, got {len(shapes)} operands")
+    groups = expect_array(inst, shapes, 2)
+    if not groups.ptype.is_integral or groups.rank < 1:
+        fail(inst, f"group sizes {text(groups)} must be an integer array")
+    dot = _dot(inst, shapes[:2])
+    ragged = ints_attr(inst, "lhs_ragged_dims", ())
+    if len(ragged) != 1:
+        fail(inst, f"lhs_ragged_dims must name one dimension, got {list(ragged)}")
+    if ragged[0] in ints_attr(inst, "lhs_contracting_dims", ()):
+        return array(dot.element_type, (groups.dims[-1],) + dot.dims)
+    return dot
 
 
 def _convolution(inst: Instruction, shapes: Sequence[Shape]) -> Shape | None:
@@ -322,7 +340,7 @@ def _topk(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
 
 RULES = {
     "reduce": _reduce, "reduce-window": _reduce_window, "select-and-scatter": _select_and_scatter,
-    "sort": _sort, "map": _map, "dot": _dot, "convolution": _convolution,
+    "sort": _sort, "map": _map, "dot": _dot, "ragged-dot": _ragged_dot, "convolution": _convolution,
     "batch-norm-training": lambda inst, shapes: _batch_norm(inst, shapes, (1, 2), (), True),
     "batch-norm-inference": lambda inst, shapes: _batch_norm(inst, shapes, (1, 2, 3, 4), (), False),
     "batch-norm-grad": lambda inst, shapes: _batch_norm(inst, shapes, (1, 2, 3), (4,), True),

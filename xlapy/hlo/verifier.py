@@ -53,6 +53,9 @@ def _verify_structure(comp: Computation, in_module: set[int]) -> None:
             if op.parent is not comp:
                 fail(inst, f"operand {i} ({op.name}) belongs to computation "
                            f"{op.parent.name if op.parent else None}, not {comp.name}")
+        for pred in inst.control_predecessors:
+            if pred.parent is not comp:
+                fail(inst, f"control predecessor {pred.name} is not in computation {comp.name}")
         for callee in inst.called_computations():
             if id(callee) not in in_module:
                 fail(inst, f"calls computation {callee.name}, which is not in the module")

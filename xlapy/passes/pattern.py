@@ -29,7 +29,8 @@ class Pattern:
         why: list[str] = []
         if self._match(inst, {}, why):
             return f"{inst.name} matches {self}"
-        return f"{inst.name} does not match {self}: " + (why[-1] if why else "no reason recorded")
+        reasons = list(dict.fromkeys(why))   # every failed attempt (both orders of a commutative op), deduplicated
+        return f"{inst.name} does not match {self}: " + ("; ".join(reasons) if reasons else "no reason recorded")
 
     def _bind(self, inst: Instruction, caps: dict, why: list) -> bool:
         if self.one_user and len(inst.users) != 1:

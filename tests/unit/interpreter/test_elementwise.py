@@ -89,6 +89,7 @@ BINARY = [
     ("power", "u8", [2, 3, 0], [8, 2, 0], [0, 9, 1]),
     ("power", "s64", [3, -3], [39, 39], [3**39, -3**39]),
     ("power", "f32", [nan, 1, 2, -8, 0], [0, nan, -1, 1 / 3, -1], [1, 1, 0.5, nan, inf]),
+    ("power", "f32", [-1e-30], [1e-42], [nan]),   # pow sees the denormal exponent (XLA:CPU calls powf)
     ("shift-left", "s32", [1, 1, 1, -1, 1], [31, 32, -1, 4, 0], [I32_MIN, 0, 0, -16, 1]),
     ("shift-left", "u8", [1, 3, 1], [7, 8, 255], [128, 0, 0]),
     ("shift-left", "s4", [1, 1], [3, 4], [-8, 0]),
@@ -224,3 +225,25 @@ def test_select_and_clamp(hlo):
     hlo.assert_exact(got, arr("f32", [0, nan, 5]))
     got = hlo.run_op("clamp", [arr("s32", [-5] * 3), arr("s32", [-9, 0, 9]), arr("s32", [5] * 3)])
     hlo.assert_exact(got, arr("s32", [-5, 0, 5]))
+
+
+DENORMAL = 1e-42   # an f32 denormal: XLA:CPU runs with denormals-are-zero / flush-to-zero
+
+
+@pytest.mark.parametrize("op, x, want, out", [
+    ("ceil", [DENORMAL, -DENORMAL], [0, -0.0], None),
+    ("log", [DENORMAL], [-inf], None),
+    ("sign", [DENORMAL, -DENORMAL], [0, -0.0], None),
+    ("rsqrt", [DENORMAL], [inf], None),
+    ("abs", [-DENORMAL], [DENORMAL], None),          # a bit operation: no flushing
+    ("convert", [DENORMAL, 1.0], [False, True], "pred"),
+])
+def test_denormal_operands_read_as_zero(hlo, op, x, want, out):
+    hlo.assert_exact(hlo.run_op(op, [arr("f32", x)], out), arr(out or "f32", want))
+
+
+def test_denormal_results_flush_to_zero(hlo):
+    got = hlo.run_op("multiply", [arr("f32", [1e-20, -1e-20]), arr("f32", [1e-20, 1e-20])])
+    hlo.assert_exact(got, arr("f32", [0, -0.0]))
+    got = hlo.run_op("compare", [arr("f32", [DENORMAL]), arr("f32", [0])], "pred", "direction=EQ")
+    hlo.assert_exact(got, np.array([True]))

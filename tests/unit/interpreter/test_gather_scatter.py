@@ -293,3 +293,129 @@ def test_scatter_add_bf16():
 def test_gather_empty_batch():
     out = run(gather_module("f32[5,3]", "s32[0]", "f32[0,3]", TAKE), X53, np.zeros(0, np.int32))
     assert_same(out, np.zeros((0, 3), np.float32))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# random dimension numbers against a per-element reference written from operation_semantics.md
+# ---------------------------------------------------------------------------------------------------------
+def _ints(v):
+    return "{" + ",".join(map(str, v)) + "}"
+
+
+def _random_dnums(rng, operand_shape):
+    """Batching dim 0 (sometimes), an index map over some other dims, random index_vector_dim."""
+    rank = len(operand_shape)
+    batching = (0,) if rng.random() < 0.5 else ()
+    free = [d for d in range(rank) if d not in batching]
+    index_map = tuple(int(d) for d in rng.permutation(free)[:rng.integers(1, len(free) + 1)])
+    n_batch = int(rng.integers(1, 3))
+    batch_shape = [int(rng.integers(1, 4)) for _ in range(n_batch)]
+    indices_batching = ()
+    if batching:
+        indices_batching_pos = int(rng.integers(0, n_batch))
+        batch_shape[indices_batching_pos] = operand_shape[0]
+    ivd = int(rng.integers(0, n_batch + 1))
+    idx_shape = batch_shape[:ivd] + [len(index_map)] + batch_shape[ivd:]
+    if batching:
+        indices_batching = (indices_batching_pos if indices_batching_pos < ivd else indices_batching_pos + 1,)
+    return batching, index_map, ivd, idx_shape, batch_shape, indices_batching
+
+
+def _batch_pos(ib, ivd):
+    return ib if ib < ivd else ib - 1
+
+
+def reference_gather(x, idx, offset_dims, collapsed, index_map, batching, indices_batching, ivd, sizes, out_shape):
+    out = np.empty(out_shape, x.dtype)
+    kept = [d for d in range(x.ndim) if d not in collapsed and d not in batching]
+    for o in np.ndindex(*out_shape):
+        g = [o[d] for d in range(len(out_shape)) if d not in offset_dims]
+        vec = [idx[tuple(g[:ivd]) + (k,) + tuple(g[ivd:])] for k in range(len(index_map))]
+        start = [0] * x.ndim
+        for k, d in enumerate(index_map):
+            start[d] = min(max(int(vec[k]), 0), x.shape[d] - sizes[d])
+        for d, ib in zip(batching, indices_batching):
+            start[d] = g[_batch_pos(ib, ivd)]
+        for k, d in enumerate(kept):
+            start[d] += o[offset_dims[k]]
+        out[o] = x[tuple(start)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_gather_random_dimension_numbers(seed):
+    rng = np.random.default_rng(seed)
+    shape = (3, 5, 4)
+    batching, index_map, ivd, idx_shape, batch_shape, indices_batching = _random_dnums(rng, shape)
+    collapsed = tuple(sorted(d for d in index_map if rng.random() < 0.5))
+    sizes = [1 if d in collapsed or d in batching else int(rng.integers(1, shape[d] + 1)) for d in range(3)]
+    kept = [sizes[d] for d in range(3) if d not in collapsed and d not in batching]
+    out_rank = len(batch_shape) + len(kept)
+    offset_dims = tuple(sorted(int(d) for d in rng.permutation(out_rank)[:len(kept)]))
+    out_shape, it_b, it_k = [], iter(batch_shape), iter(kept)
+    for d in range(out_rank):
+        out_shape.append(next(it_k) if d in offset_dims else next(it_b))
+    x = rng.standard_normal(shape).astype(np.float32)
+    idx = rng.integers(-2, 7, idx_shape).astype(np.int32)
+    dnums = (f"offset_dims={_ints(offset_dims)}, collapsed_slice_dims={_ints(collapsed)}, "
+             f"start_index_map={_ints(index_map)}, operand_batching_dims={_ints(batching)}, "
+             f"start_indices_batching_dims={_ints(indices_batching)}, index_vector_dim={ivd}, "
+             f"slice_sizes={_ints(sizes)}")
+    text = gather_module("f32[3,5,4]", f"s32[{','.join(map(str, idx_shape))}]",
+                         f"f32[{','.join(map(str, out_shape))}]", dnums)
+    expected = reference_gather(x, idx, offset_dims, collapsed, index_map, batching, indices_batching, ivd, sizes,
+                                tuple(out_shape))
+    assert_same(run(text, x, idx), expected, dnums)
+
+
+def reference_scatter_add(x, idx, u, window_dims, inserted, index_map, batching, indices_batching, ivd):
+    out = x.copy()
+    scatter_dims = [d for d in range(u.ndim) if d not in window_dims]
+    window_operand = [d for d in range(x.ndim) if d not in inserted and d not in batching]
+    window_shape = [u.shape[d] for d in window_dims]
+    for s in np.ndindex(*[u.shape[d] for d in scatter_dims]):
+        vec = [idx[tuple(s[:ivd]) + (k,) + tuple(s[ivd:])] for k in range(len(index_map))]
+        start = [0] * x.ndim
+        for k, d in enumerate(index_map):
+            start[d] = int(vec[k])
+        for d, ib in zip(batching, indices_batching):
+            start[d] = s[_batch_pos(ib, ivd)]
+        size = [window_shape[window_operand.index(d)] if d in window_operand else 1 for d in range(x.ndim)]
+        if any(st < 0 or st > x.shape[d] - size[d] for d, st in enumerate(start)):
+            continue
+        for w in np.ndindex(*window_shape):
+            target = list(start)
+            for k, d in enumerate(window_operand):
+                target[d] += w[k]
+            u_index = [0] * u.ndim
+            for k, d in enumerate(scatter_dims):
+                u_index[d] = s[k]
+            for k, d in enumerate(window_dims):
+                u_index[d] = w[k]
+            out[tuple(target)] += u[tuple(u_index)]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_scatter_random_dimension_numbers(seed):
+    rng = np.random.default_rng(100 + seed)
+    shape = (3, 5, 4)
+    batching, index_map, ivd, idx_shape, batch_shape, indices_batching = _random_dnums(rng, shape)
+    inserted = tuple(sorted(d for d in index_map if rng.random() < 0.5))
+    window_operand = [d for d in range(3) if d not in inserted and d not in batching]
+    window_shape = [int(rng.integers(1, shape[d] // 2 + 2)) for d in window_operand]
+    u_rank = len(batch_shape) + len(window_shape)
+    window_dims = tuple(sorted(int(d) for d in rng.permutation(u_rank)[:len(window_shape)]))
+    u_shape, it_b, it_w = [], iter(batch_shape), iter(window_shape)
+    for d in range(u_rank):
+        u_shape.append(next(it_w) if d in window_dims else next(it_b))
+    x = rng.standard_normal(shape).astype(np.float32)
+    idx = rng.integers(-1, 4, idx_shape).astype(np.int32)
+    u = rng.standard_normal(u_shape).astype(np.float32)
+    dnums = (f"update_window_dims={_ints(window_dims)}, inserted_window_dims={_ints(inserted)}, "
+             f"scatter_dims_to_operand_dims={_ints(index_map)}, input_batching_dims={_ints(batching)}, "
+             f"scatter_indices_batching_dims={_ints(indices_batching)}, index_vector_dim={ivd}")
+    text = scatter_module(combiner("add"), "f32[3,5,4]", f"s32[{','.join(map(str, idx_shape))}]",
+                          f"f32[{','.join(map(str, u_shape))}]", dnums)
+    expected = reference_scatter_add(x, idx, u, window_dims, inserted, index_map, batching, indices_batching, ivd)
+    assert_same(run(text, x, idx, u), expected, dnums)

@@ -281,3 +281,54 @@ def test_batch_norm_grad_matches_numeric_gradient_formula():
     np.testing.assert_allclose(go, gy.sum(axis=(0, 1)), rtol=1e-10)
     np.testing.assert_allclose(gs, want_gs, rtol=1e-10)
     np.testing.assert_allclose(gx, want_gx, rtol=1e-9, atol=1e-12)
+
+
+# -- cholesky, triangular-solve, fft --------------------------------------------------------------
+
+def _spd(n):
+    m = RNG.standard_normal((n, n))
+    return m @ m.T + n * np.eye(n)
+
+
+@pytest.mark.parametrize("lower", ["true", "false"])
+def test_cholesky(lower):
+    a = _spd(4)
+    text = module("  a = f64[4,4] parameter(0)", f"cholesky(a), lower={lower}", "f64[4,4]")
+    got = run(text, a)
+    if lower == "true":
+        np.testing.assert_allclose(got @ got.T, a, rtol=1e-10)
+        np.testing.assert_array_equal(got, np.tril(got))
+    else:
+        np.testing.assert_allclose(got.T @ got, a, rtol=1e-10)
+        np.testing.assert_array_equal(got, np.triu(got))
+
+
+@pytest.mark.parametrize("left, lower, unit, trans", [
+    ("true", "true", "false", "NO_TRANSPOSE"), ("false", "true", "false", "NO_TRANSPOSE"),
+    ("true", "false", "true", "TRANSPOSE"), ("false", "false", "false", "TRANSPOSE")])
+def test_triangular_solve(left, lower, unit, trans):
+    a = RNG.standard_normal((4, 4)) + 4 * np.eye(4)
+    b = RNG.standard_normal((4, 3) if left == "true" else (3, 4))
+    text = module("  a = f64[4,4] parameter(0)\n" f"  b = f64[{b.shape[0]},{b.shape[1]}] parameter(1)",
+                  f"triangular-solve(a, b), left_side={left}, lower={lower}, unit_diagonal={unit}, "
+                  f"transpose_a={trans}", f"f64[{b.shape[0]},{b.shape[1]}]")
+    x = run(text, a, b)
+    t = np.tril(a) if lower == "true" else np.triu(a)
+    if unit == "true":
+        np.fill_diagonal(t, 1)
+    if trans == "TRANSPOSE":
+        t = t.T
+    np.testing.assert_allclose(t @ x if left == "true" else x @ t, b, rtol=1e-9, atol=1e-12)
+
+
+def test_fft_kinds():
+    x = RNG.standard_normal((2, 8)).astype(np.float32)
+    c = (x + 1j * RNG.standard_normal((2, 8))).astype(np.complex64)
+    cases = [("FFT", "c64[2,8]", c, "c64[2,8]", np.fft.fft(c)), ("IFFT", "c64[2,8]", c, "c64[2,8]", np.fft.ifft(c)),
+             ("RFFT", "f32[2,8]", x, "c64[2,5]", np.fft.rfft(x)),
+             ("IRFFT", "c64[2,5]", np.fft.rfft(x).astype(np.complex64), "f32[2,8]", x)]
+    for kind, in_shape, arg, out_shape, want in cases:
+        text = module(f"  x = {in_shape} parameter(0)", f"fft(x), fft_type={kind}, fft_length={{8}}", out_shape)
+        got = run(text, arg)
+        assert got.dtype == want.astype(got.dtype).dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

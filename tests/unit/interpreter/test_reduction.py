@@ -210,6 +210,10 @@ WINDOW_CASES = [
     ("window_dilation", (9, 8), (3, 2), (2, 1), [(0, 0), (1, 1)], (1, 1), (2, 3), "maximum"),
     ("negative_padding", (8, 6), (2, 2), (1, 1), [(-1, 1), (2, -2)], (1, 1), (1, 1), "minimum"),
     ("everything", (4, 5), (2, 3), (2, 1), [(1, 2), (3, 0)], (2, 2), (2, 1), "add"),
+    ("global_pool_big_window", (2, 9, 9, 3), (1, 9, 9, 1), (1, 1, 1, 1), [(0, 0)] * 4, (1,) * 4, (1,) * 4, "add"),
+    ("big_window_padded_dilated", (40, 3), (70, 1), (3, 1), [(4, 2), (0, 0)], (2, 1), (1, 1), "maximum"),
+    ("cummax_axis0", (6, 3), (6, 1), (1, 1), [(5, 0), (0, 0)], (1, 1), (1, 1), "maximum"),
+    ("reverse_cumsum", (3, 7), (1, 7), (1, 1), [(0, 0), (0, 6)], (1, 1), (1, 1), "add"),
 ]
 
 _FNS = {"add": np.add, "maximum": np.maximum, "minimum": np.minimum}

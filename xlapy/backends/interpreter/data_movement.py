@@ -75,11 +75,11 @@ def _bitcast(inst, args, ev):
         flat = flat.view(inst.shape.dtype)
     if flat.size != inst.shape.numel:
         raise ExecutionError(f"bitcast {inst.name}: {inst.operands[0].shape} -> {inst.shape} changes the size")
-    return np.ascontiguousarray(_from_physical(inst.shape, flat))
+    return np.array(_from_physical(inst.shape, flat), order="C")
 
 
 def _transpose(inst, args, ev):
-    return np.ascontiguousarray(np.transpose(args[0], inst.attrs["dimensions"]))
+    return np.array(np.transpose(args[0], inst.attrs["dimensions"]), order="C")
 
 
 def _slice(inst, args, ev):
@@ -135,11 +135,11 @@ def _pad(inst, args, ev):
         crop.append(slice(-min(p.low, 0), lo + inner + hi + min(p.high, 0)))
     out = np.full(grown, value, dtype=x.dtype)
     out[tuple(place)] = x
-    return np.ascontiguousarray(out[tuple(crop)])
+    return np.array(out[tuple(crop)], order="C")
 
 
 def _reverse(inst, args, ev):
-    return np.ascontiguousarray(np.flip(args[0], axis=tuple(inst.attrs["dimensions"])))
+    return np.array(np.flip(args[0], axis=tuple(inst.attrs["dimensions"])), order="C")
 
 
 HANDLERS = {

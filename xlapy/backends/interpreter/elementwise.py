@@ -31,10 +31,28 @@ def family(pt: PrimitiveType) -> str:
     return pt.kind
 
 
-def _compute_form(pt: PrimitiveType, x: np.ndarray) -> np.ndarray:
+# XLA:CPU runs with denormals-are-zero and flush-to-zero (MXCSR DAZ/FTZ): an f32/f64 denormal operand of an
+# arithmetic or compare instruction reads as a zero of the same sign, and a denormal result becomes zero.
+# bf16/f8 are computed in f32, so the f32 denormal range applies to them (f16 denormals are f32-normal).
+# Ops XLA:CPU implements with bit operations (abs, negate, is-finite, total-order compare) see no flushing, nor
+# does power, which calls the C library's powf/pow (they test operands bitwise: pow(-x, denormal) is NaN).
+FLUSH_DENORMALS = True
+NO_FLUSH = frozenset({"abs", "negate", "is-finite", "real", "imag", "power"})
+
+
+def flush_denormals(pt: PrimitiveType, x: np.ndarray) -> np.ndarray:
+    """x (an f64 compute array for element type pt) with f32-or-f64 denormals replaced by signed zeros."""
+    if not FLUSH_DENORMALS or pt.kind != "float":
+        return x
+    tiny = np.finfo(np.float64 if pt.bits == 64 else np.float32).tiny
+    return np.where(np.abs(x) < tiny, np.copysign(0.0, x), x)
+
+
+def _compute_form(pt: PrimitiveType, x: np.ndarray, flush: bool = True) -> np.ndarray:
     x = np.asarray(x)
     if pt.kind == "float":
-        return x.astype(np.float64)
+        wide = x.astype(np.float64)
+        return flush_denormals(pt, wide) if flush else wide
     if pt.kind == "complex":
         return x.astype(np.complex128)
     if pt.kind in ("int", "uint") and pt.bits < 8:
@@ -312,13 +330,22 @@ def _rule(table: dict, inst, pt: PrimitiveType) -> Callable:
 
 def _unary(inst, args, ev):
     pt = ptype_of(args[0])
-    return to_type(_rule(UNARY, inst, pt)(pt, _compute_form(pt, args[0])), inst.shape.dtype)
+    flush = inst.opcode not in NO_FLUSH
+    out = _rule(UNARY, inst, pt)(pt, _compute_form(pt, args[0], flush))
+    return to_type(_flush_result(inst, out) if flush else out, inst.shape.dtype)
 
 
 def _binary(inst, args, ev):
     pt = ptype_of(args[0])
-    x, y = (_compute_form(pt, a) for a in args)
-    return to_type(_rule(BINARY, inst, pt)(pt, x, y), inst.shape.dtype)
+    flush = inst.opcode not in NO_FLUSH
+    x, y = (_compute_form(pt, a, flush) for a in args)
+    out = _rule(BINARY, inst, pt)(pt, x, y)
+    return to_type(_flush_result(inst, out) if flush else out, inst.shape.dtype)
+
+
+def _flush_result(inst, out):
+    rt = inst.shape.ptype
+    return flush_denormals(rt, out) if rt.kind == "float" and out.dtype == np.float64 else out
 
 
 # -- compare -----------------------------------------------------------------------------------------
@@ -383,6 +410,8 @@ def convert_array(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     x = np.asarray(x)
     src = ptype_of(x)
     dst = primitive_type(type_name_of_dtype(dtype))
+    if src.kind == "float" and FLUSH_DENORMALS:
+        x = to_type(flush_denormals(src, x.astype(np.float64)), x.dtype)
     if dst.kind == "pred":
         return np.asarray(x != 0) if src.kind != "pred" else x.copy()
     if src.kind == "complex" and dst.kind != "complex":
@@ -417,8 +446,9 @@ def _bitcast_convert(inst, args, ev):
     if src.bits < 8 or dst.bits < 8:
         if src.bits != dst.bits:
             raise UnimplementedError(f"bitcast-convert {inst.name}: {src.name} -> {dst.name} with sub-byte types")
-        return x.astype(np.int64 if src.kind == "int" else np.uint64).astype(out_dtype) if \
-            src.kind in ("int", "uint") and dst.kind in ("int", "uint") else x.view(out_dtype)
+        same = x.astype(np.int64).astype(out_dtype) if src.kind in ("int", "uint") and dst.kind in ("int", "uint") \
+            else x.view(out_dtype)
+        return same.reshape(inst.shape.dims)
     flat = x.reshape(-1).view(out_dtype) if x.ndim else x.reshape(1).view(out_dtype)
     return flat.reshape(inst.shape.dims)
 

@@ -91,28 +91,33 @@ def _scatter(inst, args, ev):
     values = [np.transpose(u, perm) for u in updates]
     scatter_shape = tuple(updates[0].shape[d] for d in scatter_dims)
     window_shape = tuple(updates[0].shape[d] for d in window_dims)
-    ns, nw = len(scatter_shape), len(window_shape)
+    nw = len(window_shape)
 
     window_operand_dims = [d for d in range(rank) if d not in inserted and d not in batching]
+    # Flat operand position = (window start, one per scatter index) + (offset within the window).
     fits = np.ones(scatter_shape, dtype=bool)
-    target = np.zeros((1,) * (ns + nw), dtype=np.int64)
+    start_flat = np.zeros(scatter_shape, dtype=np.int64)
+    offset_flat = np.zeros(window_shape, dtype=np.int64)
     stride = 1
     for d in reversed(range(rank)):
         start = np.broadcast_to(starts[d], scatter_shape)
         size = window_shape[window_operand_dims.index(d)] if d in window_operand_dims else 1
         fits &= (start >= 0) & (start <= operands[0].shape[d] - size)
-        position = start.reshape(scatter_shape + (1,) * nw)
+        start_flat += start * stride
         if d in window_operand_dims:
-            offset_shape = [1] * (ns + nw)
-            offset_shape[ns + window_operand_dims.index(d)] = size
-            position = position + np.arange(size, dtype=np.int64).reshape(offset_shape)
-        target = target + position * stride
+            axis_shape = [1] * nw
+            axis_shape[window_operand_dims.index(d)] = size
+            offset_flat += (np.arange(size, dtype=np.int64) * stride).reshape(axis_shape)
         stride *= operands[0].shape[d]
 
-    full = scatter_shape + window_shape
-    mask = np.broadcast_to(fits.reshape(scatter_shape + (1,) * nw), full)
-    targets = np.broadcast_to(target, full)[mask]
-    picked = [v[mask] for v in values]
+    # Keep the windows that fit, as rows of window elements; row-major order is XLA's update order.
+    rows, cols = int(np.prod(scatter_shape, dtype=np.int64)), int(np.prod(window_shape, dtype=np.int64))
+    keep = fits.reshape(rows)
+    start_flat, picked = start_flat.reshape(rows), [v.reshape(rows, cols) for v in values]
+    if not keep.all():
+        start_flat, picked = start_flat[keep], [p[keep] for p in picked]
+    targets = (start_flat[:, None] + offset_flat.reshape(1, cols)).reshape(-1)
+    picked = [p.reshape(-1) for p in picked]
     outs = [np.array(o, dtype=dt, copy=True).reshape(-1) for o, dt in zip(operands, _out_dtypes(inst))]
     scatter_into(outs, targets, picked, a["to_apply"], ev)
     results = [o.reshape(operands[0].shape) for o in outs]

@@ -216,7 +216,7 @@ def _batch_norm_grad(inst: Instruction, args: list, ev) -> tuple:
 
 def _cholesky(inst: Instruction, args: list, ev) -> np.ndarray:
     (a,) = args
-    lower = str(inst.attrs.get("lower", "false")).lower() in ("true", "1")
+    lower = bool(inst.attrs.get("lower", False))
     ct = compute_dtype(a.dtype)
     m = a.astype(ct)
     # Only the selected triangle is read (XLA ignores the other one).
@@ -231,7 +231,54 @@ def _cholesky(inst: Instruction, args: list, ev) -> np.ndarray:
     return _to_result(out, inst)
 
 
+def _triangular_solve(inst: Instruction, args: list, ev) -> np.ndarray:
+    """Solve op(a) x = b (left_side) or x op(a) = b, reading only a's chosen triangle."""
+    a, b = args
+    ct = compute_dtype(inst.shape.dtype)
+    a = a.astype(ct)
+    lower = bool(inst.attrs.get("lower", False))
+    tri = np.tril(a) if lower else np.triu(a)
+    if inst.attrs.get("unit_diagonal", False):
+        eye = np.eye(a.shape[-1], dtype=bool)
+        tri = np.where(eye, np.ones((), ct), tri)
+    transpose = str(inst.attrs.get("transpose_a", "NO_TRANSPOSE"))
+    if transpose in ("TRANSPOSE", "ADJOINT"):
+        tri = np.swapaxes(tri, -1, -2)
+        if transpose == "ADJOINT":
+            tri = tri.conj()
+    rhs = b.astype(ct)
+    if inst.attrs.get("left_side", False):
+        out = np.linalg.solve(tri, rhs)
+    else:   # x A = b  <=>  A^T x^T = b^T
+        out = np.swapaxes(np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(rhs, -1, -2)), -1, -2)
+    return _to_result(out, inst)
+
+
+def _fft(inst: Instruction, args: list, ev) -> np.ndarray:
+    (x,) = args
+    lengths = tuple(int(n) for n in inst.attrs.get("fft_length", ()))
+    axes = tuple(range(x.ndim - len(lengths), x.ndim))
+    kind = str(inst.attrs.get("fft_type", "FFT"))
+    wide = np.complex128 if inst.shape.dtype == np.complex128 or x.dtype in (np.complex128, np.float64) \
+        else np.complex64
+    if kind == "FFT":
+        out = np.fft.fftn(x, s=lengths, axes=axes)
+    elif kind == "IFFT":
+        out = np.fft.ifftn(x, s=lengths, axes=axes)
+    elif kind == "RFFT":
+        out = np.fft.rfftn(x, s=lengths, axes=axes)
+    elif kind == "IRFFT":
+        out = np.fft.irfftn(x, s=lengths, axes=axes)
+    else:
+        raise ExecutionError(f"fft {inst.name}: unknown fft_type {kind!r}")
+    if np.iscomplexobj(out):
+        out = out.astype(wide)
+    return _to_result(out, inst)
+
+
 HANDLERS = {
+    "triangular-solve": _triangular_solve,
+    "fft": _fft,
     "dot": _dot,
     "convolution": _convolution,
     "batch-norm-inference": _batch_norm_inference,

@@ -122,6 +122,23 @@ class _WindowedBase:
             return None
         return self.embed(np.ones(self.in_shape, dtype=bool), False, bool)
 
+    @property
+    def offset_count(self) -> int:
+        return int(np.prod([w.size for w in self.window.dims], dtype=np.int64))
+
+    @property
+    def window_axes(self) -> tuple[int, ...]:
+        rank = len(self.in_shape)
+        return tuple(range(rank, 2 * rank))
+
+    def strided_view(self, base: np.ndarray) -> np.ndarray:
+        """A read-only (outputs..., window...) view of the embedded base."""
+        dims = self.window.dims
+        strides = (tuple(s * w.stride for s, w in zip(base.strides, dims))
+                   + tuple(s * w.window_dilation for s, w in zip(base.strides, dims)))
+        return np.lib.stride_tricks.as_strided(base, self.out_shape + tuple(w.size for w in dims), strides,
+                                               writeable=False)
+
     def offsets(self):
         """Each window offset in row-major order, with the slice of the base it reads for every output."""
         for k in itertools.product(*(range(w.size) for w in self.window.dims)):
@@ -132,6 +149,28 @@ class _WindowedBase:
 # ---------------------------------------------------------------------------------------------------------
 # reduce-window
 # ---------------------------------------------------------------------------------------------------------
+_MAX_OFFSET_LOOP = 64   # windows with more positions than this reduce a strided view in one call
+
+
+def _prefix_scan_axis(shape, window: Window) -> tuple[int, bool] | None:
+    """(axis, reverse) when the window is a prefix (or suffix) scan along one axis and trivial elsewhere."""
+    scan = None
+    for axis, (n, w) in enumerate(zip(shape, window.dims)):
+        if w.stride != 1 or w.base_dilation != 1 or w.window_dilation != 1:
+            return None
+        if w.size == 1 and w.padding_low == 0 and w.padding_high == 0:
+            continue
+        if scan is not None or w.size != n or n < 2:
+            return None
+        if (w.padding_low, w.padding_high) == (n - 1, 0):
+            scan = (axis, False)
+        elif (w.padding_low, w.padding_high) == (0, n - 1):
+            scan = (axis, True)
+        else:
+            return None
+    return scan
+
+
 def _reduce_window(inst, args, ev):
     n = len(args) // 2
     inputs, inits = args[:n], args[n:]
@@ -146,7 +185,18 @@ def _reduce_window(inst, args, ev):
     if kind is not None and kind != "assign":
         cdt = compute_dtype(inputs[0].dtype)
         uf = ufunc_for(kind, cdt)
-        base = geo.embed(inputs[0].astype(cdt, copy=False), identity_of(kind, cdt), cdt)
+        x = inputs[0].astype(cdt, copy=False)
+        scan = _prefix_scan_axis(x.shape, geo.window)
+        if scan is not None:     # cumsum and friends: O(n), not O(n^2)
+            axis, reverse = scan
+            flip = (slice(None),) * axis + (slice(None, None, -1),)
+            partial = (uf.accumulate(x[flip], axis=axis, dtype=cdt)[flip] if reverse
+                       else uf.accumulate(x, axis=axis, dtype=cdt))
+            return uf(inits[0].astype(cdt), partial).astype(dtypes[0])
+        base = geo.embed(x, identity_of(kind, cdt), cdt)
+        if geo.offset_count > _MAX_OFFSET_LOOP:   # big windows (global pooling): one reduce over a strided view
+            partial = uf.reduce(geo.strided_view(base), axis=geo.window_axes, dtype=cdt)
+            return uf(inits[0].astype(cdt), partial).astype(dtypes[0])
         acc = np.full(out_shape, inits[0].astype(cdt), dtype=cdt)
         for _, window_slice in geo.offsets():
             uf(acc, base[window_slice], out=acc)

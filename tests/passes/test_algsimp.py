@@ -1,0 +1,196 @@
+"""AlgebraicSimplifier: HLO text in, CHECK lines out; cases that must not change; semantics preserved."""
+import numpy as np
+import pytest
+
+import xlapy
+from xlapy.passes import FixedPoint, Pipeline
+from xlapy.passes.algsimp import AlgebraicSimplifier
+from xlapy.passes.dce import HloDCE
+from xlapy.testing import assert_same, filecheck
+
+
+def simplify(text, fast_math=False):
+    m = xlapy.hlo.parse(text)
+    changed = FixedPoint("simplification", [AlgebraicSimplifier(fast_math), HloDCE()],
+                         check_invariants=True).run(m)
+    return m, changed
+
+
+def module(body, params="p: f32[4]"):
+    lines = "\n  ".join(body.strip().splitlines())
+    return f"HloModule m\n\nENTRY e {{\n  {lines}\n}}\n"
+
+
+# (name, body, checks) — body is an ENTRY computation; the rule's comment names the rewrite.
+CASES = [
+    ("int_add_zero", """
+p = s32[4] parameter(0)
+z = s32[] constant(0)
+zb = s32[4] broadcast(z), dimensions={}
+ROOT a = s32[4] add(zb, p)""", "CHECK: ROOT %p = s32[4] parameter(0)"),
+    ("float_add_negzero", """
+p = f32[4] parameter(0)
+z = f32[] constant(-0)
+zb = f32[4] broadcast(z), dimensions={}
+ROOT a = f32[4] add(p, zb)""", "CHECK: ROOT %p"),
+    ("mul_one", """
+p = f32[4] parameter(0)
+o = f32[] constant(1)
+ob = f32[4] broadcast(o), dimensions={}
+ROOT a = f32[4] multiply(ob, p)""", "CHECK: ROOT %p"),
+    ("int_mul_zero", """
+p = s32[4] parameter(0)
+z = s32[] constant(0)
+zb = s32[4] broadcast(z), dimensions={}
+ROOT a = s32[4] multiply(p, zb)""", "CHECK: constant(0)\nCHECK: ROOT %broadcast"),
+    ("neg_neg", """
+p = f32[4] parameter(0)
+n = f32[4] negate(p)
+ROOT a = f32[4] negate(n)""", "CHECK: ROOT %p"),
+    ("div_by_two_is_mul_half", """
+p = f32[4] parameter(0)
+t = f32[] constant(2)
+tb = f32[4] broadcast(t), dimensions={}
+ROOT a = f32[4] divide(p, tb)""", "CHECK: constant(0.5)\nCHECK: ROOT\nCHECK: multiply"),
+    ("transpose_transpose", """
+p = f32[2,3,4] parameter(0)
+t = f32[4,2,3] transpose(p), dimensions={2,0,1}
+ROOT a = f32[2,3,4] transpose(t), dimensions={1,2,0}""", "CHECK: ROOT %p"),
+    ("reshape_reshape", """
+p = f32[2,6] parameter(0)
+r = f32[12] reshape(p)
+ROOT a = f32[3,4] reshape(r)""", "CHECK-NOT: f32[12]\nCHECK: ROOT\nCHECK: reshape(f32[2,6] %p)"),
+    ("slice_full", """
+p = f32[4,3] parameter(0)
+ROOT s = f32[4,3] slice(p), slice={[0:4], [0:3]}""", "CHECK: ROOT %p"),
+    ("slice_slice", """
+p = f32[10] parameter(0)
+s = f32[6] slice(p), slice={[2:8]}
+ROOT t = f32[2] slice(s), slice={[1:3]}""", "CHECK: slice={[3:5]}"),
+    ("select_true", """
+p = f32[4] parameter(0)
+q = f32[4] parameter(1)
+t = pred[] constant(true)
+ROOT s = f32[4] select(t, p, q)""", "CHECK: ROOT %p"),
+    ("compare_self_int", """
+p = s32[4] parameter(0)
+ROOT c = pred[4] compare(p, p), direction=LE""", "CHECK: constant(true)"),
+    ("convert_same", """
+p = f32[4] parameter(0)
+ROOT c = f32[4] convert(p)""", "CHECK: ROOT %p"),
+    ("constant_to_right", """
+p = f32[4] parameter(0)
+c = f32[4] constant({1, 2, 3, 4})
+ROOT a = f32[4] add(c, p)""", "CHECK: add(f32[4] %p, f32[4] %c)"),
+    ("compare_constant_flip", """
+p = f32[4] parameter(0)
+c = f32[4] constant({1, 2, 3, 4})
+ROOT a = pred[4] compare(c, p), direction=LT""", "CHECK: compare(f32[4] %p, f32[4] %c), direction=GT"),
+    ("pad_nothing", """
+p = f32[4] parameter(0)
+z = f32[] constant(0)
+ROOT a = f32[4] pad(p, z), padding=0_0""", "CHECK: ROOT %p"),
+    ("dynamic_slice_constant", """
+p = f32[8] parameter(0)
+i = s32[] constant(7)
+ROOT d = f32[3] dynamic-slice(p, i), dynamic_slice_sizes={3}""", "CHECK: slice={[5:8]}"),
+    ("reduce_of_broadcast_max", """
+p = f32[3] parameter(0)
+b = f32[3,5] broadcast(p), dimensions={0}
+z = f32[] constant(-inf)
+ROOT r = f32[3] reduce(b, z), dimensions={1}, to_apply=max
+}
+
+max {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT m = f32[] maximum(x, y)""", "CHECK-NOT: reduce(\nCHECK: maximum(f32[3]"),
+]
+
+# Float rewrites that are NOT exact under IEEE rules: the module must stay as it is.
+UNCHANGED = [
+    ("float_add_poszero", """
+p = f32[4] parameter(0)
+z = f32[] constant(0)
+zb = f32[4] broadcast(z), dimensions={}
+ROOT a = f32[4] add(p, zb)"""),
+    ("float_mul_zero", """
+p = f32[4] parameter(0)
+z = f32[] constant(0)
+zb = f32[4] broadcast(z), dimensions={}
+ROOT a = f32[4] multiply(p, zb)"""),
+    ("float_sub_self", """
+p = f32[4] parameter(0)
+ROOT a = f32[4] subtract(p, p)"""),
+    ("float_compare_self", """
+p = f32[4] parameter(0)
+ROOT c = pred[4] compare(p, p), direction=EQ"""),
+    ("div_by_three", """
+p = f32[4] parameter(0)
+t = f32[] constant(3)
+tb = f32[4] broadcast(t), dimensions={}
+ROOT a = f32[4] divide(p, tb)"""),
+    ("float_reduce_of_broadcast_add", """
+p = f32[3] parameter(0)
+b = f32[3,5] broadcast(p), dimensions={0}
+z = f32[] constant(0)
+ROOT r = f32[3] reduce(b, z), dimensions={1}, to_apply=add
+}
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)"""),
+]
+
+
+def _random_args(m):
+    rng = np.random.default_rng(0)
+    args = []
+    for p in m.entry.parameters:
+        s = p.shape
+        if s.ptype.is_float:
+            a = rng.standard_normal(s.dims).astype(s.dtype)
+            if a.size:
+                a.reshape(-1)[0] = -0.0
+        else:
+            a = rng.integers(-5, 5, s.dims).astype(s.dtype)
+        args.append(a)
+    return args
+
+
+@pytest.mark.parametrize("name, body, checks", CASES, ids=[c[0] for c in CASES])
+def test_rewrite(name, body, checks):
+    text = module(body)
+    m, changed = simplify(text)
+    assert changed
+    filecheck(m.to_text(), checks)
+    original = xlapy.hlo.parse(text)
+    args = _random_args(original)
+    assert_same(xlapy.compile(m)(*args), xlapy.compile(original)(*args), where=name)
+    # idempotent: running the fixed point again changes nothing
+    assert not simplify(m.to_text())[1]
+
+
+@pytest.mark.parametrize("name, body", UNCHANGED, ids=[c[0] for c in UNCHANGED])
+def test_ieee_strict_leaves_alone(name, body):
+    text = module(body)
+    m, changed = simplify(text)
+    assert not changed, m.to_text()
+    assert m.to_text() == xlapy.hlo.parse(text).to_text()
+
+
+def test_fast_math_applies_float_identities():
+    m, changed = simplify(module(UNCHANGED[0][1]), fast_math=True)
+    assert changed
+    filecheck(m.to_text(), "CHECK: ROOT %p")
+
+
+def test_explain_says_why_a_pattern_failed():
+    from xlapy.passes.pattern import Any, ConstantScalar, Op
+    m = xlapy.hlo.parse(module(UNCHANGED[0][1]))
+    root = m.entry.root
+    assert Op("add", Any("a"), ConstantScalar(0)).match(root) is not None
+    assert "not -0" in Op("add", Any("a"), ConstantScalar(-0.0)).explain(root) or \
+        "holds" in Op("add", Any("a"), ConstantScalar(-0.0)).explain(root)
+    assert "is add, not multiply" in Op("multiply", Any(), Any()).explain(root)

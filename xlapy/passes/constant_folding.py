@@ -1,0 +1,73 @@
+"""HloConstantFolding: an instruction whose operands are all constants is evaluated (by the interpreter, the
+definition of every op) and replaced by a constant holding the result.
+
+Like XLA it leaves alone: broadcasts and iotas (folding only makes big constants of small ones), results of
+more than MAX_ELEMENTS elements, ops with side effects or randomness, custom-calls, parameters, tokens, and
+instructions whose evaluation fails (the failure stays a run-time error, where it belongs).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import XlapyError
+from ..hlo import ELIDED, Instruction, Module
+from .pipeline import Pass
+
+MAX_ELEMENTS = 1 << 20
+
+_NEVER_FOLD = frozenset({"parameter", "constant", "broadcast", "iota", "custom-call", "rng", "rng-bit-generator",
+                         "rng-get-and-update-state", "after-all", "add-dependency", "optimization-barrier",
+                         "while", "infeed", "outfeed", "send", "recv", "partition-id", "replica-id", "copy-start",
+                         "copy-done", "domain", "get-dimension-size", "set-dimension-size"})
+
+
+def _constant_value(op: Instruction):
+    """The literal of a constant operand, or of a broadcast of one; None otherwise."""
+    if op.opcode == "constant" and op.literal is not ELIDED and not op.shape.is_tuple:
+        return op.literal
+    if op.opcode == "broadcast" and op.operands[0].opcode == "constant":
+        inner = _constant_value(op.operands[0])
+        if inner is None or op.shape.numel > MAX_ELEMENTS:
+            return None
+        dims = op.attrs.get("dimensions", ())
+        shape = [1] * op.shape.rank
+        for i, d in enumerate(dims):
+            shape[d] = inner.shape[i]
+        return np.broadcast_to(np.asarray(inner).reshape(shape), op.shape.dims)
+    return None
+
+
+def _leaf_elements(shape) -> int:
+    return sum(s.numel for s in shape.leaves() if s.is_array)
+
+
+class HloConstantFolding(Pass):
+    name = "constant_folding"
+
+    def run(self, module: Module) -> bool:
+        from ..backends.interpreter.evaluator import Evaluator, handler_table
+        table = handler_table()
+        ev = Evaluator(module)
+        changed = False
+        for comp in module.computations:
+            for inst in comp.post_order():
+                if (inst.opcode in _NEVER_FOLD or inst.has_side_effect or not inst.operands
+                        or inst.shape.is_tuple or not inst.shape.is_array or inst.shape.numel > MAX_ELEMENTS
+                        or inst.opcode not in table):
+                    continue
+                values = [_constant_value(o) for o in inst.operands]
+                if any(v is None for v in values):
+                    continue
+                try:
+                    with np.errstate(all="ignore"):
+                        result = table[inst.opcode](inst, values, ev)
+                except (XlapyError, ArithmeticError, ValueError, TypeError, IndexError):
+                    continue
+                result = np.asarray(result)
+                if result.dtype != inst.shape.dtype or result.shape != inst.shape.dims:
+                    continue
+                folded = Instruction("constant", inst.shape, (), {}, "constant", literal=np.array(result))
+                comp.add_instruction(folded)
+                inst.replace_all_uses_with(folded)
+                changed = True
+        return changed

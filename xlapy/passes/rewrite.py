@@ -1,0 +1,58 @@
+"""The rewrite driver: apply a table of (pattern, fn) rules to every instruction, in post order.
+
+fn(inst, caps) returns the instruction that should replace `inst` (an existing one, or a new one made with
+build.make/emit), or None when the rule does not apply after all. New instructions that are not yet in the
+computation are added; replaced instructions are left for DCE. One sweep per call: passes run the driver
+inside a FixedPoint, so rules compose without the driver looping itself.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..errors import XlapyError
+from ..hlo import Computation, Instruction, Module
+from .pattern import Pattern
+
+Rule = tuple[Pattern, Callable[[Instruction, dict], "Instruction | None"]]
+
+
+def _adopt(comp: Computation, inst: Instruction) -> None:
+    """Add `inst` and any of its operands that are new (parent None) to `comp`, operands first."""
+    if inst.parent is not None:
+        return
+    for op in inst.operands:
+        _adopt(comp, op)
+    comp.add_instruction(inst)
+
+
+def apply_rules_to(comp: Computation, rules: Sequence[Rule], trace: list | None = None) -> bool:
+    changed = False
+    for inst in comp.post_order():
+        if inst.parent is not comp:      # removed by an earlier rewrite in this sweep
+            continue
+        for pattern, fn in rules:
+            caps = pattern.match(inst)
+            if caps is None:
+                continue
+            new = fn(inst, caps)
+            if new is None or new is inst:
+                continue
+            if not new.shape.compatible(inst.shape):
+                raise XlapyError(f"rewrite rule {getattr(fn, '__name__', fn)} turned {inst.name} "
+                                 f"({inst.shape}) into {new.name} of shape {new.shape}")
+            if new.parent is None:
+                new.shape = inst.shape   # keep the layout of the value it replaces
+                _adopt(comp, new)
+            inst.replace_all_uses_with(new)
+            if trace is not None:
+                trace.append((getattr(fn, "__name__", str(fn)), inst.name, new.name))
+            changed = True
+            break
+    return changed
+
+
+def apply_rules(module: Module, rules: Sequence[Rule], trace: list | None = None) -> bool:
+    changed = False
+    for comp in list(module.computations):
+        changed |= apply_rules_to(comp, rules, trace)
+    return changed
