@@ -12,8 +12,11 @@ def _interpreter(module, **options):
 BACKENDS = {"interpreter": _interpreter}
 
 
-def compile(module, backend: str = "interpreter", **options):
-    """Compile `module` (a Module or HLO text) for `backend`; returns an Executable."""
+def compile(module, backend: str = "interpreter", pipeline=None, **options):
+    """Compile `module` (a Module or HLO text) for `backend`; returns an Executable.
+
+    pipeline: None runs the module as given (the interpreter's default: it is the reference); "cpu" runs
+    xlapy.passes.cpu_pipeline() first (on a copy), or pass any Pipeline. Dump flags in XLA_FLAGS apply."""
     from ..hlo import Module, parse
     if isinstance(module, str):
         module = parse(module)
@@ -21,4 +24,12 @@ def compile(module, backend: str = "interpreter", **options):
         raise XlapyError(f"compile expects an HLO Module or HLO text, got {type(module).__name__}")
     if backend not in BACKENDS:
         raise XlapyError(f"unknown backend {backend!r}; available: {', '.join(sorted(BACKENDS))}")
+    if pipeline is not None:
+        from ..passes.optimize import optimize
+        from ..passes.pipelines import cpu_pipeline
+        if pipeline == "cpu":
+            pipeline = cpu_pipeline()
+        elif isinstance(pipeline, str):
+            raise XlapyError(f"unknown pipeline {pipeline!r}; use 'cpu' or a Pipeline object")
+        module = optimize(module.clone(), pipeline)
     return BACKENDS[backend](module, **options)

@@ -176,8 +176,9 @@ def parse_slice(text: str) -> tuple[SliceRange, ...]:
 
 
 def slice_to_text(ranges) -> str:
-    return "{" + ", ".join(f"[{r.start}:{r.limit}" + (f":{r.stride}]" if r.stride != 1 else "]")
-                           for r in ranges) + "}"
+    """XLA prints the stride of every dimension as soon as one stride is not 1."""
+    strided = any(r.stride != 1 for r in ranges)
+    return "{" + ", ".join(f"[{r.start}:{r.limit}" + (f":{r.stride}]" if strided else "]") for r in ranges) + "}"
 
 
 @dataclass(frozen=True)
@@ -201,4 +202,6 @@ def parse_padding(text: str) -> tuple[PadDim, ...]:
 
 
 def padding_to_text(dims) -> str:
-    return "x".join(f"{d.low}_{d.high}" + (f"_{d.interior}" if d.interior else "") for d in dims)
+    """XLA prints the interior padding of every dimension as soon as one is not 0."""
+    interior = any(d.interior for d in dims)
+    return "x".join(f"{d.low}_{d.high}" + (f"_{d.interior}" if interior else "") for d in dims)

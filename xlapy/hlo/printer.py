@@ -59,18 +59,6 @@ def _ints_text(v) -> str:
     return str(int(v))
 
 
-def _slice_text(ranges) -> str:
-    """`{[0:2], [1:7]}`; strides are printed on every range when any of them is not 1."""
-    strided = any(r.stride != 1 for r in ranges)
-    return "{" + ", ".join(f"[{r.start}:{r.limit}" + (f":{r.stride}]" if strided else "]") for r in ranges) + "}"
-
-
-def _padding_text(dims) -> str:
-    """`0_1x2_3`; interior padding is printed on every dimension when any of it is not 0."""
-    interior = any(d.interior for d in dims)
-    return "x".join(f"{d.low}_{d.high}" + (f"_{d.interior}" if interior else "") for d in dims)
-
-
 def _float_text(v: float) -> str:
     return "%g" % v
 
@@ -105,9 +93,9 @@ class _Printer:
         if isinstance(v, (A.Window, A.ConvDimensionNumbers)):
             return v.to_text()
         if kind == "slice":
-            return _slice_text(v)
+            return A.slice_to_text(v)
         if kind == "padding":
-            return _padding_text(v)
+            return A.padding_to_text(v)
         if isinstance(v, Shape):
             return shape_text(v)
         return str(v)

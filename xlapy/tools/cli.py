@@ -1,6 +1,7 @@
 """The `xlapy` command line. A bad input prints one line to stderr and exits 2; no traceback.
 
   xlapy run MODULE.hlo [--inputs IN.npz] [--out OUT.npz] [--backend interpreter]
+  xlapy opt MODULE.hlo [--passes a,b,... | --pipeline cpu]     (XLA's hlo-opt)
   xlapy verify MODULE.hlo
   xlapy fmt MODULE.hlo [--short]
 
@@ -76,6 +77,19 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_opt(args) -> int:
+    from ..passes.optimize import optimize
+    from ..passes.pipelines import cpu_pipeline, passes_pipeline
+    module = _read_module(args.module)
+    if args.passes:
+        pipeline = passes_pipeline([p.strip() for p in args.passes.split(",") if p.strip()])
+    else:
+        pipeline = cpu_pipeline(fast_math=args.fast_math, check_invariants=True)
+    optimize(module, pipeline)
+    sys.stdout.write(module.to_text())
+    return 0
+
+
 def cmd_verify(args) -> int:
     from ..hlo import verify
     module = _read_module(args.module)
@@ -102,6 +116,13 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="write outputs out0, out1, ... (tuple leaves flattened) to this .npz")
     run.add_argument("--backend", default="interpreter", choices=sorted(BACKENDS))
     run.set_defaults(fn=cmd_run)
+    opt = sub.add_parser("opt", help="optimize an HLO module and print it (XLA's hlo-opt)")
+    opt.add_argument("module")
+    how = opt.add_mutually_exclusive_group()
+    how.add_argument("--passes", help="comma-separated pass names to run in order (e.g. algsimp,cse,dce)")
+    how.add_argument("--pipeline", choices=["cpu"], default="cpu", help="a whole pipeline (default: cpu)")
+    opt.add_argument("--fast-math", action="store_true", help="allow float rewrites that are not IEEE-exact")
+    opt.set_defaults(fn=cmd_opt)
     ver = sub.add_parser("verify", help="parse and verify an HLO module")
     ver.add_argument("module")
     ver.set_defaults(fn=cmd_verify)

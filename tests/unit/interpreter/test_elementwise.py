@@ -61,6 +61,9 @@ UNARY = [
     ("cosine", "f32", [0], [1], None),
     ("tan", "f32", [0], [0], None),
     ("erf", "f32", [0, inf, -inf, -0.0], [0, 1, -1, -0.0], None),
+    ("sqrt", "c64", [-4, 3 + 4j], [2j, 2 + 1j], None),
+    ("log", "c128", [1, -1], [0, math.pi * 1j], None),
+    ("exponential", "c64", [0, 1j * 0], [1, 1], None),
 ]
 for _t in INT_TYPES:
     _all = -1 if _t[0] == "s" else 2**BITS[_t] - 1

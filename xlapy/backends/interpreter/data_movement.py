@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import ExecutionError
 from ...hlo import ELIDED
-from .elementwise import convert_array
+from .convert import convert_array
 
 
 def _copy_value(v):

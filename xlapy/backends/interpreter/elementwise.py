@@ -1,114 +1,24 @@
 """Elementwise ops: one table row per opcode, one numpy function per element-type family.
 
-Families: pred, int (signed), uint, float, complex. Every rule runs on the *compute* form of its operands:
-  - floats narrower than f64 are computed in float64 and rounded to f32 and then to the result type; for
-    + - * / sqrt fmod this is exactly "compute in f32 and round" (double rounding is harmless at 53 bits),
-    and bf16/f16/f8 get XLA's upcast-compute-round behaviour;
-  - c64 is computed in c128; sub-byte integers (s2/s4/u2/u4) in an 8-bit container;
-  - integers wrap (two's complement); the result is cast to the instruction's element type, which wraps.
-A rule is `fn(pt, *xs)`; `pt` is the operand's PrimitiveType (its bit width matters for shifts, clz, ...).
-Corner cases follow XLA's HloEvaluator (integer x/0, INT_MIN/-1, shifts past the width, NaN-propagating
-max/min, saturating float->int convert, integer power with negative exponents).
+Families: pred, int (signed), uint, float, complex. Every rule runs on the compute form of its operands
+(element_types.py: floats in f64 rounded through f32, c64 in c128, sub-byte ints in 8 bits) and its result is
+cast to the instruction's element type. A rule is `fn(pt, *xs)`; `pt` is the operand's PrimitiveType (its
+bit width matters for shifts, clz, ...). Corner cases follow XLA's HloEvaluator (integer x/0, INT_MIN/-1,
+shifts past the width, NaN-propagating max/min, integer power with negative exponents) and XLA:CPU's
+denormal flushing (element_types.FLUSH_DENORMALS). Conversions live in convert.py.
 """
 from __future__ import annotations
 
 import math
 from typing import Callable
 
-import ml_dtypes
 import numpy as np
 
-from ...errors import ExecutionError, UnimplementedError
-from ...hlo.shape import PrimitiveType, primitive_type, type_name_of_dtype
-
-
-# -- element-type helpers -------------------------------------------------------------------------------
-def ptype_of(x: np.ndarray) -> PrimitiveType:
-    return primitive_type(type_name_of_dtype(x.dtype))
-
-
-def family(pt: PrimitiveType) -> str:
-    return pt.kind
-
-
-# XLA:CPU runs with denormals-are-zero and flush-to-zero (MXCSR DAZ/FTZ): an f32/f64 denormal operand of an
-# arithmetic or compare instruction reads as a zero of the same sign, and a denormal result becomes zero.
-# bf16/f8 are computed in f32, so the f32 denormal range applies to them (f16 denormals are f32-normal).
-# Ops XLA:CPU implements with bit operations (abs, negate, is-finite, total-order compare) see no flushing, nor
-# does power, which calls the C library's powf/pow (they test operands bitwise: pow(-x, denormal) is NaN).
-FLUSH_DENORMALS = True
-NO_FLUSH = frozenset({"abs", "negate", "is-finite", "real", "imag", "power"})
-
-
-def flush_denormals(pt: PrimitiveType, x: np.ndarray) -> np.ndarray:
-    """x (an f64 compute array for element type pt) with f32-or-f64 denormals replaced by signed zeros."""
-    if not FLUSH_DENORMALS or pt.kind != "float":
-        return x
-    tiny = np.finfo(np.float64 if pt.bits == 64 else np.float32).tiny
-    return np.where(np.abs(x) < tiny, np.copysign(0.0, x), x)
-
-
-def _compute_form(pt: PrimitiveType, x: np.ndarray, flush: bool = True) -> np.ndarray:
-    x = np.asarray(x)
-    if pt.kind == "float":
-        wide = x.astype(np.float64)
-        return flush_denormals(pt, wide) if flush else wide
-    if pt.kind == "complex":
-        return x.astype(np.complex128)
-    if pt.kind in ("int", "uint") and pt.bits < 8:
-        return x.astype(np.int8 if pt.kind == "int" else np.uint8)
-    return x
-
-
-def to_type(out, dtype: np.dtype) -> np.ndarray:
-    """Round/wrap a computed value to `dtype`. Results computed in f64 reach types narrower than f32
-    through f32, as XLA computes them in f32 and rounds (Eigen's half/bfloat16 also convert via float)."""
-    out = np.asarray(out)
-    dtype = np.dtype(dtype)
-    if out.dtype == dtype:
-        return out
-    if out.dtype == np.float64 and dtype.itemsize < 4 and _is_float_dtype(dtype):
-        return out.astype(np.float32).astype(dtype)
-    if _is_subbyte_int(dtype) and out.dtype.kind in "iub":
-        return out.astype(np.int64).astype(dtype)
-    return out.astype(dtype)
-
-
-def _is_float_dtype(dtype: np.dtype) -> bool:
-    try:
-        return primitive_type(type_name_of_dtype(dtype)).kind == "float"
-    except TypeError:
-        return False
-
-
-def _is_subbyte_int(dtype: np.dtype) -> bool:
-    try:
-        pt = primitive_type(type_name_of_dtype(dtype))
-    except TypeError:
-        return False
-    return pt.kind in ("int", "uint") and pt.bits < 8
-
-
-def _int_limits(pt: PrimitiveType) -> tuple[int, int]:
-    if pt.kind == "int":
-        return -(1 << (pt.bits - 1)), (1 << (pt.bits - 1)) - 1
-    return 0, (1 << pt.bits) - 1
-
-
-def _unsigned_bits(pt: PrimitiveType, x: np.ndarray) -> np.ndarray:
-    """The two's complement bit pattern of integer x as a uint64 array (only the low pt.bits set)."""
-    mask = np.uint64((1 << pt.bits) - 1)
-    return np.asarray(x).astype(np.int64).astype(np.uint64) & mask if pt.kind == "int" \
-        else np.asarray(x).astype(np.uint64) & mask
-
-
-def _signed_value(pt: PrimitiveType, x: np.ndarray) -> np.ndarray:
-    """The bit pattern of integer x read as a signed pt.bits-wide integer (int64 array)."""
-    u = _unsigned_bits(pt, x)
-    if pt.bits == 64:
-        return u.view(np.int64)
-    sign = np.uint64(1 << (pt.bits - 1))
-    return (u ^ sign).astype(np.int64) - np.int64(1 << (pt.bits - 1))
+from ...errors import ExecutionError
+from ...hlo.shape import PrimitiveType
+from . import convert
+from .element_types import (NO_FLUSH, compute_form, flush_denormals, int_limits, ptype_of, signed_value, to_type,
+                            unsigned_bits)
 
 
 def _np(fn: Callable) -> Callable:
@@ -119,7 +29,7 @@ def _np(fn: Callable) -> Callable:
 # -- integer rules -----------------------------------------------------------------------------------
 def _int_divide(pt, x, y):
     x, y = np.broadcast_arrays(x, y)
-    lo, hi = _int_limits(pt)
+    lo, hi = int_limits(pt)
     zero = y == 0
     overflow = (x == lo) & (y == -1) if pt.kind == "int" else np.zeros(x.shape, bool)
     safe_y = np.where(zero | overflow, 1, y).astype(y.dtype)
@@ -133,7 +43,7 @@ def _int_remainder(pt, x, y):
     x, y = np.broadcast_arrays(x, y)
     q = _int_divide(pt, x, np.where(y == 0, 1, y).astype(y.dtype))
     r = x - q * np.where(y == 0, 1, y).astype(y.dtype)
-    lo, _ = _int_limits(pt)
+    lo, _ = int_limits(pt)
     if pt.kind == "int":
         r = np.where((x == lo) & (y == -1), 0, r)
     return np.where(y == 0, x, r)
@@ -141,38 +51,38 @@ def _int_remainder(pt, x, y):
 
 def _int_power(pt, x, y):
     x, y = np.broadcast_arrays(x, y)
-    base = _unsigned_bits(pt, x)
-    exp = _unsigned_bits(pt, y)
+    base = unsigned_bits(pt, x)
+    exp = unsigned_bits(pt, y)
     acc = np.ones(x.shape, np.uint64)
     with np.errstate(over="ignore"):
         while np.any(exp):
             acc = np.where(exp & np.uint64(1), acc * base, acc)
             base = base * base
             exp = exp >> np.uint64(1)
-    out = _signed_value(pt, acc) if pt.kind == "int" else acc
+    out = signed_value(pt, acc) if pt.kind == "int" else acc
     if pt.kind == "int":   # x^-n: 1 for x == 1, else 0 (XLA's integer pow)
         out = np.where(y < 0, (x == 1).astype(np.int64), out)
     return out
 
 
 def _shift_out_of_bounds(pt, y):
-    return _unsigned_bits(pt, y) >= np.uint64(pt.bits)
+    return unsigned_bits(pt, y) >= np.uint64(pt.bits)
 
 
 def _shift_amount(pt, y):
-    return np.where(_shift_out_of_bounds(pt, y), np.uint64(0), _unsigned_bits(pt, y))
+    return np.where(_shift_out_of_bounds(pt, y), np.uint64(0), unsigned_bits(pt, y))
 
 
 def _shift_left(pt, x, y):
-    return np.where(_shift_out_of_bounds(pt, y), np.uint64(0), _unsigned_bits(pt, x) << _shift_amount(pt, y))
+    return np.where(_shift_out_of_bounds(pt, y), np.uint64(0), unsigned_bits(pt, x) << _shift_amount(pt, y))
 
 
 def _shift_right_logical(pt, x, y):
-    return np.where(_shift_out_of_bounds(pt, y), np.uint64(0), _unsigned_bits(pt, x) >> _shift_amount(pt, y))
+    return np.where(_shift_out_of_bounds(pt, y), np.uint64(0), unsigned_bits(pt, x) >> _shift_amount(pt, y))
 
 
 def _shift_right_arithmetic(pt, x, y):
-    s = _signed_value(pt, x)
+    s = signed_value(pt, x)
     filled = np.where(s < 0, np.int64(-1), np.int64(0))
     return np.where(_shift_out_of_bounds(pt, y), filled, s >> _shift_amount(pt, y).astype(np.int64))
 
@@ -188,11 +98,11 @@ def _bit_length(u: np.ndarray) -> np.ndarray:
 
 
 def _clz(pt, x):
-    return pt.bits - _bit_length(_unsigned_bits(pt, x))
+    return pt.bits - _bit_length(unsigned_bits(pt, x))
 
 
 def _popcnt(pt, x):
-    return np.bitwise_count(_unsigned_bits(pt, x)).astype(np.int64)
+    return np.bitwise_count(unsigned_bits(pt, x)).astype(np.int64)
 
 
 def _int_sign(pt, x):
@@ -331,14 +241,14 @@ def _rule(table: dict, inst, pt: PrimitiveType) -> Callable:
 def _unary(inst, args, ev):
     pt = ptype_of(args[0])
     flush = inst.opcode not in NO_FLUSH
-    out = _rule(UNARY, inst, pt)(pt, _compute_form(pt, args[0], flush))
+    out = _rule(UNARY, inst, pt)(pt, compute_form(pt, args[0], flush))
     return to_type(_flush_result(inst, out) if flush else out, inst.shape.dtype)
 
 
 def _binary(inst, args, ev):
     pt = ptype_of(args[0])
     flush = inst.opcode not in NO_FLUSH
-    x, y = (_compute_form(pt, a, flush) for a in args)
+    x, y = (compute_form(pt, a, flush) for a in args)
     out = _rule(BINARY, inst, pt)(pt, x, y)
     return to_type(_flush_result(inst, out) if flush else out, inst.shape.dtype)
 
@@ -375,9 +285,9 @@ def _compare(inst, args, ev):
     if pt.kind == "float" and kind == "TOTALORDER":
         return np.asarray(fn(_total_order_key(pt, x), _total_order_key(pt, y)))
     if pt.kind in ("int", "uint") and kind in ("SIGNED", "UNSIGNED") and (kind == "SIGNED") != (pt.kind == "int"):
-        conv = _signed_value if kind == "SIGNED" else _unsigned_bits
+        conv = signed_value if kind == "SIGNED" else unsigned_bits
         return np.asarray(fn(conv(pt, x), conv(pt, y)))
-    return np.asarray(fn(_compute_form(pt, x), _compute_form(pt, y)))
+    return np.asarray(fn(compute_form(pt, x), compute_form(pt, y)))
 
 
 # -- select, clamp -----------------------------------------------------------------------------------
@@ -391,7 +301,7 @@ def _select(inst, args, ev):
 def _clamp(inst, args, ev):
     lo, x, hi = args
     pt = ptype_of(x)
-    lo, x, hi = np.broadcast_arrays(*(_compute_form(pt, a) for a in (lo, x, hi)))
+    lo, x, hi = np.broadcast_arrays(*(compute_form(pt, a) for a in (lo, x, hi)))
     if pt.kind == "float":
         out = _float_min(hi, _float_max(x, lo))
         out = np.where(np.isnan(hi), hi, out)
@@ -404,123 +314,11 @@ def _clamp(inst, args, ev):
     return to_type(out, inst.shape.dtype)
 
 
-# -- conversions -------------------------------------------------------------------------------------
-def convert_array(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """XLA's element conversion: float->int truncates, saturates, NaN -> 0; x -> pred is x != 0."""
-    x = np.asarray(x)
-    src = ptype_of(x)
-    dst = primitive_type(type_name_of_dtype(dtype))
-    if src.kind == "float" and FLUSH_DENORMALS:
-        x = to_type(flush_denormals(src, x.astype(np.float64)), x.dtype)
-    if dst.kind == "pred":
-        return np.asarray(x != 0) if src.kind != "pred" else x.copy()
-    if src.kind == "complex" and dst.kind != "complex":
-        x, src = x.real, ptype_of(x.real)
-    if src.kind == "float" and dst.kind in ("int", "uint"):
-        f = x.astype(np.float64)
-        lo, hi = _int_limits(dst)
-        t = np.trunc(f)
-        inside = (t > float(lo)) & (t < float(hi)) if dst.bits == 64 else (t >= lo) & (t <= hi)
-        container = np.int64 if dst.kind == "int" else np.uint64
-        val = np.where(inside, t, 0).astype(container)
-        val = np.where(np.isnan(f), container(0),
-                       np.where(f >= float(hi), container(hi), np.where(f <= float(lo), container(lo), val)))
-        return val.astype(dtype)
-    if src.kind == "float" and dst.kind == "float" and src.bits == 64 and dst.bits == 16:
-        return x.astype(np.float32).astype(dtype)
-    if src.kind in ("int", "uint", "pred") and dst.kind == "float" and dst.bits < 32:
-        return x.astype(np.float32).astype(dtype)
-    if src.kind in ("int", "uint") and dst.kind in ("int", "uint") and (src.bits < 8 or dst.bits < 8):
-        return x.astype(np.int64).astype(dtype)
-    return x.astype(dtype)
-
-
-def _convert(inst, args, ev):
-    return convert_array(args[0], inst.shape.dtype)
-
-
-def _bitcast_convert(inst, args, ev):
-    x = np.ascontiguousarray(args[0])
-    out_dtype = inst.shape.dtype
-    src, dst = ptype_of(x), inst.shape.ptype
-    if src.bits < 8 or dst.bits < 8:
-        if src.bits != dst.bits:
-            raise UnimplementedError(f"bitcast-convert {inst.name}: {src.name} -> {dst.name} with sub-byte types")
-        same = x.astype(np.int64).astype(out_dtype) if src.kind in ("int", "uint") and dst.kind in ("int", "uint") \
-            else x.view(out_dtype)
-        return same.reshape(inst.shape.dims)
-    flat = x.reshape(-1).view(out_dtype) if x.ndim else x.reshape(1).view(out_dtype)
-    return flat.reshape(inst.shape.dims)
-
-
-# -- reduce-precision --------------------------------------------------------------------------------
-def reduce_precision_array(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
-    """Round x to a float with the given exponent/mantissa widths (RNE; overflow -> inf; denormals -> 0)."""
-    x = np.asarray(x)
-    wide = np.float64 if x.dtype == np.float64 else np.float32
-    v = x.astype(wide)
-    uint = np.uint64 if wide == np.float64 else np.uint32
-    src_mant = 52 if wide == np.float64 else 23
-    src_exp = 11 if wide == np.float64 else 8
-    total = 1 + src_exp + src_mant
-    b = v.view(uint).astype(np.uint64)
-    if mantissa_bits < src_mant:
-        last = np.uint64(1 << (src_mant - mantissa_bits))
-        bias = (last >> np.uint64(1)) - np.uint64(1) + ((b & last) >> np.uint64(src_mant - mantissa_bits))
-        b = ((b + bias) & ~(last - np.uint64(1))) & np.uint64((1 << total) - 1)
-    if exponent_bits < src_exp:
-        sign_mask = np.uint64(1 << (total - 1))
-        exp_mask = np.uint64(((1 << src_exp) - 1) << src_mant)
-        exp_bias = (1 << (src_exp - 1)) - 1
-        reduced_bias = (1 << (exponent_bits - 1)) - 1
-        x_exp = b & exp_mask
-        overflow = x_exp > np.uint64((exp_bias + reduced_bias) << src_mant)
-        underflow = x_exp <= np.uint64((exp_bias - reduced_bias) << src_mant)
-        signed_zero = b & sign_mask
-        b = np.where(overflow, signed_zero | exp_mask, b)
-        b = np.where(underflow, signed_zero, b)
-    out = b.astype(uint).view(wide)
-    nan = np.isnan(v)
-    out = np.where(nan, v if mantissa_bits > 0 else np.inf, out)   # as XLA: +inf when no mantissa
-    return to_type(out, x.dtype)
-
-
-def _reduce_precision(inst, args, ev):
-    pt = ptype_of(args[0])
-    if pt.kind != "float":
-        raise ExecutionError(f"reduce-precision is not defined for {pt.name} (instruction {inst.name})")
-    return reduce_precision_array(args[0], int(inst.attrs["exponent_bits"]), int(inst.attrs["mantissa_bits"]))
-
-
-# -- stochastic-convert ------------------------------------------------------------------------------
-def _stochastic_convert(inst, args, ev):
-    x, rand = args
-    dst = inst.shape.ptype
-    if ptype_of(x).kind != "float" or dst.kind != "int":
-        raise UnimplementedError(f"stochastic-convert {inst.name}: {ptype_of(x).name} -> {dst.name}")
-    f = x.astype(np.float64)
-    lo, hi = _int_limits(dst)
-    a = np.abs(f)
-    trunc = np.trunc(np.where(np.isfinite(a), np.minimum(a, float(hi)), 0))
-    frac = a - trunc
-    rbits = ptype_of(rand).bits
-    fixed = np.floor(np.ldexp(frac, rbits))
-    up = rand.astype(np.float64) < fixed
-    mag = trunc + up
-    val = np.where(f < 0, -mag, mag)
-    val = np.where(f >= hi, hi, np.where(f <= lo, lo, val))
-    val = np.where(np.isnan(f), 0, val)
-    return to_type(val.astype(np.int64), inst.shape.dtype)
-
-
 HANDLERS = {
     **{op: _unary for op in UNARY},
     **{op: _binary for op in BINARY},
     "compare": _compare,
     "select": _select,
     "clamp": _clamp,
-    "convert": _convert,
-    "bitcast-convert": _bitcast_convert,
-    "reduce-precision": _reduce_precision,
-    "stochastic-convert": _stochastic_convert,
+    **convert.HANDLERS,
 }

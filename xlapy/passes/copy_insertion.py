@@ -1,0 +1,57 @@
+"""CopyInsertion: add the copies that in-place buffer reuse needs (XLA's copy_insertion.cc, its special cases).
+
+- The entry result must not alias a parameter or a constant: such a leaf of the root is copied.
+- A while loop updates its state buffer in place: an element of the init tuple that is a parameter or a
+  constant, or that is also read elsewhere, is copied before the loop so the loop does not clobber it.
+"""
+from __future__ import annotations
+
+from ..hlo import Computation, Instruction, Module
+from .build import emit
+from .pipeline import Pass
+
+_READ_ONLY = ("parameter", "constant")
+
+
+def _copy_of(comp: Computation, inst: Instruction) -> Instruction:
+    return emit(comp, "copy", [inst], shape=inst.shape)
+
+
+def _copy_tuple_leaves(comp: Computation, tup: Instruction, needs_copy) -> Instruction | None:
+    """A new tuple whose elements that satisfy needs_copy are copied; None when none is."""
+    if not any(needs_copy(op) for op in tup.operands):
+        return None
+    elements = [_copy_of(comp, op) if needs_copy(op) else op for op in tup.operands]
+    return emit(comp, "tuple", elements, shape=tup.shape)
+
+
+class CopyInsertion(Pass):
+    name = "copy-insertion"
+
+    def run(self, module: Module) -> bool:
+        changed = False
+        for comp in module.computations:
+            for inst in list(comp.instructions):
+                if inst.opcode != "while":
+                    continue
+                init = inst.operands[0]
+                if init.opcode == "tuple":
+                    new = _copy_tuple_leaves(comp, init, lambda op: op.opcode in _READ_ONLY or len(op.users) > 1)
+                    if new is not None:
+                        inst.replace_operand_with(0, new)
+                        changed = True
+                elif init.opcode in _READ_ONLY or len(init.users) > 1:
+                    inst.replace_operand_with(0, _copy_of(comp, init))
+                    changed = True
+        entry = module.entry
+        if entry is not None:
+            root = entry.root
+            if root.opcode == "tuple":
+                new = _copy_tuple_leaves(entry, root, lambda op: op.opcode in _READ_ONLY)
+                if new is not None:
+                    entry.root = new
+                    changed = True
+            elif root.opcode in _READ_ONLY and not root.shape.is_tuple:
+                entry.root = _copy_of(entry, root)
+                changed = True
+        return changed

@@ -1,0 +1,44 @@
+"""The CPU optimization pipeline, in the order of XLA's cpu_compiler.cc (RunHloPassesThroughLayoutAssn and
+RunHloPassesAfterLayoutAssn): canonicalize and expand, simplify to a fixed point, assign layouts, fuse,
+insert copies. Each entry names a pass in registry.PASSES."""
+from __future__ import annotations
+
+from .pipeline import FixedPoint, Pipeline
+from .registry import available, make_pass
+
+SIMPLIFICATION = ["algsimp", "simplify-sorts", "dce", "reshape-mover", "constant_folding", "simplify-conditional",
+                  "simplify-while-loops", "tuple-simplifier", "cse", "dce"]
+
+CPU_PIPELINE = [
+    ("pipeline", "expanders", ["call-inliner", "zero_sized_hlo_elimination", "batchnorm_expander",
+                               "logistic-expander", "map-inline"]),
+    ("fixed-point", "simplification", SIMPLIFICATION),
+    ("pipeline", "canonicalization", ["dot_decomposer", "convolution-canonicalization", "transpose-folding",
+                                      "cse", "dce"]),
+    ("fixed-point", "simplification-2", SIMPLIFICATION),
+    ("pipeline", "layout-assignment", ["layout-assignment"]),
+    ("pipeline", "fusion", ["fusion", "fusion_merger", "multi_output_fusion", "dce"]),
+    ("pipeline", "copy-insertion", ["copy-insertion", "dce"]),
+]
+
+
+def _passes(names, fast_math):
+    out = []
+    for n in names:
+        if available(n):
+            out.append(make_pass(n, fast_math=fast_math) if n == "algsimp" else make_pass(n))
+    return out
+
+
+def cpu_pipeline(fast_math: bool = False, check_invariants: bool = False) -> Pipeline:
+    """The ordered CPU pipeline. Passes not yet built are left out (registry.available)."""
+    top = Pipeline("cpu-pipeline", check_invariants=check_invariants)
+    for kind, name, names in CPU_PIPELINE:
+        passes = _passes(names, fast_math)
+        top.add(FixedPoint(name, passes) if kind == "fixed-point" else Pipeline(name, passes))
+    return top
+
+
+def passes_pipeline(names: list[str], check_invariants: bool = True) -> Pipeline:
+    """A pipeline of the named passes, in the order given (`xlapy opt --passes a,b`)."""
+    return Pipeline("opt", [make_pass(n) for n in names], check_invariants=check_invariants)

@@ -1,0 +1,94 @@
+"""TransposeFolding: a transpose feeding a dot or a convolution disappears into its dimension numbers.
+
+    dot(transpose(A, p), B)  => dot(A, B) with lhs batch/contracting dims d -> p[d]   (same for the rhs)
+    conv(transpose(X, p), W) => conv(X, W) with input labels moved: dim d -> p[d]     (same for the kernel)
+
+A dot's result lists its operand's free (non-batch, non-contracting) dims in operand order, so folding is
+only exact when p keeps the free dims in order. XLA's default predicate (IsRowColumnTransposeDotOperand:
+batch dims untouched, one contracting dim, one free dim) is a special case of that test, which is used
+here. Dots with a rank-1 operand are left alone, as in XLA. A convolution's result does not depend on the
+order of its operands' dims, so its transposes always fold.
+"""
+from __future__ import annotations
+
+from ..hlo import Instruction, Module
+from ..hlo.attrs import ConvDimensionNumbers
+from .build import make
+from .op_expander import non_fusion_computations, replace
+from .pipeline import Pass
+
+SIDES = (("lhs_batch_dims", "lhs_contracting_dims"), ("rhs_batch_dims", "rhs_contracting_dims"))
+
+
+def is_non_identity_transpose(inst: Instruction) -> bool:
+    return inst.opcode == "transpose" and tuple(inst.attrs["dimensions"]) != tuple(range(inst.shape.rank))
+
+
+def dot_can_fold(dot: Instruction, i: int) -> bool:
+    """Folding operand i (a transpose) keeps the dot's result: its free dims stay in order."""
+    t = dot.operands[i]
+    perm = t.attrs["dimensions"]
+    used = {d for key in SIDES[i] for d in dot.attrs.get(key, ())}
+    free_sources = [perm[d] for d in range(t.shape.rank) if d not in used]
+    return free_sources == sorted(free_sources)
+
+
+def fold_into_dot(dot: Instruction, sides: list[int]) -> Instruction:
+    # dot(transpose(A, p), B) => dot(A, B) with lhs dims d -> p[d]
+    attrs, operands = dict(dot.attrs), list(dot.operands)
+    for i in sides:
+        perm = operands[i].attrs["dimensions"]
+        for key in SIDES[i]:
+            if key in attrs:
+                attrs[key] = tuple(perm[d] for d in attrs[key])
+        operands[i] = operands[i].operands[0]
+    return make("dot", operands, attrs, shape=dot.shape, name=dot.name)
+
+
+def fold_into_convolution(conv: Instruction, sides: list[int]) -> Instruction:
+    # conv(transpose(X, p), W) => conv(X, W) with input dims d -> p[d];  likewise for the kernel W
+    dn: ConvDimensionNumbers = conv.attrs["dim_labels"]
+    inp = (dn.input_batch, dn.input_feature, dn.input_spatial)
+    ker = (dn.kernel_input_feature, dn.kernel_output_feature, dn.kernel_spatial)
+    operands = list(conv.operands)
+    if 0 in sides:
+        p = operands[0].attrs["dimensions"]
+        inp = (p[inp[0]], p[inp[1]], tuple(p[d] for d in inp[2]))
+        operands[0] = operands[0].operands[0]
+    if 1 in sides:
+        p = operands[1].attrs["dimensions"]
+        ker = (p[ker[0]], p[ker[1]], tuple(p[d] for d in ker[2]))
+        operands[1] = operands[1].operands[0]
+    attrs = dict(conv.attrs)
+    attrs["dim_labels"] = ConvDimensionNumbers.from_dims(*inp, *ker, dn.output_batch, dn.output_feature,
+                                                         dn.output_spatial)
+    return make("convolution", operands, attrs, shape=conv.shape, name=conv.name)
+
+
+def foldable(inst: Instruction) -> list[int]:
+    if inst.opcode == "dot" and len(inst.operands) == 2:
+        if any(o.shape.rank < 2 for o in inst.operands):
+            return []
+        return [i for i in (0, 1) if is_non_identity_transpose(inst.operands[i]) and dot_can_fold(inst, i)]
+    if inst.opcode == "convolution" and getattr(inst.attrs.get("dim_labels"), "known", False):
+        return [i for i in (0, 1) if inst.operands[i].opcode == "transpose"]
+    return []
+
+
+class TransposeFolding(Pass):
+    name = "transpose-folding"
+
+    def run(self, module: Module) -> bool:
+        # Find every opportunity first, then fold (XLA's order: dots, then convolutions).
+        found = [(inst, sides) for comp in non_fusion_computations(module) for inst in comp.post_order()
+                 if (sides := foldable(inst))]
+        found.sort(key=lambda pair: pair[0].opcode != "dot")
+        for inst, sides in found:
+            comp = inst.parent
+            transposes = [inst.operands[i] for i in sides]
+            fold = fold_into_dot if inst.opcode == "dot" else fold_into_convolution
+            replace(comp, inst, fold(inst, sides), f"pass {self.name}")
+            for t in transposes:
+                if t.parent is comp and not t.users and not t.is_root:
+                    comp.remove_instruction(t)
+        return bool(found)
