@@ -800,7 +800,7 @@ def verify_rerun(jobs, log):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_jax_pass(x64, only):
+def run_jax_pass(x64, only, unexec_file=None):
     import jax
 
     jax.config.update("jax_enable_x64", bool(x64))
@@ -826,8 +826,12 @@ def run_jax_pass(x64, only):
     for line in log:
         print(line)
     tag = "x64" if x64 else "x32"
-    with open(os.path.join(OPT_DIR, ".unexec_%s.tmp" % tag), "w") as fh:
-        fh.write("".join(u + "\n" for u in unexec))
+    if unexec_file:
+        with open(unexec_file, "w") as fh:
+            fh.write("".join(u + "\n" for u in unexec))
+    else:
+        for u in unexec:
+            print("UNEXECUTABLE " + u)
     print("pass %s: %d entries written, %d failed %s" % (tag, n, len(failed), failed))
     return 1 if failed else 0
 
@@ -1078,33 +1082,38 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pass", dest="pass_", choices=["all", "x32", "x64", "hlo"], default="all")
     ap.add_argument("--only", default=None, help="regex: only entries whose name matches")
+    ap.add_argument("--unexec-file", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.pass_ == "x32":
-        return run_jax_pass(False, a.only)
+        return run_jax_pass(False, a.only, a.unexec_file)
     if a.pass_ == "x64":
-        return run_jax_pass(True, a.only)
+        return run_jax_pass(True, a.only, a.unexec_file)
     if a.pass_ == "hlo":
         return run_hlo_pass(a.only)
     t0 = time.time()
     if not a.only:  # full regeneration: start from clean directories
-        for d, pats in ((JAX_DIR, ("*.hlo", "*.npz")), (OPT_DIR, ("*.hlo", "*.npz", "UNEXECUTABLE.txt")),
+        for d, pats in ((JAX_DIR, ("*.hlo", "*.npz")), (OPT_DIR, ("*.hlo", "*.npz", "UNEXECUTABLE.txt", ".unexec_*.tmp")),
                         (TF_DIR, ("*.npz",)), (PC_DIR, ("*.npz", "SKIPPED.txt")), (HW_DIR, ("*.hlo", "*.npz"))):
             for p in pats:
                 for f in glob.glob(os.path.join(d, p)):
                     os.remove(f)
     rc = 0
-    for p in ("x32", "x64", "hlo"):
-        t = time.time()
-        r = subprocess.call([sys.executable, os.path.abspath(__file__), "--pass", p] + (["--only", a.only] if a.only else []))
-        print("[pass %s: rc=%d, %.1fs]" % (p, r, time.time() - t))
-        rc = rc or r
-    # merge UNEXECUTABLE lists
+    tmpdir = tempfile.mkdtemp(prefix="gen_corpus_")
     lines = []
-    for tag in ("x32", "x64"):
-        tmp = os.path.join(OPT_DIR, ".unexec_%s.tmp" % tag)
-        if os.path.exists(tmp):
-            lines += [ln for ln in open(tmp).read().splitlines() if ln.strip()]
-            os.remove(tmp)
+    try:
+        for p in ("x32", "x64", "hlo"):
+            t = time.time()
+            uf = os.path.join(tmpdir, "unexec_%s.txt" % p)
+            cmd = [sys.executable, os.path.abspath(__file__), "--pass", p] + (["--only", a.only] if a.only else [])
+            if p != "hlo":
+                cmd += ["--unexec-file", uf]
+            r = subprocess.call(cmd)
+            print("[pass %s: rc=%d, %.1fs]" % (p, r, time.time() - t))
+            rc = rc or r
+            if os.path.exists(uf):  # merge UNEXECUTABLE lists
+                lines += [ln for ln in open(uf).read().splitlines() if ln.strip()]
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
     if not a.only or lines:
         with open(os.path.join(OPT_DIR, "UNEXECUTABLE.txt"), "w") as fh:
             fh.write("# optimized modules that contain custom-calls: parse-only (name<TAB>reason)\n")

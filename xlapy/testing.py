@@ -34,7 +34,8 @@ def assert_same(actual, expected, where: str = "", rtol: float | None = None, at
         return
     name = expected.dtype.name
     wide = np.complex128 if expected.dtype.kind == "c" else np.float64
-    a, e = actual.astype(wide), expected.astype(wide)
+    with np.errstate(invalid="ignore", over="ignore"):
+        a, e = actual.astype(wide), expected.astype(wide)
     r = RTOL.get(name, 1e-2) if rtol is None else rtol
     tol_abs = r if atol is None else atol
     np.testing.assert_allclose(a, e, rtol=r, atol=tol_abs, equal_nan=True, err_msg=where)

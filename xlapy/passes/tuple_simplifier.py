@@ -37,8 +37,6 @@ class TupleSimplifier(Pass):
                     # tuple(gte(t,0), ..., gte(t,n-1)) => t
                     repl = _is_tuple_of_all_elements(inst)
                 if repl is not None and repl is not inst:
-                    if inst.is_root and comp.is_entry and repl.opcode == "parameter":
-                        continue  # keep the entry result a distinct value from its parameter
                     inst.replace_all_uses_with(repl)
                     changed = True
         return changed

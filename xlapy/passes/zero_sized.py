@@ -41,7 +41,7 @@ class ZeroSizedHloElimination(Pass):
                     continue
                 if inst.opcode == "parameter":
                     # uses of an empty parameter => uses of an empty constant (the parameter itself stays)
-                    if not inst.users:
+                    if not inst.users and not inst.is_root:
                         continue
                     const = comp.add_instruction(empty_constant(inst))
                     for user in list(inst.users):

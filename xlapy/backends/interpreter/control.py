@@ -5,6 +5,7 @@ CUSTOM_CALL_TARGETS (target name -> fn(inst, args, ev)); other files may registe
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
 import numpy as np
@@ -53,13 +54,33 @@ def _map(inst, args, ev):
     return out
 
 
-# target name -> fn(inst, args, ev). Empty for now: every custom-call raises naming its target.
+# target name -> fn(inst, args, ev). Other op files export their own CUSTOM_CALL_TARGETS table (misc.py has
+# TopK); custom_call_targets() merges them on first use, so a target's rule lives beside its op family.
 CUSTOM_CALL_TARGETS: dict[str, Callable[[Any, list, Any], Any]] = {}
+_TARGET_MODULES = ("misc", "linalg", "reduction", "gather_scatter", "sorting", "prng")
+_ALL_TARGETS: dict[str, Callable[[Any, list, Any], Any]] | None = None
+
+
+def custom_call_targets() -> dict[str, Callable[[Any, list, Any], Any]]:
+    global _ALL_TARGETS
+    if _ALL_TARGETS is None:
+        table = dict(CUSTOM_CALL_TARGETS)
+        for name in _TARGET_MODULES:
+            try:
+                mod = importlib.import_module(f"{__package__}.{name}")
+            except ImportError:
+                continue
+            for target, fn in getattr(mod, "CUSTOM_CALL_TARGETS", {}).items():
+                if target in table and table[target] is not fn:
+                    raise AssertionError(f"two interpreter rules for custom-call target {target!r}")
+                table[target] = fn
+        _ALL_TARGETS = table
+    return _ALL_TARGETS
 
 
 def _custom_call(inst, args, ev):
     target = inst.attrs.get("custom_call_target", "")
-    fn = CUSTOM_CALL_TARGETS.get(target)
+    fn = custom_call_targets().get(target)
     if fn is None:
         raise ExecutionError(f"custom-call {inst.name}: target {target!r} is not supported by the interpreter")
     return fn(inst, args, ev)

@@ -40,6 +40,8 @@ def equals(v, x) -> bool:
 
 
 def _as_float(v) -> float:
+    if np.iscomplexobj(v):
+        return float("nan")   # no complex rule looks at values
     try:
         return float(v)
     except (TypeError, ValueError):

@@ -1,0 +1,414 @@
+"""Expander and canonicalization passes: HLO text in, CHECK lines out; cases that must not change; a second
+run changes nothing; the result verifies; the interpreter gives the same answer before and after, on random
+inputs and on the JAX corpus (against XLA's recorded outputs)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xlapy
+from xlapy.passes import run_passes
+from xlapy.passes.batchnorm_expander import BatchNormExpander
+from xlapy.passes.call_inliner import CallInliner
+from xlapy.passes.conv_canonicalization import ConvCanonicalization
+from xlapy.passes.dce import HloDCE
+from xlapy.passes.dot_decomposer import DotDecomposer
+from xlapy.passes.logistic_expander import LogisticExpander
+from xlapy.passes.map_inliner import MapInliner
+from xlapy.passes.transpose_folding import TransposeFolding
+from xlapy.passes.zero_sized import ZeroSizedHloElimination
+from xlapy.testing import CORPUS, assert_same, filecheck
+
+ADD = """
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+"""
+
+
+def module(body: str, extra: str = "") -> str:
+    lines = "\n  ".join(body.strip().splitlines())
+    return f"HloModule m\n{extra}\nENTRY e {{\n  {lines}\n}}\n"
+
+
+# (id, pass factory, module text, checks). Parameters named var* get positive random values.
+CASES = [
+    ("logistic", LogisticExpander, module("""
+p = f32[4,5] parameter(0)
+ROOT l = f32[4,5] logistic(p)"""), """
+CHECK-NOT: logistic
+CHECK: constant(1)
+CHECK: %negate = f32[4,5] negate(f32[4,5] %p)
+CHECK: %exponential = f32[4,5] exponential(f32[4,5] %negate)
+CHECK: add(f32[4,5] %broadcast, f32[4,5] %exponential)
+CHECK: ROOT %divide = f32[4,5] divide(f32[4,5] %broadcast, f32[4,5] %add)"""),
+    ("logistic_f16", LogisticExpander, module("""
+p = f16[7] parameter(0)
+ROOT l = f16[7] logistic(p)"""), "CHECK: f16[] constant(1)\nCHECK: ROOT %divide = f16[7] divide"),
+    ("bn_training", BatchNormExpander, module("""
+x = f32[2,3,4] parameter(0)
+s = f32[3] parameter(1)
+o = f32[3] parameter(2)
+ROOT t = (f32[2,3,4], f32[3], f32[3]) batch-norm-training(x, s, o), epsilon=0.001, feature_index=1"""), """
+CHECK: %scalar_add_computation
+CHECK: ROOT %add = f32[] add
+CHECK: ENTRY
+CHECK-NOT: batch-norm
+CHECK: reduce(f32[2,3,4] %x, f32[] %constant), dimensions={0,2}, to_apply=%scalar_add_computation
+CHECK: f32[] constant(8)
+CHECK: multiply(f32[2,3,4] %x, f32[2,3,4] %x)
+CHECK: rsqrt(
+CHECK: broadcast(f32[3] %s), dimensions={1}
+CHECK: ROOT %tuple = (f32[2,3,4], f32[3], f32[3]) tuple("""),
+    ("bn_inference", BatchNormExpander, module("""
+x = f32[2,5,5,3] parameter(0)
+s = f32[3] parameter(1)
+o = f32[3] parameter(2)
+m = f32[3] parameter(3)
+var = f32[3] parameter(4)
+ROOT y = f32[2,5,5,3] batch-norm-inference(x, s, o, m, var), epsilon=0.01, feature_index=3"""), """
+CHECK-NOT: batch-norm
+CHECK-NOT: reduce
+CHECK: constant(0.01)
+CHECK: %rsqrt = f32[3] rsqrt(
+CHECK: multiply(f32[3] %s, f32[3] %rsqrt)
+CHECK: dimensions={3}
+CHECK: ROOT %add.1 = f32[2,5,5,3] add("""),
+    ("bn_grad", BatchNormExpander, module("""
+x = f32[6,3] parameter(0)
+s = f32[3] parameter(1)
+m = f32[3] parameter(2)
+var = f32[3] parameter(3)
+dy = f32[6,3] parameter(4)
+ROOT g = (f32[6,3], f32[3], f32[3]) batch-norm-grad(x, s, m, var, dy), epsilon=0.001, feature_index=1"""),
+     """
+CHECK: %scalar_add_computation
+CHECK-NOT: batch-norm
+CHECK: reduce(f32[6,3] %dy, f32[] %constant.1), dimensions={0}
+CHECK: ROOT %tuple = (f32[6,3], f32[3], f32[3]) tuple("""),
+    ("dot_general", DotDecomposer, module("""
+a = f32[2,5,3,4] parameter(0)
+b = f32[4,2,3,6] parameter(1)
+ROOT d = f32[2,5,6] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2,3}, rhs_batch_dims={1}, rhs_contracting_dims={2,0}"""),
+     """
+CHECK: %reshape = f32[2,5,12] reshape(f32[2,5,3,4] %a)
+CHECK: transpose(f32[4,2,3,6] %b), dimensions={1,2,0,3}
+CHECK: f32[2,12,6] reshape(
+CHECK: ROOT %d.1 = f32[2,5,6] dot(f32[2,5,12] %reshape, f32[2,12,6] %reshape.1), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}"""),
+    ("dot_outer_product", DotDecomposer, module("""
+a = f32[3] parameter(0)
+b = f32[4] parameter(1)
+ROOT d = f32[3,4] dot(a, b)"""), """
+CHECK: f32[3,1] reshape(f32[3] %a)
+CHECK: f32[1,4] reshape(f32[4] %b)
+CHECK: ROOT %d.1 = f32[3,4] dot(f32[3,1] %reshape, f32[1,4] %reshape.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""),
+    ("dot_batch_not_leading", DotDecomposer, module("""
+a = f32[5,2,3] parameter(0)
+b = f32[2,3,4] parameter(1)
+ROOT d = f32[2,5,4] dot(a, b), lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}"""),
+     """
+CHECK: f32[2,5,3] transpose(f32[5,2,3] %a), dimensions={1,0,2}
+CHECK-NOT: reshape
+CHECK: ROOT %d.1 = f32[2,5,4] dot(f32[2,5,3] %transpose, f32[2,3,4] %b), lhs_batch_dims={0}"""),
+    ("dot_strict_transposes_kxm", lambda: DotDecomposer(strict=True), module("""
+a = f32[3,5] parameter(0)
+b = f32[4,3] parameter(1)
+ROOT d = f32[5,4] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={1}"""), """
+CHECK: f32[5,3] transpose(f32[3,5] %a), dimensions={1,0}
+CHECK: f32[3,4] transpose(f32[4,3] %b), dimensions={1,0}
+CHECK: ROOT %d.1 = f32[5,4] dot(f32[5,3] %transpose, f32[3,4] %transpose.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""),
+    ("conv_nchw", ConvCanonicalization, module("""
+x = f32[2,3,8,8] parameter(0)
+w = f32[4,3,3,3] parameter(1)
+ROOT c = f32[2,4,6,6] convolution(x, w), window={size=3x3}, dim_labels=bf01_oi01->bf01"""), """
+CHECK: f32[2,8,8,3] transpose(f32[2,3,8,8] %x), dimensions={0,2,3,1}
+CHECK: f32[3,3,3,4] transpose(f32[4,3,3,3] %w), dimensions={2,3,1,0}
+CHECK: %c.1 = f32[2,6,6,4] convolution(f32[2,8,8,3] %transpose, f32[3,3,3,4] %transpose.1), window={size=3x3}, dim_labels=b01f_01io->b01f
+CHECK: ROOT %transpose.2 = f32[2,4,6,6] transpose(f32[2,6,6,4] %c.1), dimensions={0,3,1,2}"""),
+    ("conv_1d_grouped_strided", ConvCanonicalization, module("""
+x = f32[2,4,9] parameter(0)
+w = f32[6,2,3] parameter(1)
+ROOT c = f32[2,6,5] convolution(x, w), window={size=3 stride=2 pad=1_1}, dim_labels=bf0_oi0->bf0, feature_group_count=2"""),
+     "CHECK: window={size=3 stride=2 pad=1_1}, dim_labels=b0f_0io->b0f, feature_group_count=2\nCHECK: ROOT %transpose.2"),
+    ("fold_dot_lhs", TransposeFolding, module("""
+a = f32[3,5] parameter(0)
+b = f32[3,4] parameter(1)
+t = f32[5,3] transpose(a), dimensions={1,0}
+ROOT d = f32[5,4] dot(t, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""), """
+CHECK-NOT: transpose
+CHECK: ROOT %d.1 = f32[5,4] dot(f32[3,5] %a, f32[3,4] %b), lhs_contracting_dims={0}, rhs_contracting_dims={0}"""),
+    ("fold_dot_batched_rhs", TransposeFolding, module("""
+a = f32[2,5,3] parameter(0)
+b = f32[2,4,3] parameter(1)
+t = f32[2,3,4] transpose(b), dimensions={0,2,1}
+ROOT d = f32[2,5,4] dot(a, t), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}"""),
+     "CHECK-NOT: transpose\nCHECK: dot(f32[2,5,3] %a, f32[2,4,3] %b), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+     "rhs_batch_dims={0}, rhs_contracting_dims={2}"),
+    ("fold_conv_input_and_kernel", TransposeFolding, module("""
+x = f32[2,3,8,8] parameter(0)
+w = f32[4,3,3,3] parameter(1)
+tx = f32[2,8,8,3] transpose(x), dimensions={0,2,3,1}
+tw = f32[3,3,3,4] transpose(w), dimensions={2,3,1,0}
+ROOT c = f32[2,6,6,4] convolution(tx, tw), window={size=3x3}, dim_labels=b01f_01io->b01f"""), """
+CHECK-NOT: transpose
+CHECK: convolution(f32[2,3,8,8] %x, f32[4,3,3,3] %w), window={size=3x3}, dim_labels=bf01_oi01->b01f"""),
+    ("zero_sized", ZeroSizedHloElimination, module("""
+p = f32[0,3] parameter(0)
+q = f32[0,3] parameter(1)
+a = f32[0,3] add(p, q)
+z = f32[] constant(0)
+r = f32[3] reduce(a, z), dimensions={0}, to_apply=add
+ROOT t = (f32[0,3], f32[3]) tuple(a, r)""", ADD), """
+CHECK-NOT: add(f32[0,3]
+CHECK: %constant.2 = f32[0,3] constant({
+CHECK: reduce(f32[0,3] %constant.2, f32[] %z)
+CHECK: ROOT %t = (f32[0,3], f32[3]) tuple(f32[0,3] %constant.2, f32[3] %r)"""),
+    ("call", CallInliner, module("""
+p = f32[4] parameter(0)
+q = f32[4] parameter(1)
+ROOT c = f32[4] call(p, q), to_apply=f""", """
+f {
+  a = f32[4] parameter(0)
+  b = f32[4] parameter(1)
+  m = f32[4] multiply(a, b)
+  ROOT r = f32[4] add(m, a)
+}
+"""), """
+CHECK-NOT: %f
+CHECK: ENTRY %e
+CHECK-NOT: call
+CHECK: %m = f32[4] multiply(f32[4] %p, f32[4] %q)
+CHECK: ROOT %r = f32[4] add(f32[4] %m, f32[4] %p)"""),
+    ("call_nested_twice", CallInliner, module("""
+p = f32[4] parameter(0)
+c1 = f32[4] call(p), to_apply=outer
+ROOT c2 = f32[4] call(c1), to_apply=outer""", """
+inner {
+  x = f32[4] parameter(0)
+  ROOT n = f32[4] negate(x)
+}
+outer {
+  y = f32[4] parameter(0)
+  i = f32[4] call(y), to_apply=inner
+  ROOT e = f32[4] exponential(i)
+}
+"""), """
+CHECK-NOT: call
+CHECK: ENTRY %e
+CHECK: negate(f32[4] %p)
+CHECK: exponential(
+CHECK: negate(
+CHECK: ROOT %e.2 = f32[4] exponential("""),
+    ("call_returns_parameter", CallInliner, module("""
+p = f32[4] parameter(0)
+q = f32[4] parameter(1)
+c = f32[4] call(p, q), to_apply=second
+ROOT s = f32[4] sine(c)""", """
+second {
+  a = f32[4] parameter(0)
+  ROOT b = f32[4] parameter(1)
+}
+"""), "CHECK-NOT: call\nCHECK: ROOT %s = f32[4] sine(f32[4] %q)"),
+    ("map_add", MapInliner, module("""
+p = f32[3,4] parameter(0)
+q = f32[3,4] parameter(1)
+ROOT m = f32[3,4] map(p, q), dimensions={0,1}, to_apply=add""", ADD),
+     "CHECK: ENTRY\nCHECK-NOT: map(\nCHECK: ROOT %s.1 = f32[3,4] add(f32[3,4] %p, f32[3,4] %q)"),
+    ("map_compare_swapped", MapInliner, module("""
+p = f32[5] parameter(0)
+q = f32[5] parameter(1)
+ROOT m = pred[5] map(p, q), dimensions={0}, to_apply=gt""", """
+gt {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT c = pred[] compare(y, x), direction=GT
+}
+"""), "CHECK: ENTRY\nCHECK: ROOT %c.1 = pred[5] compare(f32[5] %q, f32[5] %p), direction=GT"),
+    ("map_parameter", MapInliner, module("""
+p = f32[5] parameter(0)
+q = f32[5] parameter(1)
+m = f32[5] map(p, q), dimensions={0}, to_apply=second
+ROOT n = f32[5] negate(m)""", """
+second {
+  x = f32[] parameter(0)
+  ROOT y = f32[] parameter(1)
+}
+"""), "CHECK: ROOT %n = f32[5] negate(f32[5] %q)"),
+    ("map_constant", MapInliner, module("""
+p = f32[5] parameter(0)
+ROOT m = f32[5] map(p), dimensions={0}, to_apply=seven""", """
+seven {
+  x = f32[] parameter(0)
+  ROOT c = f32[] constant(7)
+}
+"""), "CHECK: ENTRY\nCHECK: f32[] constant(7)\nCHECK: ROOT %broadcast = f32[5] broadcast("),
+]
+
+TEXT = {c[0]: c[2] for c in CASES}
+
+# (id, pass factory, module text): the pass must return False and leave the text as it was.
+UNCHANGED = [
+    ("logistic_absent", LogisticExpander, module("p = f32[4] parameter(0)\nROOT e = f32[4] exponential(p)")),
+    ("bn_training_disabled", lambda: BatchNormExpander(rewrite_training_op=False), TEXT["bn_training"]),
+    ("dot_matmul", DotDecomposer, module("""
+a = f32[5,3] parameter(0)
+b = f32[3,4] parameter(1)
+ROOT d = f32[5,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")),
+    ("dot_batched", DotDecomposer, module("""
+a = f32[2,5,3] parameter(0)
+b = f32[2,3,4] parameter(1)
+ROOT d = f32[2,5,4] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}""")),
+    ("dot_matvec", DotDecomposer, module("""
+a = f32[5,3] parameter(0)
+b = f32[3] parameter(1)
+ROOT d = f32[5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")),
+    ("dot_kxm_not_strict", DotDecomposer, TEXT["dot_strict_transposes_kxm"]),
+    ("conv_canonical", ConvCanonicalization, TEXT["conv_nchw"].replace("bf01_oi01->bf01", "b01f_01io->b01f")
+     .replace("f32[2,3,8,8]", "f32[2,8,8,3]").replace("f32[4,3,3,3]", "f32[3,3,3,4]").replace("f32[2,4,6,6]", "f32[2,6,6,4]")),
+    ("fold_would_reorder_free_dims", TransposeFolding, module("""
+a = f32[4,5,3] parameter(0)
+b = f32[3,6] parameter(1)
+t = f32[5,4,3] transpose(a), dimensions={1,0,2}
+ROOT d = f32[5,4,6] dot(t, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}""")),
+    ("fold_dot_rank1_operand", TransposeFolding, module("""
+a = f32[3,5] parameter(0)
+b = f32[3] parameter(1)
+t = f32[5,3] transpose(a), dimensions={1,0}
+ROOT d = f32[5] dot(t, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")),
+    ("zero_sized_constant_only", ZeroSizedHloElimination, module("""
+c = f32[0] constant({})
+p = f32[4] parameter(0)
+ROOT t = (f32[0], f32[4]) tuple(c, p)""")),
+    ("call_absent", CallInliner, module("p = f32[4] parameter(0)\nROOT n = f32[4] negate(p)")),
+    ("map_two_ops", MapInliner, module("""
+p = f32[5] parameter(0)
+ROOT m = f32[5] map(p), dimensions={0}, to_apply=twice""", """
+twice {
+  x = f32[] parameter(0)
+  a = f32[] add(x, x)
+  ROOT b = f32[] multiply(a, x)
+}
+""")),
+]
+
+
+def random_args(m: xlapy.hlo.Module, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    args = []
+    for p in m.entry.parameters:
+        dt, dims = p.shape.dtype, p.shape.dims
+        if dt.kind in "fc" or dt.kind == "V":
+            lo = 0.5 if p.name.startswith("var") else -2.0
+            args.append(rng.uniform(lo, 2.0, dims).astype(dt))
+        elif dt == np.bool_:
+            args.append(rng.integers(0, 2, dims).astype(bool))
+        else:
+            args.append(rng.integers(-5, 6, dims).astype(dt))
+    return args
+
+
+def flatten(value) -> list[np.ndarray]:
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in flatten(v)]
+    return [np.asarray(value)]
+
+
+def run(m: xlapy.hlo.Module, args) -> list[np.ndarray]:
+    return flatten(xlapy.compile(m, backend="interpreter")(*args))
+
+
+@pytest.mark.parametrize("make_pass, text, checks", [pytest.param(*c[1:], id=c[0]) for c in CASES])
+def test_rewrite(make_pass, text, checks):
+    m = xlapy.hlo.parse(text)
+    args = random_args(m)
+    before = run(m, args)
+    assert make_pass().run(m) is True
+    after_text = m.to_text()
+    filecheck(after_text, checks)
+    xlapy.hlo.verify(m)
+    # idempotent: a second run finds nothing to do
+    assert make_pass().run(m) is False
+    assert m.to_text() == after_text
+    # the printed result parses back to the same module
+    assert xlapy.hlo.parse(after_text).to_text() == after_text
+    for i, (got, want) in enumerate(zip(run(m, args), before)):
+        assert_same(got, want, where=f"output {i}", rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("make_pass, text", [pytest.param(*c[1:], id=c[0]) for c in UNCHANGED])
+def test_unchanged(make_pass, text):
+    m = xlapy.hlo.parse(text)
+    before = m.to_text()
+    assert make_pass().run(m) is False
+    assert m.to_text() == before
+
+
+def test_names_match_xla():
+    names = [p.name for p in (BatchNormExpander(), LogisticExpander(), DotDecomposer(), ConvCanonicalization(),
+                              TransposeFolding(), ZeroSizedHloElimination(), CallInliner(), MapInliner())]
+    assert names == ["batchnorm_expander", "logistic-expander", "dot_decomposer", "convolution-canonicalization",
+                     "transpose-folding", "zero_sized_hlo_elimination", "call-inliner", "map-inline"]
+
+
+def test_call_inliner_single_call_site():
+    m = xlapy.hlo.parse(TEXT["call_nested_twice"])
+    assert CallInliner(single_call_site=True).run(m) is True   # inner has one call site, outer two
+    text = m.to_text()
+    filecheck(text, "CHECK: %outer\nCHECK: negate(\nCHECK: ENTRY\nCHECK: call(\nCHECK: call(")
+    assert "%inner" not in text
+
+
+# -- the JAX corpus: each pass (or pair) on every module with the op it rewrites, against XLA's outputs --------
+CORPUS_PASSES = {
+    "dot_decomposer": ([DotDecomposer], " dot("),
+    "dot_decomposer_strict+transpose_folding": ([lambda: DotDecomposer(strict=True), HloDCE, TransposeFolding], " dot("),
+    "conv_canonicalization": ([ConvCanonicalization], " convolution("),
+    "conv_canonicalization+transpose_folding": ([ConvCanonicalization, HloDCE, TransposeFolding], " convolution("),
+    "transpose_folding": ([TransposeFolding], " transpose("),
+    "call_inliner": ([CallInliner], " call("),
+    "map_inliner": ([MapInliner], " map("),
+    "logistic_expander": ([LogisticExpander], " logistic("),
+    "batchnorm_expander": ([BatchNormExpander], " batch-norm-"),
+    "zero_sized": ([ZeroSizedHloElimination], "0"),
+}
+
+
+def _corpus_cases():
+    folder = CORPUS / "jax"
+    if not folder.is_dir():
+        return [pytest.param(None, None, marks=pytest.mark.skip(reason="tests/corpus/jax is absent"))]
+    skip_file = folder / "UNEXECUTABLE.txt"
+    skip = {ln.split()[0] for ln in skip_file.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")} if skip_file.exists() else set()
+    cases = []
+    for hlo in sorted(folder.glob("*.hlo")):
+        if hlo.stem in skip:
+            continue
+        text = hlo.read_text()
+        for key, (passes, needle) in CORPUS_PASSES.items():
+            if needle in text:
+                cases.append(pytest.param(key, hlo, id=f"{key}/{hlo.stem}"))
+    return cases or [pytest.param(None, None, marks=pytest.mark.skip(reason="no corpus module uses these ops"))]
+
+
+@pytest.mark.parametrize("key, hlo", _corpus_cases())
+def test_corpus(key, hlo):
+    from xlapy.tools import npz
+    npz_path = hlo.with_suffix(".npz")
+    if not hlo.exists() or not npz_path.exists():
+        pytest.skip(f"{hlo.stem}: corpus files are being regenerated")
+    text = hlo.read_text()
+    m = xlapy.hlo.parse(text)
+    before = m.to_text()
+    passes = [p() for p in CORPUS_PASSES[key][0]]
+    if not run_passes(m, passes, name=key):
+        assert m.to_text() == before, "a pass that reports no change changed the module"
+        return
+    data = npz.load(npz_path)
+    result = npz.flatten(xlapy.compile(m, backend="interpreter")(*npz.numbered(data, "arg")))
+    expected = npz.numbered(data, "out")
+    assert len(result) == len(expected)
+    for i, (got, want) in enumerate(zip(result, expected)):
+        assert_same(got, want, where=f"{hlo.name} after {key}: out{i}")

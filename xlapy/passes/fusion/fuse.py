@@ -1,0 +1,171 @@
+"""The mechanics of fusion: creating a `fusion` instruction and growing its fused computation.
+
+A fusion instruction F = fusion(o_0, ..., o_n), kind=kLoop, calls=%fused_computation evaluates its fused
+computation, whose parameter `param_i` stands for operand o_i. Invariants kept here:
+  * operands are distinct (an operand used twice is one parameter read twice);
+  * parameter numbers are 0..n in operand order (renumbered, and renamed `param_i`, after a removal);
+  * the fused computation sits in the module just before the computation that holds F (callees first).
+
+    fusion = fuse_into(consumer, producer)    # consumer may already be a fusion; returns the fusion
+
+A producer that still has users outside the fusion is copied in (duplicated), otherwise it is moved in,
+keeping its name. A producer that is itself a fusion has its fused computation inlined.
+"""
+from __future__ import annotations
+
+from ...hlo import Computation, Instruction, Module, Shape
+
+KINDS = ("kLoop", "kInput", "kOutput", "kCustom")
+
+
+def is_fusion(inst: Instruction) -> bool:
+    return inst.opcode == "fusion"
+
+
+def fused_computation(fusion: Instruction) -> Computation:
+    return fusion.attrs["calls"]
+
+
+def fused_instructions(fusion: Instruction) -> list[Instruction]:
+    """The instructions of a fusion's computation other than its parameters, in post order."""
+    return [i for i in fused_computation(fusion).post_order() if i.opcode != "parameter"]
+
+
+def fused_parameter(fusion: Instruction, index: int) -> Instruction:
+    return fused_computation(fusion).parameter(index)
+
+
+# -- creating a fusion -----------------------------------------------------------------------------------
+def wrap_in_fusion(inst: Instruction, kind: str = "kLoop", name: str | None = None) -> Instruction:
+    """Replace `inst` by a fusion whose computation holds `inst` alone, reading its (distinct) operands as
+    parameters. Returns the fusion, which takes over inst's users, rootness and metadata."""
+    comp = inst.parent
+    module = comp.parent
+    fused = Computation("fused_computation")
+    _place_computation(module, fused, comp)
+    attrs = {"kind": kind, "calls": fused}
+    if "metadata" in inst.attrs:
+        attrs["metadata"] = inst.attrs["metadata"]
+    fusion = Instruction("fusion", inst.shape, (), attrs, name or "fusion")
+    comp.add_instruction(fusion)
+    _move_operands_last(comp, fusion, inst)
+    mapped = [_parameter_for(fusion, op) for op in inst.operands]
+    inst.replace_all_uses_with(fusion)
+    comp.remove_instruction(inst)
+    clone = inst.clone_with(mapped, name=inst.name)
+    _add(fused, clone, keep_name=True)
+    fused.root = clone
+    return fusion
+
+
+def _place_computation(module: Module, fused: Computation, before: Computation) -> None:
+    module.add_computation(fused)
+    module.computations.remove(fused)
+    module.computations.insert(module.computations.index(before), fused)
+
+
+def _move_operands_last(comp: Computation, fusion: Instruction, inst: Instruction) -> None:
+    """Keep the instruction list in a def-before-use order: the fusion goes where `inst` was."""
+    comp.instructions.remove(fusion)
+    comp.instructions.insert(comp.instructions.index(inst), fusion)
+
+
+def _add(comp: Computation, inst: Instruction, keep_name: bool) -> Instruction:
+    """Add `inst` to `comp`, keeping its name when asked and free there; else a module-unique one."""
+    if keep_name and all(i.name != inst.name for i in comp.instructions):
+        inst.parent = comp
+        comp.instructions.append(inst)
+        return inst
+    comp.add_instruction(inst)
+    return inst
+
+
+def _parameter_for(fusion: Instruction, operand: Instruction) -> Instruction:
+    """The fused parameter reading `operand`, added (as the last operand) when the fusion lacks one."""
+    comp = fused_computation(fusion)
+    for i, op in enumerate(fusion.operands):
+        if op is operand:
+            return comp.parameter(i)
+    number = len(fusion.operands)
+    fusion.operands.append(operand)
+    if fusion not in operand.users:
+        operand.users.append(fusion)
+    param = Instruction("parameter", operand.shape, (), {}, f"param_{number}", parameter_number=number)
+    comp.add_instruction(param)
+    return param
+
+
+def _remove_operand(fusion: Instruction, index: int) -> None:
+    """Drop operand `index` and its (now unused) parameter; renumber and rename the later parameters."""
+    comp = fused_computation(fusion)
+    param = comp.parameter(index)
+    comp.remove_instruction(param)
+    op = fusion.operands.pop(index)
+    if all(o is not op for o in fusion.operands) and fusion in op.users:
+        op.users.remove(fusion)
+    module = comp.parent
+    for p in comp.parameters:
+        if p.parameter_number > index:
+            p.parameter_number -= 1
+            p.name = module.unique_name(f"param_{p.parameter_number}") if module else f"param_{p.parameter_number}"
+
+
+# -- fusing a producer ----------------------------------------------------------------------------------
+def fusion_name(producer: Instruction, consumer: Instruction) -> str:
+    """XLA's name for a new fusion: `<producer opcode>_<consumer opcode>_fusion`."""
+    return f"{producer.opcode}_{consumer.opcode}_fusion"
+
+
+def fuse_into(consumer: Instruction, producer: Instruction, kind: str = "kLoop") -> Instruction:
+    """Fuse `producer` (an operand of `consumer`) into `consumer`, which becomes (or already is) a fusion.
+    Returns the fusion. The producer is removed from its computation when nothing else uses it."""
+    if producer not in consumer.operands:
+        raise ValueError(f"{producer.name} is not an operand of {consumer.name}")
+    if producer.shape.is_tuple:
+        raise ValueError(f"cannot fuse {producer.name}: its result is a tuple")
+    if is_fusion(consumer):
+        fusion = consumer
+        if kind == "kOutput":
+            fusion.attrs["kind"] = kind
+    else:
+        fusion = wrap_in_fusion(consumer, kind, fusion_name(producer, consumer))
+    comp = fused_computation(fusion)
+    index = fusion.operands.index(producer)
+    old_param = comp.parameter(index)
+    duplicate = producer.is_root or any(u is not fusion for u in producer.users)
+    if is_fusion(producer):
+        value = _inline(fusion, producer)
+    else:
+        mapped = [_parameter_for(fusion, op) for op in producer.operands]
+        value = _add(comp, producer.clone_with(mapped, name=producer.name), keep_name=not duplicate)
+    old_param.replace_all_uses_with(value)
+    _remove_operand(fusion, fusion.operands.index(producer))
+    if not producer.users and not producer.is_root:
+        producer.parent.remove_instruction(producer)
+    return fusion
+
+
+def _inline(fusion: Instruction, producer: Instruction) -> Instruction:
+    """Copy producer's fused computation into fusion's; returns the copy of its root."""
+    comp = fused_computation(fusion)
+    inner = fused_computation(producer)
+    mapping: dict[int, Instruction] = {}
+    for p in inner.parameters:
+        mapping[id(p)] = _parameter_for(fusion, producer.operands[p.parameter_number])
+    for inst in inner.post_order():
+        if inst.opcode == "parameter":
+            continue
+        clone = inst.clone_with([mapping[id(o)] for o in inst.operands])
+        mapping[id(inst)] = _add(comp, clone, keep_name=False)
+    return mapping[id(inner.root)]
+
+
+def remove_fusion_computation(module: Module, fusion: Instruction) -> None:
+    """Drop the fused computation of a fusion that was deleted (nothing else calls it)."""
+    comp = fused_computation(fusion)
+    if comp in module.computations:
+        module.remove_computation(comp)
+
+
+def tuple_shape(shapes: list[Shape]) -> Shape:
+    return Shape.tuple_of(tuple(shapes))

@@ -1,0 +1,234 @@
+"""InstructionFusion (XLA name `fusion`): XLA:CPU's CpuInstructionFusion over the rules of fusible.py.
+
+Consumers are visited in reverse post order; each tries its operands, latest-defined first, and after every
+successful fusion the grown fusion tries again, so a whole producer chain (and the reduction consuming it)
+becomes one kLoop fusion. A dot feeding an add alone becomes a kOutput fusion. A decision is the first
+matching row of REFUSALS (a reason why not) or, when none matches, a fusion:
+
+    refused                               because
+    producer/consumer not fusible         parameters, tuples, control flow, calls, custom-calls, sort, rng,
+                                          side effects, control edges
+    non-scalar constant                   it would be copied into the loop body
+    producer is not loop-fusible          dot, convolution, reduce-window, scatter, fft, ... (LOOP_FUSIBLE)
+    concatenate fusion is inefficient     > 8 operands, or a large concat along the minor dimension
+    expensive producer, consumer reuses   exp(x) broadcast: exp would run once per output element
+    expensive producer would duplicate    exp(x) with two users is computed once, not once per user
+    producer must not be duplicated       a multi-user producer some user cannot take (see _globally_unfusible)
+    constant into a non-fusion            a fusion of a constant and one op gains nothing
+    producer is a fusion                  XLA:CPU does not fuse fusions; FusionMerger does it, with care
+    too many reductions / too large       caps below
+    consumer is not loop-fusible          the consumer cannot be emitted elementally
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ...hlo import Computation, Instruction, Module
+from ..pipeline import Pass
+from . import fusible as F
+from .fuse import fuse_into, fused_computation, fused_instructions, is_fusion
+
+MAX_CONCATENATE_ARGUMENTS = 8
+MAX_REDUCTIONS_IN_FUSION = 5
+MAX_FUSED_INSTRUCTIONS = 200
+MAX_FUSION_PARAMETERS = 64
+
+
+def fusible_computations(module: Module) -> list[Computation]:
+    """Computations run as sequential code: the entry and what while/conditional/call run, transitively.
+    Reducers, comparators and scatter combiners are applied per element and are left alone."""
+    out: list[Computation] = []
+    seen: set[int] = set()
+    stack = [module.entry] if module.entry is not None else []
+    while stack:
+        comp = stack.pop()
+        if id(comp) in seen:
+            continue
+        seen.add(id(comp))
+        out.append(comp)
+        for inst in comp.instructions:
+            if inst.opcode in ("while", "conditional", "call"):
+                stack.extend(inst.called_computations())
+    return out
+
+
+# -- the predicates of the decision table ----------------------------------------------------------------
+def _loop_fusion(inst: Instruction) -> bool:
+    return is_fusion(inst) and inst.attrs.get("kind") == "kLoop" and not inst.shape.is_tuple
+
+
+def _is_minor_dim_concatenate(inst: Instruction) -> bool:
+    shape = inst.shape
+    if shape.rank <= 1:
+        return False
+    dim = inst.attrs["dimensions"][0]
+    minor = shape.layout.minor_to_major[0] if shape.layout and shape.layout.minor_to_major else shape.rank - 1
+    element_bytes = max(1, shape.ptype.bits // 8)
+    return dim == minor and shape.dims[dim] * element_bytes >= 64 and shape.numel * element_bytes >= 2048
+
+
+def _inefficient_concatenate(inst: Instruction) -> bool:
+    return inst.opcode == "concatenate" and (len(inst.operands) > MAX_CONCATENATE_ARGUMENTS
+                                             or _is_minor_dim_concatenate(inst))
+
+
+def _would_duplicate(producer: Instruction, consumer: Instruction) -> bool:
+    return producer.is_root or any(u is not consumer for u in producer.users)
+
+
+def _always_duplicable(producer: Instruction) -> bool:
+    return not producer.operands and producer.shape.is_array and producer.shape.numel <= 1
+
+
+def _too_large(producer: Instruction, consumer: Instruction) -> bool:
+    inside = fused_instructions(consumer) if is_fusion(consumer) else [consumer]
+    grown = len(inside) + (len(fused_instructions(producer)) if is_fusion(producer) else 1)
+    params = set(map(id, consumer.operands)) - {id(producer)}
+    params |= set(map(id, producer.operands))
+    return grown > MAX_FUSED_INSTRUCTIONS or len(params) > MAX_FUSION_PARAMETERS
+
+
+def _too_many_reductions(producer: Instruction, consumer: Instruction) -> bool:
+    if producer.opcode != "reduce" or not is_fusion(consumer):
+        return False
+    return sum(i.opcode == "reduce" for i in fused_instructions(consumer)) > MAX_REDUCTIONS_IN_FUSION
+
+
+def can_be_output_fused(producer: Instruction, consumer: Instruction) -> bool:
+    """dot(matrix, vector) + bias: XLA:CPU's kOutput fusion (the dot emitter adds the addend in place)."""
+    return (consumer.opcode == "add" and producer.opcode == "dot" and producer.shape.rank <= 1
+            and not producer.shape.ptype.is_complex and not producer.attrs.get("lhs_batch_dims")
+            and len(producer.users) == 1 and consumer.operands.count(producer) == 1 and not producer.is_root)
+
+
+def _output_fusible_into_some_operand(inst: Instruction) -> bool:
+    return inst.opcode == "add" and any(can_be_output_fused(op, inst) for op in inst.operands)
+
+
+Rule = Callable[[Instruction, Instruction, int, set], bool]
+
+# (reason, predicate(producer, consumer, operand_index, do_not_duplicate)) — the first true row refuses.
+REFUSALS: list[tuple[str, Rule]] = [
+    ("producer is not fusible", lambda p, c, i, dnd: not F.is_fusible(p) or p.shape.is_tuple),
+    ("consumer is not fusible", lambda p, c, i, dnd: not (F.is_fusible(c) or is_fusion(c))),
+    ("non-scalar constant", lambda p, c, i, dnd: F.is_non_scalar_constant(p)),
+    ("producer can be output-fused into some operand", lambda p, c, i, dnd: _output_fusible_into_some_operand(p)),
+    ("producer is not loop-fusible", lambda p, c, i, dnd: not F.can_be_loop_fused(p)),
+    ("concatenate fusion is inefficient",
+     lambda p, c, i, dnd: _inefficient_concatenate(p) or _inefficient_concatenate(c)),
+    ("expensive producer, consumer reuses its elements",
+     lambda p, c, i, dnd: F.is_expensive(p) and F.reuses_operand_elements(c, i)),
+    ("expensive producer would be duplicated",
+     lambda p, c, i, dnd: _would_duplicate(p, c) and F.is_expensive(p) and not _always_duplicable(p)),
+    ("producer must not be duplicated", lambda p, c, i, dnd: id(p) in dnd and _would_duplicate(p, c)),
+    ("too many reductions in one fusion", lambda p, c, i, dnd: _too_many_reductions(p, c)),
+    ("constant into a non-fusion", lambda p, c, i, dnd: p.opcode == "constant" and not is_fusion(c)),
+    ("fusion would be too large", lambda p, c, i, dnd: _too_large(p, c)),
+    ("consumer is not loop-fusible", lambda p, c, i, dnd: not (_loop_fusion(c) or F.can_be_loop_fused(c))),
+]
+
+
+def decide(consumer: Instruction, index: int, do_not_duplicate: set = frozenset()) -> tuple[str | None, str]:
+    """(fusion kind, "") when operand `index` should be fused into `consumer`, else (None, reason)."""
+    producer = consumer.operands[index]
+    if is_fusion(producer):
+        return None, "producer is a fusion"
+    if can_be_output_fused(producer, consumer):
+        return "kOutput", ""
+    for reason, refuses in REFUSALS:
+        if refuses(producer, consumer, index, do_not_duplicate):
+            return None, reason
+    return "kLoop", ""
+
+
+def _coupled_max_shift_exp_producer(inst: Instruction) -> bool:
+    """x feeding both reduce-max(x) and exp(x - broadcast(max)): recomputing x in the exp fusion may differ
+    from the x the max saw by an ulp (FMA contraction), and exp turns that into inf. Keep x materialized."""
+    if not inst.info.is_elementwise or is_fusion(inst):
+        return False
+    maxes = [u for u in inst.users if u.opcode == "reduce" and u.operands[0] is inst
+             and u.attrs["to_apply"].root.opcode == "maximum"]
+    for m in maxes:
+        for sub in inst.users:
+            if sub.opcode != "subtract" or not any(u.opcode == "exponential" for u in sub.users):
+                continue
+            if any(o.opcode == "broadcast" and o.operands[0] is m for o in sub.operands):
+                return True
+    return False
+
+
+def _globally_unfusible(order: list[Instruction]) -> set[int]:
+    """Multi-user producers that must stay materialized: duplicating them into the users that can take
+    them would read more than it saves while some other user still needs the materialized value."""
+    out: set[int] = set()
+    for producer in order:
+        if len(producer.users) < 2:
+            continue
+        if _coupled_max_shift_exp_producer(producer):
+            out.add(id(producer))
+            continue
+        if F.effectively_unary(producer):
+            continue
+        if sum(F.byte_size(o) for o in producer.operands) <= F.byte_size(producer):
+            continue
+        if all(decide(u, u.operands.index(producer))[0] is not None for u in producer.users):
+            continue
+        out.add(id(producer))
+    return out
+
+
+class InstructionFusion(Pass):
+    name = "fusion"
+
+    def __init__(self):
+        self.decisions: list[tuple[str, str, str]] = []   # (consumer, producer, "fused" or the refusal)
+
+    def run(self, module: Module) -> bool:
+        self.decisions = []
+        changed = False
+        for comp in fusible_computations(module):
+            changed |= self._run_on(comp)
+        return changed
+
+    def _run_on(self, comp: Computation) -> bool:
+        order = comp.post_order()
+        position = {id(inst): n for n, inst in enumerate(order)}
+        do_not_duplicate = _globally_unfusible(order)
+        changed = False
+        for consumer in reversed(order):
+            current = consumer
+            while current.parent is comp:
+                fused = self._fuse_one_operand(current, position, do_not_duplicate)
+                if fused is None:
+                    break
+                position[id(fused)] = position[id(consumer)]
+                current = fused
+                changed = True
+        return changed
+
+    def _fuse_one_operand(self, consumer: Instruction, position: dict, do_not_duplicate: set):
+        """Fuse the first operand (latest defined first) that the rules allow; the fusion, or None."""
+        if not (is_fusion(consumer) or F.is_fusible(consumer)):
+            return None
+        indices = sorted(range(len(consumer.operands)), key=lambda i: -position.get(id(consumer.operands[i]), -1))
+        tried: set[int] = set()
+        for i in indices:
+            producer = consumer.operands[i]
+            if id(producer) in tried:
+                continue
+            tried.add(id(producer))
+            kind, reason = decide(consumer, i, do_not_duplicate)
+            if kind is None:
+                self.decisions.append((consumer.name, producer.name, reason))
+                continue
+            self.decisions.append((consumer.name, producer.name, "fused"))
+            return fuse_into(consumer, producer, kind)
+        return None
+
+
+def refusals(pass_: InstructionFusion) -> dict[tuple[str, str], str]:
+    """The last decision for each (consumer, producer) pair that was refused: handy in tests."""
+    return {(c, p): r for c, p, r in pass_.decisions if r != "fused"}
+
+
+__all__ = ["InstructionFusion", "decide", "REFUSALS", "fusible_computations", "fused_computation"]
