@@ -186,7 +186,7 @@ def entry_result_specs(text: str):
 
 def compile_hlo_text(text: str):
     """Compile HLO text for XLA:CPU -> (LoadedExecutable, device)."""
-    jax = _jax()
+    _jax()  # import + enable x64 before the backend is created
     from jax._src.lib import _jax as jl
     import jax.extend.backend as eb
 

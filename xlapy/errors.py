@@ -27,3 +27,7 @@ class ExecutionError(XlapyError):
 
 class UnimplementedError(XlapyError):
     """A feature that xlapy does not support yet; the message names it."""
+
+
+class ConcretizationError(XlapyError):
+    """A traced (abstract) value was used where Python needs a concrete one: bool(), int(), np.asarray() ..."""

@@ -2,6 +2,7 @@
 
 tests/corpus/jax/       modules JAX lowered (before optimization), with NAME.npz = inputs + XLA's outputs
 tests/corpus/jax_opt/   the same programs after XLA:CPU's optimizations (fusions, ...)
+tests/corpus/hlo/       hand-written modules for forms JAX never emits, run through XLA
 tests/corpus/tf/        expectations for the TensorFlow dump in ../shared/testdata
 tests/corpus/xla_parser_cases/  expectations for the executable modules of XLA's parser tests (../shared)
 """
@@ -23,7 +24,7 @@ def _unexecutable(folder: Path) -> set[str]:
 
 def _cases():
     cases = []
-    for sub in ("jax", "jax_opt"):
+    for sub in ("jax", "jax_opt", "hlo"):
         folder = CORPUS / sub
         skip = _unexecutable(folder)
         for hlo in sorted(folder.glob("*.hlo")):

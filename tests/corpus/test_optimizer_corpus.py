@@ -18,7 +18,7 @@ NO_DUMPS = debug.DebugOptions()
 
 def _modules():
     out = []
-    for sub in ("jax",):
+    for sub in ("jax", "hlo"):
         for hlo in sorted((CORPUS / sub).glob("*.hlo")):
             if hlo.with_suffix(".npz").exists():
                 out.append(pytest.param(hlo, id=f"{sub}/{hlo.stem}"))

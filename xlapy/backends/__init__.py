@@ -9,7 +9,8 @@ def _interpreter(module, **options):
     return compile_module(module, **options)
 
 
-BACKENDS = {"interpreter": _interpreter}
+BACKENDS = {"interpreter": _interpreter,
+            "cpu": lambda module, **options: __import__("xlapy.backends.cpu", fromlist=["compile_module"]).compile_module(module, **options)}
 
 
 def compile(module, backend: str = "interpreter", pipeline=None, **options):

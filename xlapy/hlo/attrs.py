@@ -205,3 +205,8 @@ def padding_to_text(dims) -> str:
     """XLA prints the interior padding of every dimension as soon as one is not 0."""
     interior = any(d.interior for d in dims)
     return "x".join(f"{d.low}_{d.high}" + (f"_{d.interior}" if interior else "") for d in dims)
+
+
+def window_of(inst) -> Window:
+    """The instruction's window; XLA omits `window={}` for scalar (rank-0) windows."""
+    return inst.attrs.get("window") or Window(())

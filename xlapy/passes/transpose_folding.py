@@ -4,12 +4,15 @@
     conv(transpose(X, p), W) => conv(X, W) with input labels moved: dim d -> p[d]     (same for the kernel)
 
 A dot's result lists its operand's free (non-batch, non-contracting) dims in operand order, so folding is
-only exact when p keeps the free dims in order. XLA's default predicate (IsRowColumnTransposeDotOperand:
-batch dims untouched, one contracting dim, one free dim) is a special case of that test, which is used
-here. Dots with a rank-1 operand are left alone, as in XLA. A convolution's result does not depend on the
-order of its operands' dims, so its transposes always fold.
+only exact when p keeps the free dims in order (`free_dims_in_order`). The default predicate is XLA's
+narrower IsRowColumnTransposeDotOperand (batch dims untouched, one contracting dim, one free dim), which
+never undoes DotDecomposer's batch-first transposes. Dots with a rank-1 operand are left alone, as in XLA. A convolution's result does not depend on the
+order of its operands' dims, so its transposes fold, unless `fold_convolutions=False` (XLA:CPU passes
+NeverFoldTranspose so that the transposes ConvCanonicalization inserted stay).
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from ..hlo import Instruction, Module
 from ..hlo.attrs import ConvDimensionNumbers
@@ -24,13 +27,22 @@ def is_non_identity_transpose(inst: Instruction) -> bool:
     return inst.opcode == "transpose" and tuple(inst.attrs["dimensions"]) != tuple(range(inst.shape.rank))
 
 
-def dot_can_fold(dot: Instruction, i: int) -> bool:
+def free_dims_in_order(dot: Instruction, i: int) -> bool:
     """Folding operand i (a transpose) keeps the dot's result: its free dims stay in order."""
     t = dot.operands[i]
     perm = t.attrs["dimensions"]
     used = {d for key in SIDES[i] for d in dot.attrs.get(key, ())}
     free_sources = [perm[d] for d in range(t.shape.rank) if d not in used]
     return free_sources == sorted(free_sources)
+
+
+def row_column_transpose_operand(dot: Instruction, i: int) -> bool:
+    """XLA's IsRowColumnTransposeDotOperand: batch dims fixed by the transpose, one contracting dim, one free."""
+    t = dot.operands[i]
+    batch, contracting = (tuple(dot.attrs.get(k, ())) for k in SIDES[i])
+    perm = t.attrs["dimensions"]
+    return (len(batch) == t.shape.rank - 2 and len(contracting) == 1
+            and all(perm[d] == d for d in batch))
 
 
 def fold_into_dot(dot: Instruction, sides: list[int]) -> Instruction:
@@ -65,23 +77,30 @@ def fold_into_convolution(conv: Instruction, sides: list[int]) -> Instruction:
     return make("convolution", operands, attrs, shape=conv.shape, name=conv.name)
 
 
-def foldable(inst: Instruction) -> list[int]:
-    if inst.opcode == "dot" and len(inst.operands) == 2:
-        if any(o.shape.rank < 2 for o in inst.operands):
-            return []
-        return [i for i in (0, 1) if is_non_identity_transpose(inst.operands[i]) and dot_can_fold(inst, i)]
-    if inst.opcode == "convolution" and getattr(inst.attrs.get("dim_labels"), "known", False):
-        return [i for i in (0, 1) if inst.operands[i].opcode == "transpose"]
-    return []
-
-
 class TransposeFolding(Pass):
+    """`dot_can_fold(dot, i)` decides for each transposed dot operand (XLA's row/column test by default);
+    `fold_convolutions=False` is XLA:CPU's NeverFoldTranspose, which keeps ConvCanonicalization's work."""
     name = "transpose-folding"
+
+    def __init__(self, dot_can_fold: Callable[[Instruction, int], bool] = row_column_transpose_operand,
+                 fold_convolutions: bool = True):
+        self.dot_can_fold = dot_can_fold
+        self.fold_convolutions = fold_convolutions
+
+    def foldable(self, inst: Instruction) -> list[int]:
+        if inst.opcode == "dot" and len(inst.operands) == 2:
+            if any(o.shape.rank < 2 for o in inst.operands):
+                return []
+            return [i for i in (0, 1) if is_non_identity_transpose(inst.operands[i]) and self.dot_can_fold(inst, i)]
+        if (inst.opcode == "convolution" and self.fold_convolutions
+                and getattr(inst.attrs.get("dim_labels"), "known", False)):
+            return [i for i in (0, 1) if inst.operands[i].opcode == "transpose"]
+        return []
 
     def run(self, module: Module) -> bool:
         # Find every opportunity first, then fold (XLA's order: dots, then convolutions).
         found = [(inst, sides) for comp in non_fusion_computations(module) for inst in comp.post_order()
-                 if (sides := foldable(inst))]
+                 if (sides := self.foldable(inst))]
         found.sort(key=lambda pair: pair[0].opcode != "dot")
         for inst, sides in found:
             comp = inst.parent

@@ -67,7 +67,8 @@ def _live_indices(inst: Instruction) -> list[int] | None:
     for c in (body, cond):
         if has_side_effects(c) or has_control_edges(c):
             return None
-        if any(u.opcode != "get-tuple-element" for u in c.parameter(0).users):
+        param = c.parameter(0)
+        if c.root is param or any(u.opcode != "get-tuple-element" for u in param.users):
             return None      # the whole state is passed on somewhere: every element is read
     used = set(indices_read(cond))
     used |= {u.attrs["index"] for u in inst.users if not _is_dead_gte(u)}

@@ -54,6 +54,30 @@ def _map(inst, args, ev):
     return out
 
 
+def _scan(inst, args, ev):
+    """scan(inputs..., inits...), dimensions={d}, num_carries=c: to_apply(input slices..., carries...) returns
+    (output elements..., new carries...); outputs are stacked along d (walked backwards when is_reverse)."""
+    comp = inst.attrs["to_apply"]
+    n_carry = inst.attrs.get("num_carries", 0)
+    inputs, carries = list(args[:len(args) - n_carry]), list(args[len(args) - n_carry:])
+    dim = inst.attrs["dimensions"][0]
+    length = inputs[0].shape[dim] if inputs else 0
+    leaves = inst.shape.tuple_shapes if inst.shape.is_tuple else (inst.shape,)
+    n_out = len(leaves) - n_carry
+    outputs = [np.empty(s.dims, dtype=s.dtype) for s in leaves[:n_out]]
+    steps = range(length - 1, -1, -1) if inst.attrs.get("is_reverse") else range(length)
+    for k in steps:
+        result = ev.call(comp, [np.take(x, k, axis=dim) for x in inputs] + carries)
+        result = list(result) if isinstance(result, tuple) else [result]
+        for out, value in zip(outputs, result[:n_out]):
+            index = [slice(None)] * out.ndim
+            index[dim] = k
+            out[tuple(index)] = value
+        carries = result[n_out:]
+    values = outputs + list(carries)
+    return tuple(values) if inst.shape.is_tuple else values[0]
+
+
 # target name -> fn(inst, args, ev). Other op files export their own CUSTOM_CALL_TARGETS table (misc.py has
 # TopK); custom_call_targets() merges them on first use, so a target's rule lives beside its op family.
 CUSTOM_CALL_TARGETS: dict[str, Callable[[Any, list, Any], Any]] = {}
@@ -92,6 +116,7 @@ HANDLERS = {
     "call": _call,
     "fusion": _fusion,
     "map": _map,
+    "scan": _scan,
     "custom-call": _custom_call,
     "optimization-barrier": lambda inst, args, ev: args[0],
     "after-all": lambda inst, args, ev: TOKEN,

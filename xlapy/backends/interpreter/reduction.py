@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ExecutionError
-from ...hlo.attrs import Window
+from ...hlo.attrs import Window, window_of
 from .reducers import (call_lifted, call_scalar, compute_dtype, element, identity_of, recognise,
                        scatter_into, ufunc_for)
 
@@ -176,7 +176,7 @@ def _reduce_window(inst, args, ev):
     inputs, inits = args[:n], args[n:]
     comp = inst.attrs["to_apply"]
     dtypes = _out_dtypes(inst)
-    geo = _WindowedBase(inputs[0].shape, inst.attrs["window"])
+    geo = _WindowedBase(inputs[0].shape, window_of(inst))
     out_shape = geo.out_shape
     if 0 in out_shape:
         return _pack([np.empty(out_shape, dtype=dt) for dt in dtypes])
@@ -235,7 +235,7 @@ def _reduce_window_scalar(ev, comp, geo, bases, valid, inits, dtypes) -> list[np
 def _select_and_scatter(inst, args, ev):
     operand, source, init = args
     select, scatter = inst.attrs["select"], inst.attrs["scatter"]
-    geo = _WindowedBase(operand.shape, inst.attrs["window"], source.shape)
+    geo = _WindowedBase(operand.shape, window_of(inst), source.shape)
     base = geo.embed(operand, np.zeros((), operand.dtype), operand.dtype)
     flat_index = geo.embed(np.arange(operand.size, dtype=np.int64).reshape(operand.shape), -1, np.int64)
     valid = flat_index >= 0

@@ -48,7 +48,7 @@ def wrap_in_fusion(inst: Instruction, kind: str = "kLoop", name: str | None = No
         attrs["metadata"] = inst.attrs["metadata"]
     fusion = Instruction("fusion", inst.shape, (), attrs, name or "fusion")
     comp.add_instruction(fusion)
-    _move_operands_last(comp, fusion, inst)
+    _put_where(comp, fusion, inst)
     mapped = [_parameter_for(fusion, op) for op in inst.operands]
     inst.replace_all_uses_with(fusion)
     comp.remove_instruction(inst)
@@ -64,7 +64,7 @@ def _place_computation(module: Module, fused: Computation, before: Computation) 
     module.computations.insert(module.computations.index(before), fused)
 
 
-def _move_operands_last(comp: Computation, fusion: Instruction, inst: Instruction) -> None:
+def _put_where(comp: Computation, fusion: Instruction, inst: Instruction) -> None:
     """Keep the instruction list in a def-before-use order: the fusion goes where `inst` was."""
     comp.instructions.remove(fusion)
     comp.instructions.insert(comp.instructions.index(inst), fusion)
@@ -129,6 +129,14 @@ def fuse_into(consumer: Instruction, producer: Instruction, kind: str = "kLoop")
             fusion.attrs["kind"] = kind
     else:
         fusion = wrap_in_fusion(consumer, kind, fusion_name(producer, consumer))
+    fuse_producer(fusion, producer)
+    return fusion
+
+
+def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
+    """Move (or copy, when it has other users) `producer`, an operand of `fusion`, into the fused computation;
+    returns the value that now stands for it there. A fusion producer is inlined, and deleted with its
+    computation when nothing else uses it."""
     comp = fused_computation(fusion)
     index = fusion.operands.index(producer)
     old_param = comp.parameter(index)
@@ -142,22 +150,70 @@ def fuse_into(consumer: Instruction, producer: Instruction, kind: str = "kLoop")
     _remove_operand(fusion, fusion.operands.index(producer))
     if not producer.users and not producer.is_root:
         producer.parent.remove_instruction(producer)
-    return fusion
+        if is_fusion(producer):
+            remove_fusion_computation(comp.parent, producer)
+    return value
 
 
 def _inline(fusion: Instruction, producer: Instruction) -> Instruction:
     """Copy producer's fused computation into fusion's; returns the copy of its root."""
-    comp = fused_computation(fusion)
     inner = fused_computation(producer)
+    return inline_computation(fusion, inner, producer.operands)[id(inner.root)]
+
+
+def inline_computation(fusion: Instruction, inner: Computation, operands) -> dict[int, Instruction]:
+    """Copy `inner` (a fused computation whose parameter i reads operands[i]) into fusion's computation;
+    returns the map id(inner instruction) -> its copy."""
+    comp = fused_computation(fusion)
     mapping: dict[int, Instruction] = {}
     for p in inner.parameters:
-        mapping[id(p)] = _parameter_for(fusion, producer.operands[p.parameter_number])
+        mapping[id(p)] = _parameter_for(fusion, operands[p.parameter_number])
     for inst in inner.post_order():
-        if inst.opcode == "parameter":
-            continue
-        clone = inst.clone_with([mapping[id(o)] for o in inst.operands])
-        mapping[id(inst)] = _add(comp, clone, keep_name=False)
-    return mapping[id(inner.root)]
+        if inst.opcode != "parameter":
+            clone = inst.clone_with([mapping[id(o)] for o in inst.operands])
+            mapping[id(inst)] = _add(comp, clone, keep_name=False)
+    return mapping
+
+
+# -- multi-output fusions ---------------------------------------------------------------------------------
+def outputs(fusion: Instruction) -> list[Instruction]:
+    """The values a fusion returns: the elements of a tuple root, else the root alone."""
+    root = fused_computation(fusion).root
+    return list(root.operands) if root.opcode == "tuple" else [root]
+
+
+def get_tuple_element(fusion: Instruction, index: int) -> Instruction:
+    comp = fusion.parent
+    gte = Instruction("get-tuple-element", fusion.shape.tuple_shapes[index], [fusion], {"index": index},
+                      "get-tuple-element")
+    return comp.add_instruction(gte)
+
+
+def add_output(fusion: Instruction, value: Instruction) -> int:
+    """Make `value` (inside the fused computation) one more result of `fusion`, whose root becomes a tuple
+    (its users then read element 0). Returns the tuple index of `value`."""
+    comp = fused_computation(fusion)
+    if fusion.shape.is_tuple:
+        old_root = comp.root
+        elements = list(old_root.operands) + [value]
+    else:
+        old_root = None
+        elements = [comp.root, value]
+    root = Instruction("tuple", Shape.tuple_of(tuple(e.shape for e in elements)), elements, {}, "tuple")
+    comp.add_instruction(root)
+    comp.root = root
+    if old_root is not None:
+        comp.remove_instruction(old_root)
+    was_array = not fusion.shape.is_tuple
+    fusion.shape = root.shape
+    if was_array:
+        users, was_root = list(fusion.users), fusion.is_root
+        first = get_tuple_element(fusion, 0)
+        for u in users:
+            u.replace_uses_of(fusion, first)
+        if was_root:
+            fusion.parent.root = first
+    return len(elements) - 1
 
 
 def remove_fusion_computation(module: Module, fusion: Instruction) -> None:
@@ -165,7 +221,3 @@ def remove_fusion_computation(module: Module, fusion: Instruction) -> None:
     comp = fused_computation(fusion)
     if comp in module.computations:
         module.remove_computation(comp)
-
-
-def tuple_shape(shapes: list[Shape]) -> Shape:
-    return Shape.tuple_of(tuple(shapes))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from ...hlo import Computation, Instruction
 
-# Producers and consumers of loop fusion besides the elementwise ops (CanBeLoopFused).
+# Producers and consumers of loop fusion besides the elementwise ops (CanBeLoopFused; XLA counts a constant
+# as elementwise: only scalar ones are fused, see instruction_fusion.REFUSALS).
 LOOP_FUSIBLE = frozenset({
-    "bitcast", "broadcast", "concatenate", "dynamic-slice", "dynamic-update-slice", "gather", "iota", "pad",
+    "bitcast", "broadcast", "concatenate", "constant", "dynamic-slice", "dynamic-update-slice", "gather", "iota", "pad",
     "reduce", "reshape", "reverse", "slice", "transpose",
 })
 

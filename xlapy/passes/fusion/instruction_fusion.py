@@ -143,18 +143,34 @@ def decide(consumer: Instruction, index: int, do_not_duplicate: set = frozenset(
 
 def _coupled_max_shift_exp_producer(inst: Instruction) -> bool:
     """x feeding both reduce-max(x) and exp(x - broadcast(max)): recomputing x in the exp fusion may differ
-    from the x the max saw by an ulp (FMA contraction), and exp turns that into inf. Keep x materialized."""
+    from the x the max saw by an ulp (FMA contraction), and exp turns that into inf. Keep x materialized.
+    The subtract may already sit in a fusion (a second run of the pass must decide the same)."""
     if not inst.info.is_elementwise or is_fusion(inst):
         return False
-    maxes = [u for u in inst.users if u.opcode == "reduce" and u.operands[0] is inst
-             and u.attrs["to_apply"].root.opcode == "maximum"]
-    for m in maxes:
-        for sub in inst.users:
-            if sub.opcode != "subtract" or not any(u.opcode == "exponential" for u in sub.users):
-                continue
-            if any(o.opcode == "broadcast" and o.operands[0] is m for o in sub.operands):
-                return True
+    maxes = {id(u) for u in inst.users if u.opcode == "reduce" and u.operands[0] is inst
+             and u.attrs["to_apply"].root.opcode == "maximum"}
+    if not maxes:
+        return False
+    for sub, outer in _subtracts_reading(inst):
+        if not any(u.opcode == "exponential" for u in sub.users):
+            continue
+        if any(o.opcode == "broadcast" and id(outer(o.operands[0])) in maxes for o in sub.operands):
+            return True
     return False
+
+
+def _subtracts_reading(inst: Instruction):
+    """(subtract, map from a value beside it to the instruction outside any fusion) for each subtract that
+    reads `inst`, directly or as a parameter of a fusion."""
+    for user in inst.users:
+        if user.opcode == "subtract":
+            yield user, lambda o: o
+        elif is_fusion(user):
+            comp = fused_computation(user)
+            outer = {id(comp.parameter(i)): op for i, op in enumerate(user.operands)}
+            for sub in comp.parameter(user.operands.index(inst)).users:
+                if sub.opcode == "subtract":
+                    yield sub, lambda o, outer=outer: outer.get(id(o), o)
 
 
 def _globally_unfusible(order: list[Instruction]) -> set[int]:
@@ -231,4 +247,4 @@ def refusals(pass_: InstructionFusion) -> dict[tuple[str, str], str]:
     return {(c, p): r for c, p, r in pass_.decisions if r != "fused"}
 
 
-__all__ = ["InstructionFusion", "decide", "REFUSALS", "fusible_computations", "fused_computation"]
+__all__ = ["InstructionFusion", "decide", "REFUSALS", "fusible_computations", "refusals"]

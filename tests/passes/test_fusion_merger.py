@@ -1,0 +1,131 @@
+"""FusionMerger and MultiOutputFusion: HLO text with fusions in, CHECK lines out, a must-not-change case
+for each refusal, semantics checked on the interpreter, a second run changes nothing."""
+import numpy as np
+import pytest
+
+import xlapy
+from xlapy.passes import Pipeline
+from xlapy.passes.dce import HloDCE
+from xlapy.passes.fusion import FusionMerger, MultiOutputFusion
+from xlapy.testing import assert_same, filecheck
+from xlapy.tools import npz
+
+NEG = "neg_c {\n  p0 = f32[8,16] parameter(0)\n  ROOT n = f32[8,16] negate(p0)\n}\n"
+EXP = "exp_c {\n  p0 = f32[8,16] parameter(0)\n  ROOT x = f32[8,16] exponential(p0)\n}\n"
+ADD2 = "add_c {\n  p0 = f32[8,16] parameter(0)\n  p1 = f32[8,16] parameter(1)\n  ROOT s = f32[8,16] add(p0, p1)\n}\n"
+MUL2 = ("mul_c {\n  p0 = f32[8,16] parameter(0)\n  p1 = f32[8,16] parameter(1)\n"
+        "  ROOT s = f32[8,16] multiply(p0, p1)\n}\n")
+BCAST = ("bcast_c {\n  p0 = f32[8] parameter(0)\n  b = f32[8,16] broadcast(p0), dimensions={0}\n"
+         "  ROOT n = f32[8,16] negate(b)\n}\n")
+EXP8 = "exp8 {\n  p0 = f32[8] parameter(0)\n  ROOT x = f32[8] exponential(p0)\n}\n"
+SUM = "sum {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+MAX = "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] maximum(a, b)\n}\n"
+RSUM = ("rsum {\n  p0 = f32[8,16] parameter(0)\n  z = f32[] constant(0)\n"
+        "  ROOT r = f32[8] reduce(p0, z), dimensions={1}, to_apply=sum\n}\n")
+RMAX = ("rmax {\n  p0 = f32[8,16] parameter(0)\n  z = f32[] constant(-inf)\n"
+        "  ROOT r = f32[8] reduce(p0, z), dimensions={1}, to_apply=max\n}\n")
+
+
+def module(computations, body):
+    lines = "\n  ".join(body.strip().splitlines())
+    return "HloModule m\n\n" + "\n".join(computations) + f"\nENTRY e {{\n  {lines}\n}}\n"
+
+
+def run_pass(p, text):
+    m = xlapy.hlo.parse(text)
+    changed = Pipeline("t", [p, HloDCE()], check_invariants=True).run(m)
+    return m, changed
+
+
+def check_semantics(text, m):
+    before = xlapy.hlo.parse(text)
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(p.shape.dims).astype(np.float32) for p in before.entry.parameters]
+    want = npz.flatten(xlapy.compile(before, backend="interpreter")(*args))
+    got = npz.flatten(xlapy.compile(m, backend="interpreter")(*args))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_same(g, w)
+
+
+# (name, pass, computations, entry body, CHECK lines; None = must not change)
+CASES = [
+    ("merge_cheap_fusion_into_its_fusion_users", FusionMerger, [NEG, ADD2, MUL2], """
+p = f32[8,16] parameter(0)
+q = f32[8,16] parameter(1)
+f = f32[8,16] fusion(p), kind=kLoop, calls=neg_c
+a = f32[8,16] fusion(f, q), kind=kLoop, calls=add_c
+b = f32[8,16] fusion(f, p), kind=kLoop, calls=mul_c
+ROOT t = (f32[8,16], f32[8,16]) tuple(a, b)""", """
+CHECK: negate(
+CHECK: add(
+CHECK: negate(
+CHECK: multiply(
+CHECK: ENTRY
+CHECK-NOT: neg_c
+CHECK: ROOT %t"""),
+    ("no_merge_expensive_into_two_users", FusionMerger, [EXP, ADD2, MUL2], """
+p = f32[8,16] parameter(0)
+q = f32[8,16] parameter(1)
+f = f32[8,16] fusion(p), kind=kLoop, calls=exp_c
+a = f32[8,16] fusion(f, q), kind=kLoop, calls=add_c
+b = f32[8,16] fusion(f, p), kind=kLoop, calls=mul_c
+ROOT t = (f32[8,16], f32[8,16]) tuple(a, b)""", None),
+    ("no_merge_when_a_user_is_not_a_fusion", FusionMerger, [NEG, ADD2], """
+p = f32[8,16] parameter(0)
+f = f32[8,16] fusion(p), kind=kLoop, calls=neg_c
+a = f32[8,16] fusion(f, p), kind=kLoop, calls=add_c
+ROOT t = (f32[8,16], f32[8,16]) tuple(a, f)""", None),
+    ("no_merge_expensive_into_a_reusing_user", FusionMerger, [EXP8, BCAST], """
+p = f32[8] parameter(0)
+f = f32[8] fusion(p), kind=kLoop, calls=exp8
+ROOT b = f32[8,16] fusion(f), kind=kLoop, calls=bcast_c""", None),
+    ("sibling_reductions_share_their_input", MultiOutputFusion, [SUM, MAX, RSUM, RMAX], """
+p = f32[8,16] parameter(0)
+s = f32[8] fusion(p), kind=kLoop, calls=rsum
+x = f32[8] fusion(p), kind=kLoop, calls=rmax
+ROOT t = (f32[8], f32[8]) tuple(s, x)""", """
+CHECK: ROOT %tuple = (f32[8], f32[8]) tuple(
+CHECK: ENTRY
+CHECK: %s = (f32[8], f32[8]) fusion(%p), kind=kLoop
+CHECK: get-tuple-element(%s), index=0
+CHECK: get-tuple-element(%s), index=1"""),
+    ("no_sibling_fusion_of_dependent_fusions", MultiOutputFusion, [NEG, ADD2], """
+p = f32[8,16] parameter(0)
+f = f32[8,16] fusion(p), kind=kLoop, calls=neg_c
+ROOT a = f32[8,16] fusion(f, p), kind=kLoop, calls=add_c""", None),
+    ("no_sibling_fusion_of_different_loops", MultiOutputFusion, [SUM, NEG, RSUM], """
+p = f32[8,16] parameter(0)
+s = f32[8] fusion(p), kind=kLoop, calls=rsum
+n = f32[8,16] fusion(p), kind=kLoop, calls=neg_c
+ROOT t = (f32[8], f32[8,16]) tuple(s, n)""", None),
+    ("producer_consumer_exports_the_producer", MultiOutputFusion, [NEG, ADD2], """
+p = f32[8,16] parameter(0)
+q = f32[8,16] parameter(1)
+f = f32[8,16] fusion(p), kind=kLoop, calls=neg_c
+a = f32[8,16] fusion(f, q), kind=kLoop, calls=add_c
+ROOT t = (f32[8,16], f32[8,16]) tuple(a, f)""", """
+CHECK: negate(
+CHECK: add(
+CHECK: ROOT %tuple = (f32[8,16], f32[8,16]) tuple(
+CHECK: ENTRY
+CHECK: %a = (f32[8,16], f32[8,16]) fusion(%q, %p)
+CHECK-NOT: neg_c
+CHECK: ROOT %t"""),
+]
+
+
+@pytest.mark.parametrize("name, make_pass, comps, body, checks", CASES, ids=[c[0] for c in CASES])
+def test_merging(name, make_pass, comps, body, checks):
+    text = module(comps, body)
+    m, changed = run_pass(make_pass(), text)
+    out = m.to_text(print_operand_shape=False)
+    if checks is None:
+        assert not changed, out
+        assert out == xlapy.hlo.parse(text).to_text(print_operand_shape=False)
+        return
+    assert changed
+    filecheck(out, checks)
+    check_semantics(text, m)
+    assert xlapy.hlo.parse(out).to_text(print_operand_shape=False) == out
+    assert not run_pass(make_pass(), out)[1], "a second run changed the module"

@@ -1,0 +1,179 @@
+"""The CPU compiler: optimize the HLO (cpu_pipeline), emit one LLVM module with one native entry function
+for the whole HLO module, optimize it with LLVM's O3 pipeline for the host CPU, and JIT it with MCJIT.
+
+    void entry(i8** params, i8** results, i8* scratch)
+
+params[i] is the i-th array leaf of the entry parameters (read in place), results[j] the j-th leaf of the
+result (allocated by the caller), scratch holds every temporary (buffers.py). The function runs with the
+x86 MXCSR flush-to-zero / denormals-are-zero bits set, as XLA:CPU does, and restores them on return.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import re
+from pathlib import Path
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ... import debug
+from ...errors import XlapyError
+from ...hlo import Instruction, Module
+from .buffers import BufferRef, ValueTree, leaves
+from .emitter import Emitter
+from .executable import Executable
+from .irhelpers import I8P, I32, VOID, alloca_once, i64, intrinsic
+
+_initialized = False
+ENTRY_NAME = "xlapy_entry"
+_MXCSR_FTZ_DAZ = 0x8040
+
+
+def _init_llvm() -> None:
+    global _initialized
+    if not _initialized:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        libm = ctypes.util.find_library("m")
+        if libm:
+            llvm.load_library_permanently(libm)
+        _initialized = True
+
+
+def target_machine():
+    _init_llvm()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                        features=llvm.get_host_cpu_features().flatten(), opt=3)
+
+
+def _is_optimized(module: Module) -> bool:
+    """Modules XLA or our pipeline already optimized: scheduled, or holding fusions."""
+    if module.attrs.get("is_scheduled") in (True, "true"):
+        return True
+    return any(inst.opcode == "fusion" for inst in module.instructions())
+
+
+# -- emission --------------------------------------------------------------------------------------
+def _leaf_sources(inst: Instruction) -> list[tuple[Instruction, int]]:
+    """For each array leaf of inst's value: the instruction that defines it and its leaf number there."""
+    if inst.opcode == "tuple":
+        return [src for op in inst.operands for src in _leaf_sources(op)]
+    if inst.opcode == "get-tuple-element":
+        inner = _leaf_sources(inst.operands[0])
+        k = int(inst.attrs["index"])
+        shapes = inst.operands[0].shape.tuple_shapes
+        start = sum(len([x for x in s.leaves() if not x.is_token]) for s in shapes[:k])
+        return inner[start:start + len([x for x in shapes[k].leaves() if not x.is_token])]
+    return [(inst, k) for k in range(len([x for x in inst.shape.leaves() if not x.is_token]))]
+
+
+def emit_module(module: Module, llvm_module: ir.Module) -> tuple[ir.Function, int]:
+    """Emit the entry function into llvm_module; returns it and the scratch size in bytes."""
+    fn = ir.Function(llvm_module, ir.FunctionType(VOID, [I8P.as_pointer(), I8P.as_pointer(), I8P]), ENTRY_NAME)
+    fn.attributes.add("nounwind")
+    params_arg, results_arg, scratch_arg = fn.args
+    params_arg.name, results_arg.name, scratch_arg.name = "params", "results", "scratch"
+    for a in (params_arg, results_arg, scratch_arg):
+        a.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    x86 = llvm_module.triple.startswith(("x86_64", "i686", "i386"))
+    saved = None
+    if x86:
+        saved = alloca_once(b, I32, "mxcsr.saved")
+        intrinsic(b, "llvm.x86.sse.stmxcsr", VOID, [b.bitcast(saved, I8P)])
+        flushed = alloca_once(b, I32, "mxcsr.ftz")
+        b.store(b.or_(b.load(saved), ir.Constant(I32, _MXCSR_FTZ_DAZ)), flushed)
+        intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(flushed, I8P)])
+
+    entry = module.entry
+    em = Emitter(b, scratch_arg)
+    counter = iter(range(1 << 30))
+
+    def param_tree(shape):
+        if shape.is_tuple:
+            return tuple(param_tree(s) for s in shape.tuple_shapes)
+        if shape.is_token:
+            return None
+        k = next(counter)
+        return BufferRef(b.load(b.gep(params_arg, [i64(k)]), name=f"param{k}"), shape)
+    args = [param_tree(p.shape) for p in entry.parameters]
+
+    result_shapes = [s for s in entry.root.shape.leaves() if not s.is_token]
+    results = [BufferRef(b.load(b.gep(results_arg, [i64(j)]), name=f"result{j}"), s)
+               for j, s in enumerate(result_shapes)]
+    seen = set()
+    for (inst, leaf), res in zip(_leaf_sources(entry.root), results):
+        if (id(inst), leaf) not in seen and inst.opcode not in ("parameter", "constant"):
+            em.targets[(id(inst), leaf)] = res
+        seen.add((id(inst), leaf))
+
+    value: ValueTree = em.emit_computation(entry, args)
+    for src, dst in zip(leaves(value), results):
+        em.copy_leaf(src, dst)
+    if saved is not None:
+        intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(saved, I8P)])
+    b.ret_void()
+    return fn, em.scratch.size
+
+
+# -- LLVM ------------------------------------------------------------------------------------------
+def optimize_llvm(mod, tm) -> None:
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def _dump(module: Module, suffix: str, text: str, options: debug.DebugOptions) -> None:
+    if not options.dumps_module(module.name):
+        return
+    from ...passes.dump import file_prefix
+    out = Path(options.dump_to)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{file_prefix(module)}.{suffix}").write_text(text)
+
+
+def compile_module(module: Module, run_pipeline: bool | None = None, verify: bool = True,
+                   fast_math: bool = False) -> Executable:
+    """Compile `module` for this CPU. run_pipeline: None runs cpu_pipeline() unless the module is already
+    optimized (scheduled or fused); the caller's module is never modified."""
+    if module.entry is None:
+        raise XlapyError(f"module {module.name} has no entry computation")
+    options = debug.options()
+    if run_pipeline is None:
+        run_pipeline = not _is_optimized(module)
+    if run_pipeline:
+        from ...passes.optimize import optimize
+        from ...passes.pipelines import cpu_pipeline
+        module = optimize(module.clone(), cpu_pipeline(fast_math=fast_math), options=options)
+    if verify:
+        from ...hlo import verify as verify_module
+        verify_module(module)
+    tm = target_machine()
+    llvm_module = ir.Module(name=re.sub(r"[^A-Za-z0-9_.]", "_", module.name))
+    llvm_module.triple = llvm.get_process_triple()
+    llvm_module.data_layout = str(tm.target_data)
+    _, scratch_size = emit_module(module, llvm_module)
+    text = str(llvm_module)
+    _dump(module, "ir-no-opt.ll", text, options)
+    try:
+        parsed = llvm.parse_assembly(text)
+        parsed.verify()
+    except RuntimeError as e:
+        raise XlapyError(f"cpu backend produced invalid LLVM IR for module {module.name}: {e}") from e
+    optimize_llvm(parsed, tm)
+    opt_text = str(parsed)
+    _dump(module, "ir-with-opt.ll", opt_text, options)
+    if options.dumps_module(module.name):
+        _dump(module, "s", tm.emit_assembly(parsed), options)
+    engine = llvm.create_mcjit_compiler(parsed, tm)
+    engine.finalize_object()
+    address = engine.get_function_address(ENTRY_NAME)
+
+    def assembly() -> str:
+        m = llvm.parse_assembly(opt_text)
+        return target_machine().emit_assembly(m)
+    return Executable(module, engine, address, scratch_size, text, opt_text, assembly)

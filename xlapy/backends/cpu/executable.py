@@ -1,0 +1,132 @@
+"""The CPU Executable: `exe(*arrays)` calls the module's native entry `void entry(i8** params, i8** results,
+i8* scratch)` through ctypes. Everything that does not depend on the arguments (pointer arrays, output
+shapes, the scratch buffer) is prepared once, so a warm call costs a few microseconds of Python."""
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import XlapyError
+from ...hlo import Module, Shape
+from .buffers import ALIGNMENT
+from .indexing import major_to_minor
+
+
+@dataclass(frozen=True)
+class LeafSpec:
+    """One array leaf of a parameter or of the result: logical dims, dtype, and its physical transposition."""
+    dims: tuple[int, ...]
+    dtype: np.dtype
+    physical_order: tuple[int, ...] | None      # major-to-minor dims when the layout is not row-major
+
+    @staticmethod
+    def of(shape: Shape) -> "LeafSpec":
+        order = tuple(major_to_minor(shape))
+        return LeafSpec(shape.dims, shape.dtype, None if order == tuple(range(shape.rank)) else order)
+
+
+def _structure(shape: Shape):
+    """The tuple nesting of a result shape with leaves numbered in order: an int or a tuple of structures."""
+    counter = iter(range(1 << 30))
+
+    def walk(s: Shape):
+        return tuple(walk(t) for t in s.tuple_shapes) if s.is_tuple else next(counter)
+    return walk(shape)
+
+
+class Executable:
+    """A module compiled to native code. Not reentrant: calls from several threads are serialized."""
+
+    backend = "cpu"
+
+    def __init__(self, module: Module, engine, address: int, scratch_size: int, llvm_ir: str, llvm_ir_opt: str,
+                 assembly_fn):
+        self.module = module
+        self.llvm_ir = llvm_ir
+        self.llvm_ir_optimized = llvm_ir_opt
+        self._assembly_fn = assembly_fn
+        self._engine = engine            # keeps the machine code alive
+        entry = module.entry
+        self._param_shapes = [p.shape for p in entry.parameters]
+        self._param_leaves = [[LeafSpec.of(s) for s in p.shape.leaves()] for p in entry.parameters]
+        self._result_leaves = [LeafSpec.of(s) for s in entry.root.shape.leaves()]
+        self._structure = _structure(entry.root.shape)
+        n_params = sum(len(x) for x in self._param_leaves)
+        self._params = (ctypes.c_void_p * max(n_params, 1))()
+        self._results = (ctypes.c_void_p * max(len(self._result_leaves), 1))()
+        self._scratch = np.empty(scratch_size + ALIGNMENT, np.uint8)
+        base = self._scratch.ctypes.data
+        self._scratch_ptr = ctypes.c_void_p(base + (-base) % ALIGNMENT)
+        self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
+        self._lock = threading.Lock()
+        self._simple = all(len(x) == 1 and x[0].physical_order is None for x in self._param_leaves)
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != len(self._param_leaves):
+            raise XlapyError(f"module {self.module.name} takes {len(self._param_leaves)} arguments, got {len(args)}")
+        keep = []
+        params = self._params
+        if self._simple:
+            for i, (a, spec) in enumerate(zip(args, self._param_leaves)):
+                spec = spec[0]
+                if type(a) is not np.ndarray or a.dtype != spec.dtype or a.shape != spec.dims \
+                        or not a.flags.c_contiguous:
+                    a = self._coerce(a, spec, i)
+                    keep.append(a)
+                params[i] = a.ctypes.data
+        else:
+            k = 0
+            for i, (a, specs) in enumerate(zip(args, self._param_leaves)):
+                for leaf, spec in zip(self._flatten_arg(a, self._param_shapes[i], i), specs):
+                    leaf = self._coerce(leaf, spec, i)
+                    if spec.physical_order is not None:
+                        leaf = np.ascontiguousarray(leaf.transpose(spec.physical_order))
+                    keep.append(leaf)
+                    params[k] = leaf.ctypes.data
+                    k += 1
+        outs = []
+        results = self._results
+        for j, spec in enumerate(self._result_leaves):
+            dims = spec.dims if spec.physical_order is None else tuple(spec.dims[d] for d in spec.physical_order)
+            o = np.empty(dims, spec.dtype)
+            results[j] = o.ctypes.data
+            outs.append(o if spec.physical_order is None else o.transpose(np.argsort(spec.physical_order)))
+        with self._lock:
+            self._fn(params, results, self._scratch_ptr)
+        del keep
+        return self._assemble(self._structure, outs)
+
+    def _assemble(self, structure, outs):
+        if isinstance(structure, tuple):
+            return tuple(self._assemble(s, outs) for s in structure)
+        out = outs[structure]
+        return out if self._result_leaves[structure].physical_order is None else np.ascontiguousarray(out)
+
+    @staticmethod
+    def _flatten_arg(value, shape: Shape, index: int) -> list:
+        if shape.is_tuple:
+            if not isinstance(value, (tuple, list)) or len(value) != len(shape.tuple_shapes):
+                raise XlapyError(f"argument {index}: expected a tuple of {len(shape.tuple_shapes)} for {shape}")
+            return [leaf for v, s in zip(value, shape.tuple_shapes) for leaf in Executable._flatten_arg(v, s, index)]
+        return [value]
+
+    @staticmethod
+    def _coerce(value, spec: LeafSpec, index: int) -> np.ndarray:
+        arr = np.asarray(value)
+        if arr.dtype != spec.dtype:
+            raise XlapyError(f"argument {index}: dtype {arr.dtype} does not match parameter dtype {spec.dtype} "
+                             f"(shape {list(spec.dims)})")
+        if tuple(arr.shape) != spec.dims:
+            raise XlapyError(f"argument {index}: shape {arr.shape} does not match parameter shape {spec.dims}")
+        return np.ascontiguousarray(arr)
+
+    def as_text(self) -> str:
+        return self.module.to_text()
+
+    @property
+    def assembly(self) -> str:
+        return self._assembly_fn()

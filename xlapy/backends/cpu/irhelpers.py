@@ -1,0 +1,130 @@
+"""Small llvmlite helpers (numba's cgutils in miniature): counted loops, loop nests, entry-block allocas, ifs.
+
+They keep emitted code readable and in the shape LLVM's mem2reg, LICM and loop vectorizer expect: allocas
+live in the entry block, loops have one preheader, one latch and an i64 induction variable.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
+from llvmlite import ir
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F16 = ir.HalfType()
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+I8P = I8.as_pointer()
+VOID = ir.VoidType()
+
+
+def i64(value: int) -> ir.Constant:
+    return ir.Constant(I64, value)
+
+
+def const(ty: ir.Type, value) -> ir.Constant:
+    return ir.Constant(ty, value)
+
+
+def alloca_once(builder: ir.IRBuilder, ty: ir.Type, name: str = "") -> ir.AllocaInstr:
+    """An alloca in the function's entry block, so mem2reg can promote it wherever it is used."""
+    entry = builder.function.entry_basic_block
+    with builder.goto_block(entry):
+        if entry.instructions:
+            builder.position_before(entry.instructions[0])
+        return builder.alloca(ty, name=name)
+
+
+@contextmanager
+def for_range(builder: ir.IRBuilder, count: ir.Value | int, name: str = "i") -> Iterator[ir.Value]:
+    """`for i in range(count)` with an i64 induction variable; the body is emitted inside the `with`."""
+    if isinstance(count, int):
+        count = i64(count)
+    pre = builder.block
+    header = builder.append_basic_block(f"{name}.header")
+    body = builder.append_basic_block(f"{name}.body")
+    done = builder.append_basic_block(f"{name}.done")
+    builder.branch(header)
+    builder.position_at_end(header)
+    index = builder.phi(I64, name=name)
+    index.add_incoming(i64(0), pre)
+    builder.cbranch(builder.icmp_signed("<", index, count), body, done)
+    builder.position_at_end(body)
+    yield index
+    latch = builder.block
+    nxt = builder.add(index, i64(1), name=f"{name}.next", flags=["nsw", "nuw"])
+    index.add_incoming(nxt, latch)
+    builder.branch(header)
+    builder.position_at_end(done)
+
+
+@contextmanager
+def loop_nest(builder: ir.IRBuilder, counts: Sequence[int], name: str = "i") -> Iterator[list[ir.Value]]:
+    """Nested for_range loops, the first count outermost; yields the list of induction variables."""
+    if not counts:
+        yield []
+        return
+    with for_range(builder, counts[0], f"{name}{len(counts)}") as i:
+        with loop_nest(builder, counts[1:], name) as rest:
+            yield [i] + rest
+
+
+@contextmanager
+def if_then(builder: ir.IRBuilder, cond: ir.Value, name: str = "if") -> Iterator[None]:
+    then = builder.append_basic_block(f"{name}.then")
+    done = builder.append_basic_block(f"{name}.end")
+    builder.cbranch(cond, then, done)
+    builder.position_at_end(then)
+    yield
+    builder.branch(done)
+    builder.position_at_end(done)
+
+
+def if_else_value(builder: ir.IRBuilder, cond: ir.Value, then_fn, else_fn, name: str = "sel") -> ir.Value:
+    """A value computed by `then_fn()` or `else_fn()` on separate control paths (so neither side may run when
+    it would be unsafe, e.g. an out-of-bounds load), merged with a phi."""
+    then = builder.append_basic_block(f"{name}.then")
+    other = builder.append_basic_block(f"{name}.else")
+    done = builder.append_basic_block(f"{name}.end")
+    builder.cbranch(cond, then, other)
+    builder.position_at_end(then)
+    a = then_fn()
+    a_block = builder.block
+    builder.branch(done)
+    builder.position_at_end(other)
+    b = else_fn()
+    b_block = builder.block
+    builder.branch(done)
+    builder.position_at_end(done)
+    phi = builder.phi(a.type, name=name)
+    phi.add_incoming(a, a_block)
+    phi.add_incoming(b, b_block)
+    return phi
+
+
+def intrinsic(builder: ir.IRBuilder, name: str, ret: ir.Type, args: Sequence[ir.Value],
+              arg_types: Sequence[ir.Type] | None = None) -> ir.Value:
+    """Call an LLVM intrinsic or C library function by name, declaring it on first use."""
+    module = builder.module
+    fn = module.globals.get(name)
+    if fn is None:
+        fnty = ir.FunctionType(ret, list(arg_types or [a.type for a in args]))
+        fn = ir.Function(module, fnty, name)
+    return builder.call(fn, list(args))
+
+
+def element_pointer(builder: ir.IRBuilder, base: ir.Value, elem: ir.Type, linear: ir.Value) -> ir.Value:
+    """&((elem*)base)[linear]."""
+    typed = builder.bitcast(base, elem.as_pointer())
+    return builder.gep(typed, [linear], inbounds=True)
+
+
+def memcpy(builder: ir.IRBuilder, dst: ir.Value, src: ir.Value, nbytes: int) -> None:
+    if nbytes <= 0:
+        return
+    intrinsic(builder, "llvm.memcpy.p0.p0.i64", VOID,
+              [dst, src, i64(nbytes), ir.Constant(I1, 0)], [I8P, I8P, I64, I1])

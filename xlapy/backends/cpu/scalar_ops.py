@@ -1,0 +1,277 @@
+"""Scalar code for every elementwise opcode, one rule per (opcode, element-type family), as the interpreter's
+elementwise.py / convert.py define them: integer x/0 and INT_MIN/-1, shifts past the width, NaN-propagating
+maximum/minimum, integer power, saturating float->int conversion, total-order compare.
+
+A rule is `fn(b, pt, *xs) -> ir.Value`: `b` the IRBuilder, `pt` the operand's PrimitiveType, `xs` values in
+the register types of types.py. Narrow float results are rounded by the caller (elemental.py). No fast-math
+flags: results are IEEE-exact except for the transcendental functions, which call LLVM intrinsics / libm.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from llvmlite import ir
+
+from ...hlo.shape import PrimitiveType
+from .irhelpers import F32, F64, I1, intrinsic
+from .types import call_libm, call_math, float_bits_type, round_value, value_type
+
+
+def _c(ty: ir.Type, v) -> ir.Constant:
+    return ir.Constant(ty, v)
+
+
+def _signed(pt: PrimitiveType) -> bool:
+    return pt.kind == "int"
+
+
+# -- integers ----------------------------------------------------------------------------------------
+def _int_divide(b, pt, x, y):
+    ty = x.type
+    zero = b.icmp_unsigned("==", y, _c(ty, 0))
+    if _signed(pt):
+        overflow = b.and_(b.icmp_signed("==", x, _c(ty, -(1 << (pt.bits - 1)))), b.icmp_signed("==", y, _c(ty, -1)))
+        safe = b.select(b.or_(zero, overflow), _c(ty, 1), y)
+        q = b.sdiv(x, safe)
+        return b.select(zero, _c(ty, -1), b.select(overflow, x, q))
+    q = b.udiv(x, b.select(zero, _c(ty, 1), y))
+    return b.select(zero, _c(ty, (1 << pt.bits) - 1), q)
+
+
+def _int_remainder(b, pt, x, y):
+    ty = x.type
+    zero = b.icmp_unsigned("==", y, _c(ty, 0))
+    if _signed(pt):
+        minus_one = b.icmp_signed("==", y, _c(ty, -1))
+        safe = b.select(b.or_(zero, minus_one), _c(ty, 1), y)   # x % -1 == 0 == x % 1, INT_MIN % -1 included
+        return b.select(zero, x, b.srem(x, safe))
+    return b.select(zero, x, b.urem(x, b.select(zero, _c(ty, 1), y)))
+
+
+def _int_power(b, pt, x, y):
+    """Square-and-multiply over all pt.bits exponent bits, branch-free (wraps like the interpreter)."""
+    ty = x.type
+    acc, base, e = _c(ty, 1), x, y
+    for _ in range(pt.bits):
+        odd = b.trunc(e, I1)
+        acc = b.select(odd, b.mul(acc, base), acc)
+        base = b.mul(base, base)
+        e = b.lshr(e, _c(ty, 1))
+    if _signed(pt):   # x^-n is 1 for x == 1, else 0 (the interpreter's integer pow)
+        one = b.zext(b.icmp_signed("==", x, _c(ty, 1)), ty)
+        acc = b.select(b.icmp_signed("<", y, _c(ty, 0)), one, acc)
+    return acc
+
+
+def _shift(kind: str):
+    def rule(b, pt, x, y):
+        ty = x.type
+        oob = b.icmp_unsigned(">=", y, _c(ty, pt.bits))
+        amount = b.select(oob, _c(ty, 0), y)
+        if kind == "shl":
+            return b.select(oob, _c(ty, 0), b.shl(x, amount))
+        if kind == "lshr":
+            return b.select(oob, _c(ty, 0), b.lshr(x, amount))
+        return b.select(oob, b.ashr(x, _c(ty, pt.bits - 1)), b.ashr(x, amount))
+    return rule
+
+
+def _int_max(b, pt, x, y):
+    gt = b.icmp_signed(">", x, y) if _signed(pt) else b.icmp_unsigned(">", x, y)
+    return b.select(gt, x, y)
+
+
+def _int_min(b, pt, x, y):
+    lt = b.icmp_signed("<", x, y) if _signed(pt) else b.icmp_unsigned("<", x, y)
+    return b.select(lt, x, y)
+
+
+def _int_abs(b, pt, x):
+    return b.select(b.icmp_signed("<", x, _c(x.type, 0)), b.neg(x), x) if _signed(pt) else x
+
+
+def _int_sign(b, pt, x):
+    ty = x.type
+    if not _signed(pt):
+        return b.zext(b.icmp_unsigned("!=", x, _c(ty, 0)), ty)
+    return b.sub(b.zext(b.icmp_signed(">", x, _c(ty, 0)), ty), b.zext(b.icmp_signed("<", x, _c(ty, 0)), ty))
+
+
+def _clz(b, pt, x):
+    return intrinsic(b, f"llvm.ctlz.i{pt.bits}", x.type, [x, _c(I1, 0)])
+
+
+def _popcnt(b, pt, x):
+    return intrinsic(b, f"llvm.ctpop.i{pt.bits}", x.type, [x])
+
+
+# -- floats ------------------------------------------------------------------------------------------
+def _is_nan(b, x):
+    return b.fcmp_unordered("uno", x, x)
+
+
+def _float_max(b, pt, x, y):   # std::max with NaN propagation, as XLA's evaluator
+    pick = b.select(b.fcmp_ordered("<", x, y), y, x)
+    return b.select(_is_nan(b, x), x, b.select(_is_nan(b, y), y, pick))
+
+
+def _float_min(b, pt, x, y):
+    pick = b.select(b.fcmp_ordered("<", y, x), y, x)
+    return b.select(_is_nan(b, x), x, b.select(_is_nan(b, y), y, pick))
+
+
+def _float_power(b, pt, x, y):
+    one = _c(x.type, 1.0)
+    trivial = b.or_(b.fcmp_ordered("==", x, one), b.fcmp_ordered("==", y, _c(x.type, 0.0)))
+    return b.select(trivial, one, call_math(b, "pow", x, y))
+
+
+def _float_sign(b, pt, x):
+    ty = x.type
+    nonzero = b.uitofp(b.fcmp_unordered("!=", x, _c(ty, 0.0)), ty)
+    return b.select(_is_nan(b, x), x, call_math(b, "copysign", nonzero, x))
+
+
+def _logistic(b, pt, x):
+    ty = x.type
+    e = call_math(b, "exp", b.fneg(call_math(b, "fabs", x)))
+    one_plus = b.fadd(_c(ty, 1.0), e)
+    return b.select(b.fcmp_ordered(">=", x, _c(ty, 0.0)), b.fdiv(_c(ty, 1.0), one_plus), b.fdiv(e, one_plus))
+
+
+def _is_finite(b, pt, x):
+    return b.fcmp_ordered("<", call_math(b, "fabs", x), _c(x.type, float("inf")))
+
+
+def _math(name):
+    return lambda b, pt, *xs: call_math(b, name, *xs)
+
+
+def _libm(name):
+    return lambda b, pt, *xs: call_libm(b, name, *xs)
+
+
+def _op(method):
+    return lambda b, pt, *xs: getattr(b, method)(*xs)
+
+
+# opcode -> {family: rule}; families are pred, int, uint, float (complex is not supported yet).
+UNARY: dict[str, dict[str, Callable]] = {
+    "abs": {"int": _int_abs, "uint": _int_abs, "float": _math("fabs")},
+    "negate": {"int": _op("neg"), "uint": _op("neg"), "float": _op("fneg")},
+    "sign": {"int": _int_sign, "uint": _int_sign, "float": _float_sign},
+    "not": {"pred": _op("not_"), "int": _op("not_"), "uint": _op("not_")},
+    "popcnt": {"int": _popcnt, "uint": _popcnt},
+    "count-leading-zeros": {"int": _clz, "uint": _clz},
+    "ceil": {"float": _math("ceil")},
+    "floor": {"float": _math("floor")},
+    "round-nearest-afz": {"float": _math("round")},
+    "round-nearest-even": {"float": _math("roundeven")},
+    "exponential": {"float": _math("exp")},
+    "log": {"float": _math("log")},
+    "sqrt": {"float": _math("sqrt")},
+    "rsqrt": {"float": lambda b, pt, x: b.fdiv(_c(x.type, 1.0), call_math(b, "sqrt", x))},
+    "sine": {"float": _math("sin")},
+    "cosine": {"float": _math("cos")},
+    "tan": {"float": _libm("tan")},
+    "tanh": {"float": _libm("tanh")},
+    "log-plus-one": {"float": _libm("log1p")},
+    "exponential-minus-one": {"float": _libm("expm1")},
+    "cbrt": {"float": _libm("cbrt")},
+    "erf": {"float": _libm("erf")},
+    "logistic": {"float": _logistic},
+    "is-finite": {"float": _is_finite},
+    "real": {"float": lambda b, pt, x: x},
+    "imag": {"float": lambda b, pt, x: _c(x.type, 0.0)},
+}
+
+BINARY: dict[str, dict[str, Callable]] = {
+    "add": {"int": _op("add"), "uint": _op("add"), "float": _op("fadd")},
+    "subtract": {"int": _op("sub"), "uint": _op("sub"), "float": _op("fsub")},
+    "multiply": {"int": _op("mul"), "uint": _op("mul"), "float": _op("fmul")},
+    "divide": {"int": _int_divide, "uint": _int_divide, "float": _op("fdiv")},
+    "remainder": {"int": _int_remainder, "uint": _int_remainder, "float": _op("frem")},
+    "power": {"int": _int_power, "uint": _int_power, "float": _float_power,
+              "pred": lambda b, pt, x, y: b.or_(x, b.not_(y))},
+    "maximum": {"pred": _op("or_"), "int": _int_max, "uint": _int_max, "float": _float_max},
+    "minimum": {"pred": _op("and_"), "int": _int_min, "uint": _int_min, "float": _float_min},
+    "and": {"pred": _op("and_"), "int": _op("and_"), "uint": _op("and_")},
+    "or": {"pred": _op("or_"), "int": _op("or_"), "uint": _op("or_")},
+    "xor": {"pred": _op("xor"), "int": _op("xor"), "uint": _op("xor")},
+    "atan2": {"float": _libm("atan2")},
+    "shift-left": {"int": _shift("shl"), "uint": _shift("shl")},
+    "shift-right-logical": {"int": _shift("lshr"), "uint": _shift("lshr")},
+    "shift-right-arithmetic": {"int": _shift("ashr"), "uint": _shift("ashr")},
+}
+
+
+# -- compare -----------------------------------------------------------------------------------------
+_ORDERED = {"EQ": "==", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+_SIGNS = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+def _total_order_key(b, x):
+    """Float -> signed int with -NaN < -Inf < ... < -0 < +0 < ... < +Inf < NaN (XLA's ToSignMagnitude)."""
+    ity = float_bits_type(x.type)
+    s = b.bitcast(x, ity)
+    mag = _c(ity, (1 << (ity.width - 1)) - 1)
+    return b.select(b.icmp_signed("<", s, _c(ity, 0)), b.xor(s, mag), s)
+
+
+def compare(b, pt: PrimitiveType, direction: str, kind: str | None, x, y) -> ir.Value:
+    if pt.kind == "float":
+        if kind == "TOTALORDER":
+            return b.icmp_signed(_SIGNS[direction], _total_order_key(b, x), _total_order_key(b, y))
+        if direction == "NE":
+            return b.fcmp_unordered("!=", x, y)
+        return b.fcmp_ordered(_ORDERED[direction], x, y)
+    signed = pt.kind == "int"
+    if kind in ("SIGNED", "UNSIGNED"):
+        signed = kind == "SIGNED"
+    if pt.kind == "pred":
+        signed = False
+    return (b.icmp_signed if signed else b.icmp_unsigned)(_SIGNS[direction], x, y)
+
+
+# -- convert -----------------------------------------------------------------------------------------
+_F32_TINY = 1.1754943508222875e-38
+_F64_TINY = 2.2250738585072014e-308
+
+
+def flush_denormal(b, pt: PrimitiveType, x):
+    """x with f32/f64-denormal values replaced by zeros of the same sign (XLA:CPU's DAZ on conversions)."""
+    tiny = _F64_TINY if pt.bits == 64 else _F32_TINY
+    small = b.fcmp_ordered("<", call_math(b, "fabs", x), _c(x.type, tiny))
+    return b.select(small, call_math(b, "copysign", _c(x.type, 0.0), x), x)
+
+
+def convert(b, src: PrimitiveType, dst: PrimitiveType, x, flush: bool = True) -> ir.Value:
+    if src.name == dst.name:
+        return x
+    if src.kind == "float" and flush:
+        x = flush_denormal(b, src, x)
+    dty = value_type(dst)
+    if dst.kind == "pred":
+        if src.kind == "float":
+            return b.fcmp_unordered("!=", x, _c(x.type, 0.0))
+        return b.icmp_unsigned("!=", x, _c(x.type, 0))
+    if src.kind == "float" and dst.kind in ("int", "uint"):
+        sat = "fptosi" if dst.kind == "int" else "fptoui"
+        fsuffix = "f64" if isinstance(x.type, ir.DoubleType) else "f32"
+        return intrinsic(b, f"llvm.{sat}.sat.i{dst.bits}.{fsuffix}", dty, [x])
+    if src.kind == "float" and dst.kind == "float":
+        if isinstance(x.type, ir.DoubleType) and not isinstance(dty, ir.DoubleType):
+            x = b.fptrunc(x, F32)     # f64 -> 16-bit types go through f32, as XLA does
+        elif isinstance(dty, ir.DoubleType) and not isinstance(x.type, ir.DoubleType):
+            x = b.fpext(x, F64)
+        return round_value(b, dst, x)
+    if dst.kind == "float":
+        f = b.sitofp(x, dty) if src.kind == "int" else b.uitofp(x, dty)
+        return round_value(b, dst, f)
+    # integer/pred -> integer
+    sw, dw = x.type.width, dty.width
+    if sw == dw:
+        return x
+    if sw > dw:
+        return b.trunc(x, dty)
+    return b.sext(x, dty) if src.kind == "int" else b.zext(x, dty)

@@ -1,0 +1,194 @@
+"""Reverse mode: one small driver over the VJP rule tables.
+
+The forward computation is first copied into the new computation (calls inlined, `while` loops with a
+static trip count <= MAX_UNROLL unrolled), then the copied instructions are walked in reverse order:
+each one that received a cotangent asks the rule of its opcode for its operands' cotangents, which are
+summed per operand. A rule is `rule(b, inst, ct) -> [ct or None per operand]`, where `b` is the
+Emitter of the computation being built, `inst` a forward instruction of that same computation, and
+None means "zero". Cotangents of tuple-shaped values are Python lists (one entry per element, None for
+zero), so a get-tuple-element never materialises zeros for the other elements.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...hlo import Computation, Instruction, Module, Shape
+from .rules_common import AutodiffError, Emitter, is_float
+
+MAX_UNROLL = 64
+WHILE_MESSAGE = ("reverse-mode differentiation of while_loop is not supported; use fori_loop with static "
+                 "bounds or scan")
+
+
+def _rule_table() -> dict[str, Any]:
+    from . import rules_control, rules_elementwise, rules_linalg, rules_movement, rules_reduction
+    table: dict[str, Any] = {}
+    for mod in (rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control):
+        for opcode, rule in mod.VJP.items():
+            assert opcode not in table, f"two VJP rules for {opcode}"
+            table[opcode] = rule
+    return table
+
+
+VJP_RULES: dict[str, Any] = {}
+
+
+def vjp_rules() -> dict[str, Any]:
+    if not VJP_RULES:
+        VJP_RULES.update(_rule_table())
+    return VJP_RULES
+
+
+# -- copying the forward program ---------------------------------------------------------------------
+def static_trip_count(w: Instruction, init: Instruction) -> int | None:
+    """The trip count of a fori_loop-shaped `while` (carry[k] starts at a constant, `carry[k] < N`,
+    `carry[k] + 1` each iteration), else None. `init` is the loop's initial tuple as copied."""
+    cond, body = w.attrs["condition"], w.attrs["body"]
+    root = cond.root
+    if root.opcode != "compare" or root.attrs.get("direction") != "LT":
+        return None
+    iv, limit = root.operands
+    if (iv.opcode != "get-tuple-element" or iv.operands[0].opcode != "parameter" or limit.opcode != "constant"
+            or init.opcode != "tuple"):
+        return None
+    k = iv.attrs["index"]
+    start = init.operands[k]
+    if start.opcode != "constant" or body.root.opcode != "tuple":
+        return None
+    step = body.root.operands[k]
+    if step.opcode != "add":
+        return None
+    a, c = step.operands
+    if a.opcode == "constant":
+        a, c = c, a
+    if not (a.opcode == "get-tuple-element" and a.attrs["index"] == k and a.operands[0].opcode == "parameter"
+            and c.opcode == "constant" and int(c.literal) == 1):
+        return None
+    return max(0, int(limit.literal) - int(start.literal))
+
+
+def copy_forward(b: Emitter, comp: Computation, args: Sequence[Instruction], unroll: bool = False) -> Instruction:
+    """Copy `comp` into b's computation reading `args`; returns the copy of its root."""
+    mapping: dict[int, Instruction] = {}
+    for inst in comp.post_order():
+        if inst.opcode == "parameter":
+            mapping[id(inst)] = args[inst.parameter_number]
+            continue
+        ops = [mapping[id(o)] for o in inst.operands]
+        callees = inst.called_computations()
+        if inst.opcode == "call" and len(callees) == 1 and not inst.attrs.get("is_composite"):
+            mapping[id(inst)] = copy_forward(b, callees[0], ops, unroll)
+            continue
+        if unroll and inst.opcode == "while":
+            n = static_trip_count(inst, ops[0])
+            if n is not None and n <= MAX_UNROLL:
+                carry = ops[0]
+                for _ in range(n):
+                    carry = copy_forward(b, inst.attrs["body"], [carry], unroll)
+                mapping[id(inst)] = carry
+                continue
+        mapping[id(inst)] = b.add_inst(inst.clone_with(ops))
+    return mapping[id(comp.root)]
+
+
+# -- cotangent values ----------------------------------------------------------------------------------
+def accumulate(b: Emitter, a: Any, c: Any) -> Any:
+    if a is None:
+        return c
+    if c is None:
+        return a
+    if isinstance(a, list) or isinstance(c, list):
+        a = a if isinstance(a, list) else split(b, a)
+        c = c if isinstance(c, list) else split(b, c)
+        return [accumulate(b, x, y) for x, y in zip(a, c)]
+    return b.add(a, c)
+
+
+def split(b: Emitter, t: Instruction) -> list:
+    """A tuple-shaped HLO value as a list of its elements."""
+    return [b.gte(t, i) for i in range(len(t.shape.tuple_shapes))]
+
+
+def materialize(b: Emitter, ct: Any, shape: Shape) -> Instruction:
+    """A cotangent as an HLO value of `shape` (zeros for None)."""
+    if ct is None:
+        return b.zeros(shape)
+    if isinstance(ct, list):
+        return b.tuple([materialize(b, c, s) for c, s in zip(ct, shape.tuple_shapes)])
+    return ct
+
+
+def structure(shape: Shape, leaves: list) -> Any:
+    """Cotangent list structure of `shape` built from its leaves (consumed from the front of `leaves`)."""
+    if shape.is_tuple:
+        return [structure(s, leaves) for s in shape.tuple_shapes]
+    return leaves.pop(0)
+
+
+def flatten(b: Emitter, ct: Any, shape: Shape) -> list[Instruction]:
+    """The leaves of a cotangent, zeros where absent (the inverse of `structure`)."""
+    if shape.is_tuple:
+        parts = ct if isinstance(ct, list) else ([None] * len(shape.tuple_shapes) if ct is None else split(b, ct))
+        return [leaf for c, s in zip(parts, shape.tuple_shapes) for leaf in flatten(b, c, s)]
+    return [b.zeros(shape) if ct is None else ct]
+
+
+# -- the driver -----------------------------------------------------------------------------------------
+def vjp_into(b: Emitter, comp: Computation, primals: Sequence[Instruction], ct_out: Any,
+             unroll: bool = True) -> tuple[Instruction, list[Any]]:
+    """Emit comp's forward pass on `primals` and its backward pass for the output cotangent `ct_out`.
+
+    Returns (the primal result, one cotangent per parameter: an Instruction, a list for tuples, or None)."""
+    start = len(b.comp.instructions)
+    root = copy_forward(b, comp, primals, unroll)
+    forward = b.comp.instructions[start:]
+    rules = vjp_rules()
+    cts: dict[int, Any] = {id(root): ct_out}
+    for inst in reversed(forward):
+        ct = cts.pop(id(inst), None)
+        if ct is None or not is_float(inst.shape) or not any(is_float(o.shape) for o in inst.operands):
+            continue
+        rule = rules.get(inst.opcode)
+        if rule is None:
+            raise AutodiffError(f"reverse-mode differentiation rule missing for opcode '{inst.opcode}' "
+                                f"(instruction {inst.name}: {inst.shape})")
+        for operand, c in zip(inst.operands, rule(b, inst, ct)):
+            if c is not None and is_float(operand.shape):
+                cts[id(operand)] = accumulate(b, cts.get(id(operand)), c)
+    return root, [cts.get(id(p)) for p in primals]
+
+
+def check_wrt(comp: Computation, wrt: Sequence[int]) -> None:
+    params = comp.parameters
+    for i in wrt:
+        if not 0 <= i < len(params):
+            raise AutodiffError(f"cannot differentiate {comp.name} with respect to parameter {i}: it has "
+                                f"{len(params)} parameters")
+        if not is_float(params[i].shape):
+            raise AutodiffError(
+                f"cannot differentiate {comp.name} with respect to parameter {i} of type {params[i].shape}: "
+                f"gradients are defined only for floating-point inputs (JAX would give a float0 zero)")
+
+
+def new_computation(module: Module, name: str) -> tuple[Computation, Emitter]:
+    comp = Computation(name)
+    module.add_computation(comp)
+    return comp, Emitter(module, comp)
+
+
+def add_parameter(b: Emitter, shape: Shape, number: int, name: str) -> Instruction:
+    return b.add_inst(Instruction("parameter", shape, (), name=name, parameter_number=number))
+
+
+def vjp_computation(module: Module, comp: Computation, wrt: Sequence[int], name: str | None = None) -> Computation:
+    """A new computation of `module`: (primal params..., one cotangent param per leaf of comp's result)
+    -> tuple(primal result, gradient for each parameter in `wrt`, in wrt order)."""
+    check_wrt(comp, wrt)
+    new, b = new_computation(module, name or f"{comp.name}.vjp")
+    primals = [add_parameter(b, p.shape, i, p.name) for i, p in enumerate(comp.parameters)]
+    leaves = comp.root.shape.leaves()
+    ct_params = [add_parameter(b, s, len(primals) + k, f"ct{k}") for k, s in enumerate(leaves)]
+    root, grads = vjp_into(b, comp, primals, structure(comp.root.shape, list(ct_params)))
+    new.root = b.tuple([root] + [materialize(b, grads[i], primals[i].shape) for i in wrt])
+    new.remove_dead()
+    return new
