@@ -14,7 +14,7 @@ demo: $(BIN)/.installed
 	$(BIN)/xlapy run examples/seed_sum.hlo --inputs examples/seed_sum.npz
 
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -q
 
 # Regenerate the JAX/XLA correctness corpus (needs network access to PyPI for jax).
 corpus:

@@ -6,3 +6,12 @@ from .backends import compile
 __version__ = "0.1.0"
 __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",
            "hlo", "compile"]
+
+# The tracing front end (JAX's API): jit, Array, lax, pytrees.
+from .errors import ConcretizationError
+from .frontend import Array, config, device_get, device_put, explain_recompile, jit
+from .frontend import pytree as tree_util
+from . import lax
+
+__all__ += ["ConcretizationError", "Array", "config", "device_get", "device_put", "explain_recompile", "jit",
+            "tree_util", "lax"]

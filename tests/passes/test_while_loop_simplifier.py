@@ -362,3 +362,14 @@ ENTRY e {
 }
 """
     assert not WhileLoopSimplifier().run(xlapy.hlo.parse(text))
+
+
+def test_constant_false_condition_on_a_parameter_state():
+    # the condition ignores the state and is false: trip count 0 even though the init is not constant
+    text = LOOP.format(start=0, bound=3, result=1).replace(
+        "  n = s32[] constant(3)\n  ROOT lt = pred[] compare(i, n), direction=LT", "  ROOT f = pred[] constant(false)").replace(
+        "  start = s32[] constant(0)\n  init = (s32[], f32[4], f32[4]) tuple(start, a, a)",
+        "  init = (s32[], f32[4], f32[4]) parameter(1)")
+    m = xlapy.hlo.parse(text)
+    assert WhileLoopSimplifier().run(m)
+    filecheck(m.to_text(), "CHECK-NOT: while(\nCHECK: ROOT %r = f32[4] get-tuple-element((s32[], f32[4], f32[4]) %init)")

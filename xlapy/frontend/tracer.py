@@ -285,9 +285,9 @@ def bind(opcode: str, operands: Sequence[Any], attrs: dict[str, Any] | None = No
 
 def results_of(trace: Trace, inst: Instruction, weak_type: bool = False) -> Any:
     """Add `inst` to `trace`; a tuple-shaped result is unpacked into get-tuple-element tracers."""
-    t = trace.add(inst, weak_type)
     if not inst.shape.is_tuple:
-        return t
+        return trace.add(inst, weak_type)
+    trace.comp.add_instruction(inst)
     return [trace.add(make("get-tuple-element", [inst], {"index": i}, name=inst.name))
             for i in range(len(inst.shape.tuple_shapes))]
 

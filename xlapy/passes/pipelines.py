@@ -11,7 +11,8 @@ SIMPLIFICATION = ["algsimp", "simplify-sorts", "dce", "reshape-mover", "constant
 
 CPU_PIPELINE = [
     ("pipeline", "expanders", ["call-inliner", "zero_sized_hlo_elimination", "batchnorm_expander",
-                               "logistic-expander", "map-inline"]),
+                               "logistic-expander", "select-and-scatter-expander", "scatter_expander",
+                               "map-inline"]),
     ("fixed-point", "simplification", SIMPLIFICATION),
     ("pipeline", "canonicalization", ["dot_decomposer", "convolution-canonicalization", "transpose-folding",
                                       "cse", "dce"]),

@@ -27,6 +27,8 @@ PASSES: dict[str, tuple[str, str]] = {
     "dot_decomposer": ("dot_decomposer", "DotDecomposer"),
     "convolution-canonicalization": ("conv_canonicalization", "ConvCanonicalization"),
     "transpose-folding": ("transpose_folding", "TransposeFolding"),
+    "scatter_expander": ("scatter_expander", "ScatterExpander"),
+    "select-and-scatter-expander": ("select_and_scatter_expander", "SelectAndScatterExpander"),
     # after layout assignment
     "layout-assignment": ("layout_assignment", "LayoutAssignment"),
     "fusion": ("fusion", "InstructionFusion"),

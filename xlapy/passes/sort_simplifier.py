@@ -17,7 +17,7 @@ from .control_util import add_computation_before, drop_if_uncalled, orders_other
 from .pipeline import Pass
 
 
-def _read_by_comparator(comparator: Computation, n: int) -> set[int]:
+def _read_by_comparator(comparator: Computation) -> set[int]:
     """Sort operand indices whose parameter pair (2i, 2i+1) the comparator reads."""
     read = set()
     for p in comparator.parameters:
@@ -30,7 +30,7 @@ def _used_operands(sort: Instruction) -> set[int] | None:
     if sort.is_root or any(u.opcode != "get-tuple-element" for u in sort.users) or orders_others(sort):
         return None
     used = {u.attrs["index"] for u in sort.users if u.users or u.is_root}
-    return used | _read_by_comparator(sort.attrs["to_apply"], len(sort.operands))
+    return used | _read_by_comparator(sort.attrs["to_apply"])
 
 
 def _narrow_comparator(comparator: Computation, kept: list[int]) -> Computation:

@@ -6,8 +6,8 @@
 A dot's result lists its operand's free (non-batch, non-contracting) dims in operand order, so folding is
 only exact when p keeps the free dims in order (`free_dims_in_order`). The default predicate is XLA's
 narrower IsRowColumnTransposeDotOperand (batch dims untouched, one contracting dim, one free dim), which
-never undoes DotDecomposer's batch-first transposes. Dots with a rank-1 operand are left alone, as in XLA. A convolution's result does not depend on the
-order of its operands' dims, so its transposes fold, unless `fold_convolutions=False` (XLA:CPU passes
+never undoes DotDecomposer's batch-first transposes. Dots with a rank-1 operand are left alone, as in XLA.
+A convolution's result does not depend on the order of its operands' dims, so its transposes fold, unless `fold_convolutions=False` (XLA:CPU passes
 NeverFoldTranspose so that the transposes ConvCanonicalization inserted stay).
 """
 from __future__ import annotations

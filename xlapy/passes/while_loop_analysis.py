@@ -172,7 +172,10 @@ def trip_count(while_inst: Instruction, max_trips: int = 64) -> int | None:
                 needed |= extra
                 grew = True
     keep = frozenset(needed)
-    state = _restrict(known_value(while_inst.operands[0]), keep)
+    state = known_value(while_inst.operands[0])
+    if shape.is_tuple and not isinstance(state, tuple):
+        state = (UNKNOWN,) * n          # fine when the condition needs none of it
+    state = _restrict(state, keep)
     if not shape.is_tuple and not _known(state):
         return None
     if shape.is_tuple and (not isinstance(state, tuple) or not all(_known(state[i]) for i in keep)):

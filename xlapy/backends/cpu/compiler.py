@@ -20,6 +20,7 @@ from ... import debug
 from ...errors import XlapyError
 from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
+from . import scalar_ops
 from .emitter import Emitter
 from .executable import Executable
 from .irhelpers import I8P, I32, VOID, alloca_once, i64, intrinsic
@@ -72,6 +73,11 @@ def emit_module(module: Module, llvm_module: ir.Module) -> tuple[ir.Function, in
     """Emit the entry function into llvm_module; returns it and the scratch size in bytes."""
     fn = ir.Function(llvm_module, ir.FunctionType(VOID, [I8P.as_pointer(), I8P.as_pointer(), I8P]), ENTRY_NAME)
     fn.attributes.add("nounwind")
+    if llvm_module.triple.startswith(("x86_64", "i686", "i386")):
+        # Tell LLVM the truth about the FP environment we install (FTZ/DAZ), so it does not fold a bitwise
+        # zero test into an fcmp that the hardware answers differently. llvmlite's attribute set only lets
+        # through names it knows, hence set.add.
+        set.add(fn.attributes, '"denormal-fp-math"="preserve-sign,preserve-sign"')
     params_arg, results_arg, scratch_arg = fn.args
     params_arg.name, results_arg.name, scratch_arg.name = "params", "results", "scratch"
     for a in (params_arg, results_arg, scratch_arg):
@@ -85,6 +91,9 @@ def emit_module(module: Module, llvm_module: ir.Module) -> tuple[ir.Function, in
         flushed = alloca_once(b, I32, "mxcsr.ftz")
         b.store(b.or_(b.load(saved), ir.Constant(I32, _MXCSR_FTZ_DAZ)), flushed)
         intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(flushed, I8P)])
+        ieee = alloca_once(b, I32, "mxcsr.ieee")
+        b.store(b.and_(b.load(saved), ir.Constant(I32, ~_MXCSR_FTZ_DAZ & 0xFFFFFFFF)), ieee)
+        scalar_ops.MXCSR_SLOTS[id(fn)] = (ieee, flushed)
 
     entry = module.entry
     em = Emitter(b, scratch_arg)
@@ -114,6 +123,7 @@ def emit_module(module: Module, llvm_module: ir.Module) -> tuple[ir.Function, in
     if saved is not None:
         intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(saved, I8P)])
     b.ret_void()
+    scalar_ops.MXCSR_SLOTS.pop(id(fn), None)
     return fn, em.scratch.size
 
 

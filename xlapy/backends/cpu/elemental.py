@@ -87,15 +87,28 @@ def _finish(em: ElementalEmitter, inst: Instruction, value: ir.Value) -> ir.Valu
     return round_value(em.b, rt, value) if is_narrow_float(rt) else value
 
 
+# Float ops whose code does not see the MXCSR denormals-are-zero / flush-to-zero bits (C library calls, and
+# compare+select max/min), so their operands and results are flushed explicitly, as the interpreter does.
+FLUSH_EXPLICITLY = frozenset({"exponential", "log", "sine", "cosine", "tan", "tanh", "log-plus-one",
+                              "exponential-minus-one", "cbrt", "erf", "atan2", "remainder", "maximum", "minimum"})
+
+
+def _flushing(em, inst, pt, rule):
+    if pt.kind != "float" or inst.opcode not in FLUSH_EXPLICITLY:
+        return rule
+    flush = scalar_ops.flush_denormal
+    return lambda b, pt, *xs: flush(b, pt, rule(b, pt, *(flush(b, pt, x) for x in xs)))
+
+
 def _unary(em, inst, gens):
     pt = inst.operands[0].shape.ptype
-    rule = _rule(scalar_ops.UNARY, inst, pt)
+    rule = _flushing(em, inst, pt, _rule(scalar_ops.UNARY, inst, pt))
     return lambda index: _finish(em, inst, rule(em.b, pt, gens[0](index)))
 
 
 def _binary(em, inst, gens):
     pt = inst.operands[0].shape.ptype
-    rule = _rule(scalar_ops.BINARY, inst, pt)
+    rule = _flushing(em, inst, pt, _rule(scalar_ops.BINARY, inst, pt))
     reassociable = inst.opcode in ("add", "multiply") and pt.kind == "float"
 
     def gen(index):

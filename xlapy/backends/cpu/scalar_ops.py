@@ -122,8 +122,26 @@ def _float_min(b, pt, x, y):
 
 def _float_power(b, pt, x, y):
     one = _c(x.type, 1.0)
-    trivial = b.or_(b.fcmp_ordered("==", x, one), b.fcmp_ordered("==", y, _c(x.type, 0.0)))
-    return b.select(trivial, one, call_math(b, "pow", x, y))
+    ity = float_bits_type(y.type)     # y == 0 tested on the bits: a denormal y is not zero here (no DAZ)
+    y_zero = b.icmp_unsigned("==", b.and_(b.bitcast(y, ity), _c(ity, (1 << (ity.width - 1)) - 1)), _c(ity, 0))
+    trivial = b.or_(b.fcmp_ordered("==", x, one), y_zero)
+    return b.select(trivial, one, ieee_call(b, lambda: call_math(b, "pow", x, y)))
+
+
+# XLA:CPU calls the C library's pow with the caller's floating-point environment: no denormal flushing.
+# The emitter of the entry function installs (ieee_slot, ftz_slot): i32 allocas holding MXCSR values.
+MXCSR_SLOTS: dict[int, tuple] = {}
+
+
+def ieee_call(b, call):
+    slots = MXCSR_SLOTS.get(id(b.function))
+    if slots is None:
+        return call()
+    ieee, ftz = slots
+    intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [b.bitcast(ieee, ir.IntType(8).as_pointer())])
+    value = call()
+    intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [b.bitcast(ftz, ir.IntType(8).as_pointer())])
+    return value
 
 
 def _float_sign(b, pt, x):

@@ -142,6 +142,10 @@ JVP.update({
     "negate": lambda b, inst, ts: b.neg(ts[0]),
 })
 
+# Random numbers are constants to differentiation (their float operands are distribution parameters).
+NON_DIFFERENTIABLE = ("rng",)
+JVP.update({op: (lambda b, inst, ts: None) for op in NON_DIFFERENTIABLE})
+
 VJP = {op: _unary_vjp for op in UNARY}
 VJP.update({op: _binary_vjp for op in BINARY})
 VJP.update({
@@ -149,3 +153,4 @@ VJP.update({
     "subtract": lambda b, inst, ct: [ct, b.neg(ct)],
     "negate": lambda b, inst, ct: [b.neg(ct)],
 })
+VJP.update({op: (lambda b, inst, ct: [None] * len(inst.operands)) for op in NON_DIFFERENTIABLE})

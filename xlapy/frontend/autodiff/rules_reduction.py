@@ -8,6 +8,7 @@
                           that carries the tangent of the selected element
     select-and-scatter    linear in its source; VJP gathers ct at the selected elements (variadic
                           reduce-window), so max-pool gradients are differentiable again
+    topk                  values are x at the returned indices: VJP scatter-adds, JVP gathers
     sort                  sort an iota along to get the permutation; VJP un-sorts ct by sorting it on the
                           permutation; JVP sorts the tangents along as extra operands
 """
@@ -238,7 +239,48 @@ def _sort_jvp(b, inst, ts):
     return b.tuple([by_index.get(k) or b.zeros(o.shape) for k, o in enumerate(inst.operands)])
 
 
+# -- top-k: values are x at the returned indices -------------------------------------------------------------
+def _topk_flat_indices(b: Emitter, inst: Instruction) -> tuple[Instruction, int]:
+    """The selected positions as indices into x flattened: s32[L*k, 1]; and L*n."""
+    x = inst.operands[0]
+    n, k = x.shape.dims[-1], inst.shape.tuple_shapes[1].dims[-1]
+    rows = x.shape.numel // n if n else 0
+    idx = b.reshape(b.gte(inst, 1), (rows, k))
+    row = b.emit("iota", [], {"iota_dimension": 0}, shape=Shape.array("s32", (rows, k)))
+    flat = b.add(b.mul(row, b.full(n, row.shape)), idx)
+    return b.reshape(flat, (rows * k, 1)), rows * n
+
+
+_FLAT_SCATTER = {"update_window_dims": (), "inserted_window_dims": (0,), "scatter_dims_to_operand_dims": (0,),
+                 "index_vector_dim": 1}
+_FLAT_GATHER = {"offset_dims": (), "collapsed_slice_dims": (0,), "start_index_map": (0,), "index_vector_dim": 1,
+                "slice_sizes": (1,)}
+
+
+def _topk_vjp(b, inst, ct):
+    ct_values = ct[0] if isinstance(ct, list) else b.gte(ct, 0)
+    if ct_values is None:
+        return [None]
+    x = inst.operands[0]
+    flat_idx, size = _topk_flat_indices(b, inst)
+    updates = b.reshape(ct_values, (flat_idx.shape.dims[0],))
+    attrs = dict(_FLAT_SCATTER, to_apply=b.binary_computation("add", x.shape.element_type))
+    flat = b.emit("scatter", [b.zeros(Shape.array(x.shape.element_type, (size,))), flat_idx, updates],
+                  {k: v for k, v in attrs.items() if v != ()})
+    return [b.reshape(flat, x.shape.dims)]
+
+
+def _topk_jvp(b, inst, ts):
+    x = inst.operands[0]
+    flat_idx, size = _topk_flat_indices(b, inst)
+    t = b.reshape(ts[0], (size,))
+    picked = b.emit("gather", [t, flat_idx], {k: v for k, v in _FLAT_GATHER.items() if v != ()})
+    values, indices = inst.shape.tuple_shapes
+    return b.tuple([b.reshape(picked, values.dims), b.zeros(indices)])
+
+
 VJP = {
+    "topk": _topk_vjp,
     "reduce": _reduce_vjp,
     "reduce-window": _reduce_window_vjp,
     "select-and-scatter": _select_and_scatter_vjp,
@@ -246,6 +288,7 @@ VJP = {
 }
 
 JVP = {
+    "topk": _topk_jvp,
     "reduce": _reduce_jvp,
     "reduce-window": _reduce_window_jvp,
     "select-and-scatter": _select_and_scatter_jvp,

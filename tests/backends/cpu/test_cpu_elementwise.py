@@ -1,0 +1,120 @@
+"""Every elementwise op on the CPU backend against the interpreter, per element type, with corner values
+(NaN, -0.0, inf, INT_MIN, division by zero, shifts past the width). Each test compiles one module holding a
+whole row family (a tuple of results), so the table stays large while the compiles stay few."""
+import numpy as np
+import pytest
+
+FLOATS = ["f32", "f64", "bf16", "f16"]
+INTS = ["s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"]
+N = 48
+
+FLOAT_UNARY = ["abs", "negate", "sign", "ceil", "floor", "round-nearest-afz", "round-nearest-even", "exponential",
+               "log", "sqrt", "rsqrt", "sine", "cosine", "tan", "tanh", "log-plus-one", "exponential-minus-one",
+               "cbrt", "erf", "logistic"]
+INT_UNARY = ["abs", "negate", "sign", "not", "popcnt", "count-leading-zeros"]
+ARITH = ["add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power"]
+INT_ONLY = ["and", "or", "xor", "shift-left", "shift-right-logical", "shift-right-arithmetic"]
+DIRECTIONS = ["EQ", "NE", "LT", "LE", "GT", "GE"]
+CONVERT_TYPES = ["pred", "s8", "s16", "s32", "s64", "u8", "u32", "u64", "f16", "bf16", "f32", "f64"]
+
+
+def _pairs(cpu, ty, seed=1):
+    """x and y arrays that cover corner x corner combinations (and, for ints, shifts by >= width)."""
+    a = cpu.corners(ty, N, seed)
+    b = np.roll(cpu.corners(ty, N, seed + 1), 5)
+    if ty.startswith(("s", "u")):
+        bits = np.iinfo(np.dtype(cpu.DTYPES[ty])).bits
+        b[:6] = np.array([0, 1, bits - 1, bits, bits + 3, 0], dtype=object).astype(b.dtype)
+        b[6:10] = 0                      # division / remainder by zero
+        b[10] = b.dtype.type(-1) if ty.startswith("s") else b[10]
+        a[10] = np.iinfo(b.dtype).min    # INT_MIN / -1
+        a[11], b[11] = -1 if ty.startswith("s") else 1, np.iinfo(b.dtype).max
+    return a, b
+
+
+def _unary_rows(ops, ty, out=None):
+    return [(f"{op}.{ty}", f"{out or ty}[{N}]", f"{op}(x)") for op in ops]
+
+
+def _binary_rows(ops, ty, out=None, attrs=""):
+    return [(f"{op}.{ty}", f"{out or ty}[{N}]", f"{op}(x, y){attrs}") for op in ops]
+
+
+@pytest.mark.parametrize("ty", FLOATS)
+def test_float_unary(cpu, ty):
+    rows = _unary_rows(FLOAT_UNARY, ty) + [("is-finite", f"pred[{N}]", "is-finite(x)")]
+    cpu.check_ops([("x", f"{ty}[{N}]")], rows, cpu.corners(ty, N))
+
+
+@pytest.mark.parametrize("ty", INTS + ["pred"])
+def test_int_unary(cpu, ty):
+    cpu.check_ops([("x", f"{ty}[{N}]")], _unary_rows(INT_UNARY, ty), cpu.corners(ty, N))
+
+
+@pytest.mark.parametrize("ty", FLOATS + INTS + ["pred"])
+def test_binary(cpu, ty):
+    x, y = _pairs(cpu, ty)
+    rows = _binary_rows(ARITH + INT_ONLY + ["atan2"], ty)
+    cpu.check_ops([("x", f"{ty}[{N}]"), ("y", f"{ty}[{N}]")], rows, x, y)
+
+
+@pytest.mark.parametrize("ty", FLOATS + ["s32", "u8", "s64", "u64", "pred"])
+def test_compare(cpu, ty):
+    x, y = _pairs(cpu, ty)
+    x[::3] = y[::3]      # equal pairs
+    rows = [(f"compare.{d}", f"pred[{N}]", f"compare(x, y), direction={d}") for d in DIRECTIONS]
+    if ty in FLOATS:
+        rows += [(f"compare.{d}.totalorder", f"pred[{N}]", f"compare(x, y), direction={d}, type=TOTALORDER")
+                 for d in DIRECTIONS]
+    if ty in ("s32", "u64"):
+        rows += [(f"compare.{d}.{k}", f"pred[{N}]", f"compare(x, y), direction={d}, type={k}")
+                 for d in ("LT", "GE") for k in ("SIGNED", "UNSIGNED")]
+    cpu.check_ops([("x", f"{ty}[{N}]"), ("y", f"{ty}[{N}]")], rows, x, y)
+
+
+@pytest.mark.parametrize("src", CONVERT_TYPES)
+def test_convert(cpu, src):
+    x = cpu.corners(src, N)
+    if src in FLOATS:
+        extra = np.array([1e10, -1e10, 3e9, -3e9, 255.5, 256.0, -129.0, 2.0 ** 63, 2.0 ** 64, 1e-40, 65519.0, 1e5])
+        with np.errstate(over="ignore"):
+            x[-len(extra):] = extra.astype(x.dtype)
+    rows = [(f"convert.{src}->{dst}", f"{dst}[{N}]", "convert(x)") for dst in CONVERT_TYPES]
+    cpu.check_ops([("x", f"{src}[{N}]")], rows, x)
+
+
+@pytest.mark.parametrize("ty", FLOATS + ["s32", "u8", "pred"])
+def test_select_and_clamp(cpu, ty):
+    x, y = _pairs(cpu, ty)
+    params = [("p", f"pred[{N}]"), ("x", f"{ty}[{N}]"), ("y", f"{ty}[{N}]"), ("lo", f"{ty}[]"), ("hi", f"{ty}[]")]
+    rows = [("select", f"{ty}[{N}]", "select(p, x, y)"), ("clamp.scalar", f"{ty}[{N}]", "clamp(lo, x, hi)"),
+            ("clamp.array", f"{ty}[{N}]", "clamp(y, x, y)")]
+    lo, hi = sorted([x[3], x[13]]) if ty != "pred" else (x[3], x[13])
+    cpu.check_ops(params, rows, cpu.corners("pred", N, 3), x, y, np.asarray(lo), np.asarray(hi))
+
+
+@pytest.mark.parametrize("src, dst, out_dims", [("f32", "s32", "48"), ("s32", "f32", "48"), ("f64", "u64", "48"),
+                                                ("f32", "u8", "48,4"), ("bf16", "s16", "48"), ("f16", "u16", "48"),
+                                                ("u16", "bf16", "48"), ("s8", "pred", "48")])
+def test_bitcast_convert(cpu, src, dst, out_dims):
+    x = cpu.corners(src, N)
+    if src in FLOATS:
+        x = np.where(np.isnan(x), 0, x).astype(x.dtype)    # NaN payloads are not portable
+    if dst == "pred":
+        x = (x & 1).astype(x.dtype)
+    cpu.check_ops([("x", f"{src}[{N}]")], [("bitcast-convert", f"{dst}[{out_dims}]", "bitcast-convert(x)")], x)
+
+
+def test_bitcast_convert_widening(cpu):
+    x = np.arange(24, dtype=np.uint8).reshape(6, 4) * 7
+    cpu.check_ops([("x", "u8[6,4]")], [("widen", "f32[6]", "bitcast-convert(x)")], x)
+
+
+def test_denormals_flush_like_xla(cpu):
+    x = np.array([1e-42, -1e-42, 1e-39, 2.0, -1e-30], np.float32)
+    y = np.array([1e-42, 0.5, 1e-42, 1e-40, 1e-42], np.float32)
+    rows = [(op, "f32[5]", f"{op}(x, y)") for op in ("add", "multiply", "maximum", "minimum", "power", "divide")]
+    rows += [("log", "f32[5]", "log(x)"), ("exp", "f32[5]", "exponential(x)"), ("sqrt", "f32[5]", "sqrt(x)"),
+             ("abs", "f32[5]", "abs(x)"), ("lt", "pred[5]", "compare(x, y), direction=LT"),
+             ("to_f64", "f64[5]", "convert(x)"), ("to_bf16", "bf16[5]", "convert(x)")]
+    cpu.check_ops([("x", "f32[5]"), ("y", "f32[5]")], rows, x, y)

@@ -1,0 +1,69 @@
+"""The front end: tracing Python functions into HLO, jit, Array, pytrees (lax lives in xlapy/lax.py).
+
+How tracing works
+-----------------
+There is one IR. A `Trace` (tracer.py) records one HLO `Computation`; a `Tracer` is an abstract value
+(`ShapedArray`: shape, dtype, weak_type) bound to the instruction that computes it. Traces form a stack:
+`jit` pushes a root trace whose parameters are the flattened arguments; `while_loop`, `cond`, `scan`,
+`reduce`, `sort` ... push nested traces for their bodies (`trace_function`). A nested trace that uses a
+tracer of an enclosing trace *captures* it as an extra parameter (`trace.captures`), and the control-flow
+op passes it in (while: in the loop tuple; conditional: in the branch operand).
+
+Every op goes through ONE function, `bind(opcode, operands, attrs, shape=None, name=None, weak_type=False)`:
+  * inside a trace it lifts the operands into the innermost trace (concrete values become constants,
+    outer tracers are captured), creates the instruction with `passes.build.make` (shape inferred unless
+    given; shape errors are re-raised naming the op, the operand shapes and the user's file:line) and
+    returns a Tracer — or a list of get-tuple-element Tracers when the result is a tuple;
+  * outside any trace it runs the op eagerly (eager.py): the op alone becomes a tiny module whose
+    parameters are the operands, compiled once per (module text, backend) and cached; it returns an
+    `Array` (or a list of them). `eager_stats()` counts compiles and hits.
+Several values passed as one HLO tuple operand are wrapped in `Packed([...])`.
+
+How to add an op (in xlapy/lax.py, xlapy/numpy.py, xlapy/nn.py ...)
+-------------------------------------------------------------------
+    def erfc(x):
+        return bind("erfc-like-opcode", [x], name="erfc", weak_type=aval(x).weak_type)
+Use `xlapy.lax.aval(x)` to read any operand's ShapedArray (Tracer, Array, numpy value, Python scalar),
+`lax.coerce_same(name, *xs)` for lax's dtype/weak-type rule, `operators.promote_broadcast(name, *xs)` for
+numpy's (promotion + broadcasting), `dtypes.promote` / `dtypes.result_type` for JAX's type lattice.
+Ops that take a Python callable trace it with `tracer.trace_function` (see control_flow.py) or
+`lax_reduce.scalar_computation` (reducers, comparators). Never call numpy on a Tracer: `bool()`, `int()`,
+`float()`, `__index__` and `np.asarray` on a Tracer raise ConcretizationError naming the user's line.
+Ops need no registration: an op is a Python function over `bind`; its semantics are the HLO opcode's.
+
+Markers for later transformations: `lax.stop_gradient` emits `copy` with metadata op_name="stop_gradient".
+
+Public names
+------------
+jit, Jitted, Lowered, Compiled, explain_recompile, RecompilationWarning (jit.py); Array, asarray (array.py);
+Tracer, ShapedArray, Trace, bind, Packed, current_trace, trace_function (tracer.py); pytree functions
+(pytree.py, exported as xlapy.tree_util); dtypes.config (xlapy.config: enable_x64, default_backend);
+eager_stats, clear_eager_cache (eager.py); cost_analysis (cost.py).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes, pytree
+from .array import Array, asarray
+from .dtypes import config
+from .eager import clear_eager_cache, eager_stats
+from .jit import Compiled, Jitted, Lowered, RecompilationWarning, explain_recompile, jit
+from .tracer import Packed, ShapedArray, Trace, Tracer, bind, current_trace, trace_function
+
+
+def device_get(tree: Any) -> Any:
+    """Every Array leaf of `tree` as a numpy array."""
+    return pytree.tree_map(lambda x: np.asarray(x) if isinstance(x, Array) else x, tree)
+
+
+def device_put(tree: Any) -> Any:
+    """Every array leaf of `tree` as an xlapy.Array."""
+    return pytree.tree_map(lambda x: x if isinstance(x, Array) else Array(x), tree)
+
+
+__all__ = ["jit", "Jitted", "Lowered", "Compiled", "explain_recompile", "RecompilationWarning", "Array",
+           "asarray", "Tracer", "ShapedArray", "Trace", "bind", "Packed", "current_trace", "trace_function",
+           "pytree", "dtypes", "config", "eager_stats", "clear_eager_cache", "device_get", "device_put"]

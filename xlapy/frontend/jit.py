@@ -1,0 +1,280 @@
+"""jit: trace a Python function on abstract values into an HLO module, compile it once per signature.
+
+The cache key is (pytree structure of the dynamic arguments, each leaf's (shape, dtype, weak_type), the
+static argument values, the backend): the same signature never retraces, a new one does.
+`jit(f).lower(*args)` gives the HLO before optimization; `.compile()` the optimized executable with
+`.as_text()` and `.cost_analysis()`. `jit(f, explain=True)` warns with the reason whenever f retraces;
+`explain_recompile(jitted_f, *args)` returns that reason as a string.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import XlapyError
+from ..hlo import Module
+from . import dtypes
+from .array import Array
+from .eager import build_module
+from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
+from .tracer import ShapedArray, Trace, Tracer, concrete_value, current_trace
+
+
+class RecompilationWarning(UserWarning):
+    """Issued by jit(f, explain=True) when f is traced again, naming what changed."""
+
+
+def abstractify(value: Any, path: str = "") -> ShapedArray:
+    """The aval jit specializes on: shape, canonical dtype and weak type."""
+    aval = getattr(value, "aval", None)
+    if aval is not None:
+        return aval
+    if dtypes.is_python_scalar(value):
+        t = dtypes.python_scalar_type(value)
+        return ShapedArray((), t.dtype, t.weak)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return ShapedArray(tuple(value.shape), dtypes.canonicalize(value.dtype), False)
+    raise XlapyError(f"jit: argument{path} of type {type(value).__name__} is not an array, scalar or pytree of "
+                     f"them; pass it with static_argnums / static_argnames")
+
+
+@dataclass(frozen=True)
+class Signature:
+    tree: PyTreeDef
+    avals: tuple[ShapedArray, ...]
+    static: tuple[tuple[Any, Any], ...]
+    backend: str
+
+
+def _sanitize(name: str) -> str:
+    name = re.sub(r"\[['\"]?([^\]'\"]*)['\"]?\]", r"_\1", name).replace(".", "_")
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_")
+    return name if name and not name[0].isdigit() else f"Arg_{name}"
+
+
+class Lowered:
+    """A traced function: `.as_text()` is the HLO before optimization, `.compile()` optimizes and compiles."""
+
+    def __init__(self, module: Module, in_tree: PyTreeDef, out_tree: PyTreeDef, out_weak: Sequence[bool],
+                 backend: str, jitted: "Jitted"):
+        self.module, self.in_tree, self.out_tree = module, in_tree, out_tree
+        self.out_weak, self.backend, self._jitted = tuple(out_weak), backend, jitted
+
+    def as_text(self) -> str:
+        return self.module.to_text()
+
+    def compile(self) -> "Compiled":
+        from ..backends import compile as compile_module
+        return Compiled(self, compile_module(self.module, backend=self.backend, pipeline="cpu"))
+
+    def cost_analysis(self) -> dict[str, float]:
+        from .cost import cost_analysis
+        return cost_analysis(self.module)
+
+
+class Compiled:
+    """An executable for one signature: call it with arguments of that signature."""
+
+    def __init__(self, lowered: Lowered, executable: Any):
+        self.lowered, self.executable = lowered, executable
+
+    def as_text(self) -> str:
+        return self.executable.as_text()
+
+    def cost_analysis(self) -> dict[str, float]:
+        from .cost import cost_analysis
+        module = getattr(self.executable, "module", None)
+        return cost_analysis(module if isinstance(module, Module) else self.lowered.module)
+
+    def __call__(self, *args, **kwargs):
+        jitted = self.lowered._jitted
+        _, _, leaves, tree = jitted._split(args, kwargs)
+        if tree != self.lowered.in_tree:
+            raise XlapyError(f"compiled function called with arguments of structure {tree}, compiled for "
+                             f"{self.lowered.in_tree}")
+        return _run(self.executable, leaves, self.lowered)
+
+
+def _run(executable: Any, leaves: Sequence[Any], lowered: Lowered) -> Any:
+    arrays = [leaf._value if isinstance(leaf, Array) else concrete_value(leaf) for leaf in leaves]
+    out = executable(*arrays)
+    n = lowered.out_tree.num_leaves
+    outs = list(out) if n != 1 else [out]
+    return tree_unflatten(lowered.out_tree, [Array(o, weak_type=w) for o, w in zip(outs, lowered.out_weak)])
+
+
+class Jitted:
+    """The result of jit(f): call it like f."""
+
+    def __init__(self, fun: Callable, static_argnums: int | Iterable[int] = (), static_argnames: str |
+                 Iterable[str] = (), donate_argnums: int | Iterable[int] = (), backend: str | None = None,
+                 explain: bool = False):
+        self.fun = fun
+        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        self.donate_argnums = donate_argnums          # accepted for JAX compatibility; buffers are not donated
+        self.backend = backend
+        self.explain = explain
+        self.trace_count = 0
+        self._cache: dict[Signature, tuple[Lowered, Any]] = {}
+        try:
+            self._params = list(inspect.signature(fun).parameters.values())
+        except (TypeError, ValueError):
+            self._params = []
+        positional = [p.name for p in self._params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self._argnames = positional
+        # static argnames given positionally, and static argnums passed by keyword, are both recognized
+        self._static_names = set(self.static_argnames) | {positional[i] for i in self.static_argnums
+                                                          if -len(positional) <= i < len(positional)}
+        name = getattr(fun, "__name__", "fun")
+        self.__name__ = name
+        self.module_name = "jit_" + re.sub(r"[^A-Za-z0-9_]", "_", name).rstrip("_")
+        functools.update_wrapper(self, fun)
+
+    # -- arguments -----------------------------------------------------------------------------------
+    def _split(self, args: tuple, kwargs: dict):
+        """(static items, dynamic (args, kwargs) with static ones set to None, dynamic leaves, treedef)."""
+        n = len(args)
+        static_pos = {i % n for i in self.static_argnums if -n <= i < n}
+        static_pos |= {i for i, name in enumerate(self._argnames[:n]) if name in self._static_names}
+        static = [(i, args[i]) for i in sorted(static_pos)]
+        static += [(k, kwargs[k]) for k in sorted(kwargs) if k in self._static_names]
+        for key, value in static:
+            try:
+                hash(value)
+            except TypeError:
+                raise XlapyError(f"jit: static argument {self._arg_label(key)} must be hashable, got "
+                                 f"{type(value).__name__}") from None
+        dyn_args = tuple(None if i in static_pos else a for i, a in enumerate(args))
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
+        leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
+        return tuple(static), (dyn_args, dyn_kwargs), leaves, tree
+
+    def _arg_label(self, key) -> str:
+        if isinstance(key, int):
+            return self._argnames[key] if key < len(self._argnames) else f"#{key}"
+        return str(key)
+
+    def _leaf_names(self, tree: PyTreeDef) -> list[str]:
+        """Readable names per leaf: `x`, `params['w']`, `*args[2]` ..."""
+        names = []
+        for path in leaf_paths(tree):
+            m = re.match(r"\[(\d)\]\[(\d+|'[^']*')\](.*)", path)
+            if not m:
+                names.append(path)
+                continue
+            group, key, rest = m.groups()
+            if group == "0":
+                i = int(key)
+                base = self._argnames[i] if i < len(self._argnames) else f"args[{i}]"
+            else:
+                base = key.strip("'")
+            names.append(base + rest)
+        return names
+
+    def _signature(self, args: tuple, kwargs: dict):
+        static, dyn, leaves, tree = self._split(args, kwargs)
+        names = self._leaf_names(tree)
+        avals = tuple(abstractify(leaf, f" {name}") for leaf, name in zip(leaves, names))
+        backend = self.backend or dtypes.config.default_backend
+        return Signature(tree, avals, static, backend), dyn, leaves
+
+    # -- tracing -------------------------------------------------------------------------------------
+    def _trace(self, sig: Signature, args: tuple, kwargs: dict) -> Lowered:
+        self.trace_count += 1
+        names = self._leaf_names(sig.tree)
+        trace = Trace("main")
+        with trace:
+            params = [trace.new_param(a, _sanitize(n)) for a, n in zip(sig.avals, names)]
+            dyn_args, dyn_kwargs = tree_unflatten(sig.tree, params)
+            static = dict(sig.static)
+            full_args = [static.get(i, a) for i, a in enumerate(dyn_args)]
+            full_kwargs = dict(dyn_kwargs, **{k: v for k, v in static.items() if isinstance(k, str)})
+            out = self.fun(*full_args, **full_kwargs)
+            out_leaves, out_tree = tree_flatten(out)
+            outs = [trace.lift(v) for v in out_leaves]
+        comp = trace.finish(outs, tuple_root=len(outs) != 1)
+        module = build_module(self.module_name, comp)
+        return Lowered(module, sig.tree, out_tree, [o.aval.weak_type for o in outs], sig.backend, self)
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        sig, _, _ = self._signature(args, kwargs)
+        return self._trace(sig, args, kwargs)
+
+    def __call__(self, *args, **kwargs):
+        if current_trace() is not None:       # jit inside jit: inline
+            return self.fun(*args, **kwargs)
+        sig, _, leaves = self._signature(args, kwargs)
+        entry = self._cache.get(sig)
+        if entry is None:
+            if self.explain and self._cache:
+                warnings.warn(f"{self.module_name} is retraced: {self._explain(sig)}", RecompilationWarning,
+                              stacklevel=2)
+            lowered = self._trace(sig, args, kwargs)
+            from ..backends import compile as compile_module
+            entry = (lowered, compile_module(lowered.module, backend=sig.backend))
+            self._cache[sig] = entry
+        lowered, executable = entry
+        return _run(executable, leaves, lowered)
+
+    # -- cache introspection ---------------------------------------------------------------------------
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _explain(self, sig: Signature) -> str:
+        if sig in self._cache:
+            return "no retrace: a compiled executable for these arguments is cached"
+        if not self._cache:
+            return "first call: nothing is cached yet"
+        best = min(self._cache, key=lambda old: len(_differences(self, old, sig)))
+        return "; ".join(_differences(self, best, sig))
+
+
+def _differences(jitted: Jitted, old: Signature, new: Signature) -> list[str]:
+    out = []
+    if old.backend != new.backend:
+        out.append(f"backend {old.backend!r} -> {new.backend!r}")
+    if dict(old.static) != dict(new.static):
+        keys = sorted({k for k, _ in old.static} | {k for k, _ in new.static}, key=str)
+        o, n = dict(old.static), dict(new.static)
+        for k in keys:
+            if o.get(k, "<absent>") != n.get(k, "<absent>"):
+                out.append(f"static argument {jitted._arg_label(k)} changed: {o.get(k, '<absent>')!r} -> "
+                           f"{n.get(k, '<absent>')!r}")
+    if old.tree != new.tree:
+        out.append(f"argument structure changed: {old.tree} -> {new.tree}")
+        return out
+    for name, a, b in zip(jitted._leaf_names(new.tree), old.avals, new.avals):
+        if a.shape != b.shape:
+            out.append(f"argument {name}: shape {a.shape} -> {b.shape}")
+        if a.dtype != b.dtype:
+            out.append(f"argument {name}: dtype {a.dtype} -> {b.dtype}")
+        elif a.weak_type != b.weak_type:
+            out.append(f"argument {name}: weak_type {a.weak_type} -> {b.weak_type} (Python scalar vs array)")
+    return out or ["signature differs"]
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] = (),
+        static_argnames: str | Iterable[str] = (), donate_argnums: int | Iterable[int] = (),
+        backend: str | None = None, explain: bool = False):
+    """Compile `fun` (JAX's jit): usable as `jit(f, ...)` or as a decorator `@jit` / `@partial(jit, ...)`."""
+    if fun is None:
+        return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums, backend, explain)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend, explain)
+
+
+def explain_recompile(jitted: Jitted, *args, **kwargs) -> str:
+    """Why calling `jitted(*args, **kwargs)` would (or would not) trace again, naming each changed argument."""
+    if not isinstance(jitted, Jitted):
+        raise XlapyError("explain_recompile expects a function returned by xlapy.jit")
+    sig, _, _ = jitted._signature(args, kwargs)
+    return jitted._explain(sig)
