@@ -38,6 +38,14 @@ lt4 { lt4_a = f64[] parameter(0)
   lt4_c = f64[] parameter(2)
   lt4_d = f64[] parameter(3)
   ROOT lt4_r = pred[] compare(lt4_a, lt4_b), direction=LT }
+argmax { am_v0 = f64[] parameter(0)
+  am_i0 = s32[] parameter(1)
+  am_v1 = f64[] parameter(2)
+  am_i1 = s32[] parameter(3)
+  am_ge = pred[] compare(am_v0, am_v1), direction=GE
+  am_v = f64[] select(am_ge, am_v0, am_v1)
+  am_i = s32[] select(am_ge, am_i0, am_i1)
+  ROOT am_r = (f64[], s32[]) tuple(am_v, am_i) }
 """
 
 
@@ -171,6 +179,15 @@ CASES: dict[str, tuple] = {
     "reduce_prod": (module("""x = f64[3,4] parameter(0)
  z = f64[] constant(1)
  ROOT r = f64[4] reduce(x, z), dimensions={0}, to_apply=mul"""), {}, False),
+    "argmax_value": (module("""x = f64[3,5] parameter(0)
+ io = s32[3,5] iota(), iota_dimension=1
+ ninf = f64[] constant(-inf)
+ zero = s32[] constant(0)
+ am = (f64[3], s32[3]) reduce(x, io, ninf, zero), dimensions={1}, to_apply=argmax
+ v = f64[3] get-tuple-element(am), index=0
+ i = s32[3] get-tuple-element(am), index=1
+ fi = f64[3] convert(i)
+ ROOT r = f64[3] multiply(v, fi)"""), {}, False),
     "softmax": (module("""x = f64[2,5] parameter(0)
  ninf = f64[] constant(-inf)
  m = f64[2] reduce(x, ninf), dimensions={1}, to_apply=max

@@ -54,7 +54,8 @@ def test_int_unary(cpu, ty):
 @pytest.mark.parametrize("ty", FLOATS + INTS + ["pred"])
 def test_binary(cpu, ty):
     x, y = _pairs(cpu, ty)
-    rows = _binary_rows(ARITH + INT_ONLY + ["atan2"], ty)
+    ops = ["and", "or", "xor", "maximum", "minimum", "power"] if ty == "pred" else ARITH + INT_ONLY + ["atan2"]
+    rows = _binary_rows(ops, ty)
     cpu.check_ops([("x", f"{ty}[{N}]"), ("y", f"{ty}[{N}]")], rows, x, y)
 
 

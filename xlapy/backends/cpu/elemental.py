@@ -151,7 +151,7 @@ def _clamp(em, inst, gens):
             for v in (hi, x, lo):
                 out = b.select(b.fcmp_unordered("uno", v, v), v, out)
             return out
-        if pt.kind not in ("int", "uint"):
+        if pt.kind not in ("int", "uint", "pred"):
             raise UnimplementedError(f"cpu backend: clamp on {pt.name} not supported yet (instruction {inst.name})")
         return scalar_ops._int_min(b, pt, hi, scalar_ops._int_max(b, pt, x, lo))
     return gen

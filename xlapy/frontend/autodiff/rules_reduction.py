@@ -1,7 +1,8 @@
 """Derivative rules of reductions, windowed reductions (pooling, cumulative sums) and sort.
 
     reduce add            VJP: broadcast ct back                     JVP: reduce the tangent
-    reduce max/min        JAX's chooser rule: ties share the cotangent equally
+    reduce max/min        JAX's chooser rule: ties share the cotangent equally (also the value output of
+                          JAX's variadic argmax/argmin reduce; its index output has no derivative)
     reduce multiply       d prod / d x_i = prod / x_i (NaN where an x_i is 0: partial)
     reduce-window add     VJP: pad the cotangent (interior = stride-1), then a window sum (JAX's rule)
     reduce-window max/min VJP: select-and-scatter (JAX's MaxPool gradient); JVP: a variadic reduce-window
@@ -29,6 +30,23 @@ def _single_reduce_kind(inst: Instruction) -> str:
     return kind
 
 
+def _arg_chooser_kind(inst: Instruction) -> str:
+    """'maximum'/'minimum' for JAX's argmax/argmin reduce: (values, indices) -> (max, its index), the
+    reducer choosing both by one compare of the values. Any other variadic reduce is not supported."""
+    comp = inst.attrs["to_apply"]
+    root, params = comp.root, comp.parameters
+    ok = (len(inst.operands) == 4 and len(params) == 4 and root.opcode == "tuple"
+          and all(o.opcode == "select" for o in root.operands)
+          and root.operands[0].operands[1:] == [params[0], params[2]]
+          and root.operands[0].operands[0] is root.operands[1].operands[0])
+    cmp = root.operands[0].operands[0] if ok else None
+    if not ok or cmp.opcode != "compare" or cmp.operands != [params[0], params[2]] or \
+            not is_float(inst.operands[0].shape) or is_float(inst.operands[1].shape):
+        raise AutodiffError(f"differentiation of variadic {inst.opcode} ({inst.name}) is not supported "
+                            f"(only the argmax/argmin form)")
+    return "maximum" if cmp.attrs.get("direction") in ("GE", "GT") else "minimum"
+
+
 def _kept_dims(inst: Instruction) -> list[int]:
     dims = inst.attrs["dimensions"]
     return [d for d in range(inst.operands[0].shape.rank) if d not in dims]
@@ -39,37 +57,55 @@ def _back(b: Emitter, inst: Instruction, y: Instruction) -> Instruction:
     return b.broadcast(y, _kept_dims(inst), inst.operands[0].shape)
 
 
-def _chooser_masks(b: Emitter, inst: Instruction):
+def _chooser_masks(b: Emitter, inst: Instruction, value: Instruction):
     """(indicator of the chosen elements as floats, their count per output element)."""
     x = inst.operands[0]
-    ind = b.convert(b.compare(x, _back(b, inst, inst), "EQ"), x.shape.element_type)
+    ind = b.convert(b.compare(x, _back(b, inst, value), "EQ"), x.shape.element_type)
     return ind, b.reduce_sum(ind, inst.attrs["dimensions"])
 
 
+def _chooser_vjp(b, inst, value, ct):
+    ind, count = _chooser_masks(b, inst, value)
+    return b.mul(ind, _back(b, inst, b.div(ct, count)))
+
+
+def _chooser_jvp(b, inst, value, t):
+    ind, count = _chooser_masks(b, inst, value)
+    return b.div(b.reduce_sum(b.mul(t, ind), inst.attrs["dimensions"]), count)
+
+
 def _reduce_vjp(b, inst, ct):
+    if len(inst.operands) != 2:
+        _arg_chooser_kind(inst)
+        ct_value = ct[0] if isinstance(ct, list) else b.gte(ct, 0)
+        if ct_value is None:
+            return [None] * len(inst.operands)
+        return [_chooser_vjp(b, inst, b.gte(inst, 0), ct_value)] + [None] * 3
     kind = _single_reduce_kind(inst)
     x = inst.operands[0]
     if kind == "add":
         return [_back(b, inst, ct), b.reduce_sum(ct, range(ct.shape.rank))]
     if kind == "multiply":
         return [b.div(_back(b, inst, b.mul(ct, inst)), x), None]
-    ind, count = _chooser_masks(b, inst)
-    return [b.mul(ind, _back(b, inst, b.div(ct, count))), None]
+    return [_chooser_vjp(b, inst, inst, ct), None]
 
 
 def _reduce_jvp(b, inst, ts):
-    kind = _single_reduce_kind(inst)
-    t, t_init = ts
     x = inst.operands[0]
-    t = t if t is not None else b.zeros(x.shape)
+    t = ts[0] if ts[0] is not None else b.zeros(x.shape)
+    if len(inst.operands) != 2:
+        _arg_chooser_kind(inst)
+        value, index = inst.shape.tuple_shapes
+        return b.tuple([_chooser_jvp(b, inst, b.gte(inst, 0), t), b.zeros(index)])
+    kind = _single_reduce_kind(inst)
+    t_init = ts[1]
     dims = inst.attrs["dimensions"]
     if kind == "add":
         out = b.reduce_sum(t, dims)
         return out if t_init is None else b.add(out, b.broadcast(t_init, (), inst.shape))
     if kind == "multiply":
         return b.reduce_sum(b.div(b.mul(t, _back(b, inst, inst)), x), dims)
-    ind, count = _chooser_masks(b, inst)
-    return b.div(b.reduce_sum(b.mul(t, ind), dims), count)
+    return _chooser_jvp(b, inst, inst, t)
 
 
 # -- windows ----------------------------------------------------------------------------------------------
