@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 import xlapy
-from xlapy.frontend.autodiff import (AutodiffError, computation_module, grad_module, jvp_computation,
-                                     vjp_computation)
+from xlapy.frontend.autodiff import computation_module, jvp_computation, vjp_computation
 from xlapy.hlo import parse
 
 HELPERS = """

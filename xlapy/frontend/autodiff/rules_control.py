@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from ...hlo import Computation, Instruction, Shape
-from .rules_common import AutodiffError, Emitter, is_float
+from .rules_common import AutodiffError, Emitter
 
 
 def _branches(inst: Instruction) -> list[Computation]:

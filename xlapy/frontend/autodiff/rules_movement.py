@@ -6,9 +6,9 @@ gather <-> scatter-add, dynamic-slice <-> dynamic-update-slice, transpose <-> in
 """
 from __future__ import annotations
 
-from ...hlo import Instruction, Shape
+from ...hlo import Instruction
 from ...hlo.attrs import PadDim, SliceRange
-from .rules_common import AutodiffError, Emitter, is_float
+from .rules_common import AutodiffError, Emitter, is_float, reducer_kind
 
 
 def _same_op(b: Emitter, inst: Instruction, ts) -> Instruction:
@@ -122,7 +122,6 @@ def _scatter_kind(inst: Instruction) -> str:
     root = comp.root
     if root.opcode == "parameter" and root.parameter_number == 1:
         return "overwrite"
-    from .rules_common import reducer_kind
     kind = reducer_kind(comp)
     if kind != "add":
         raise AutodiffError(f"differentiation of scatter with combiner '{root.opcode}' ({inst.name}) is not "
