@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test corpus clean
+.PHONY: demo test corpus bench bench-peers clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -15,6 +15,17 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
+
+# Benchmarks (never run by tests): numpy and xlapy side by side, and JAX / PyTorch where installed.
+bench: $(BIN)/.installed
+	$(BIN)/python -m pip install -q matplotlib
+	$(BIN)/python benchmarks/run.py
+
+# The same in a separate environment that also has JAX and PyTorch (CPU build of torch 2.13.0).
+bench-peers:
+	test -x .venv-bench/bin/python || $(PY) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install -q -e '.[test]' matplotlib jax jaxlib torch==2.13.0
+	.venv-bench/bin/python benchmarks/run.py
 
 # Regenerate the JAX/XLA correctness corpus (needs network access to PyPI for jax).
 corpus:

@@ -2,12 +2,11 @@
 seeding, the hash, split, fold_in and random bits, built from xlapy.lax ops so they trace under jit and run
 eagerly outside it. A key is JAX's raw key: a uint32[2] array.
 
-`staged(fn)` runs a sampler as one compiled program outside jit (as JAX's samplers are themselves jitted)
-instead of one small executable per lax op; inside a trace it simply inlines `fn`.
+`staged(fn)` jits a sampler (its keyword-only parameters static), as JAX jits its own samplers.
 """
 from __future__ import annotations
 
-import functools
+import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -15,7 +14,8 @@ import numpy as np
 from . import lax
 from .errors import XlapyError
 from .frontend import dtypes
-from .frontend.tracer import current_trace, concrete_value, trace_function, user_frame
+from .frontend.jit import jit
+from .frontend.tracer import concrete_value, user_frame
 
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -25,32 +25,10 @@ _KS_PARITY = np.uint32(0x1BD11BDA)
 # -- staging: one compiled program per sampler call outside jit -----------------------------------
 
 def staged(fn: Callable) -> Callable:
-    """`fn(*arrays, **static)`: traced and compiled once per (static kwargs, operand avals) when called
-    outside any trace, inlined when called inside one. Keyword arguments must be hashable Python values."""
-    cache: dict[Any, Any] = {}
-
-    @functools.wraps(fn)
-    def wrapper(*args, **static):
-        if current_trace() is not None:
-            return fn(*args, **static)
-        from .frontend.array import Array
-        from .frontend.eager import aval_of_value, build_module, get_executable
-        from .frontend.pytree import tree_flatten, tree_unflatten
-        avals = tuple(aval_of_value(a) for a in args)
-        key = (tuple(sorted(static.items())), avals, dtypes.config.enable_x64, dtypes.config.default_backend)
-        entry = cache.get(key)
-        if entry is None:
-            _, in_tree = tree_flatten(tuple(range(len(args))))
-            trace, outs, out_tree = trace_function(lambda *xs: fn(*xs, **static), list(avals), in_tree, "main")
-            comp = trace.finish(outs, tuple_root=len(outs) != 1)
-            module = build_module(f"jit_{fn.__name__.lstrip('_')}", comp)
-            exe = get_executable(module, dtypes.config.default_backend)
-            entry = cache[key] = (exe, out_tree, [o.aval.weak_type for o in outs])
-        exe, out_tree, weak = entry
-        result = exe(*[concrete_value(a) for a in args])
-        results = result if isinstance(result, tuple) else (result,)
-        return tree_unflatten(out_tree, [Array(r, weak_type=w) for r, w in zip(results, weak)])
-    return wrapper
+    """jit(fn) with fn's keyword-only parameters static (as JAX jits its samplers): outside any trace a
+    sampler runs as one compiled program instead of one executable per lax op; inside one it is inlined."""
+    static = [p.name for p in inspect.signature(fn).parameters.values() if p.kind == p.KEYWORD_ONLY]
+    return jit(fn, static_argnames=static)
 
 
 # -- key checks ------------------------------------------------------------------------------------

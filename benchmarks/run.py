@@ -1,0 +1,156 @@
+"""Side-by-side benchmarks: numpy eager, xlapy, and JAX jit / torch.compile where installed, in ONE process.
+
+    make bench          # numpy and xlapy
+    make bench-peers    # also JAX and PyTorch (installed into .venv-bench)
+
+Prints a table of medians and ratios (peer time / xlapy time: above 1 means xlapy is faster) and writes
+benchmarks/results.md and benchmarks/results.png. Timings are medians over repeated runs after warm-up.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def median_time(fn, repeat: int, min_time: float = 0.2) -> float:
+    """Median seconds per call of fn() over `repeat` samples; each sample loops until it takes min_time/repeat."""
+    fn()  # warm-up (compiles)
+    t0 = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-7)
+    inner = max(1, int(min_time / repeat / one))
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - t0) / inner)
+    return statistics.median(samples)
+
+
+def _peers() -> dict[str, object]:
+    found = {}
+    for name in ("jax", "torch"):
+        try:
+            found[name] = importlib.import_module(name)
+        except Exception:  # not installed: that column is left out
+            pass
+    return found
+
+
+def machine_info() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}"
+
+
+def main(argv=None) -> int:
+    import cases
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", help="comma-separated case ids (B1,B2,...)")
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--out", default=str(HERE / "results.md"))
+    args = p.parse_args(argv)
+    peers = _peers()
+    wanted = set(args.only.split(",")) if args.only else None
+    rows = []
+    for case in cases.CASES:
+        if wanted and case.id not in wanted:
+            continue
+        times = {}
+        for impl, make in case.impls(peers).items():
+            try:
+                fn = make()
+                times[impl] = median_time(fn, args.repeat) if not case.one_shot else fn()
+            except Exception as e:  # a peer that cannot run this case: say so, keep going
+                times[impl] = f"error: {type(e).__name__}: {str(e)[:80]}"
+        rows.append((case, times))
+        print(_row_text(case, times), flush=True)
+    write_results(rows, Path(args.out))
+    return 0
+
+
+def _fmt(t) -> str:
+    if isinstance(t, str):
+        return t
+    for unit, scale in (("s", 1), ("ms", 1e3), ("µs", 1e6)):
+        if t * scale >= 1 or unit == "µs":
+            return f"{t * scale:.3g} {unit}"
+    return str(t)
+
+
+def _ratio(times, impl) -> str:
+    x, t = times.get("xlapy"), times.get(impl)
+    if not isinstance(x, float) or not isinstance(t, float):
+        return "—"
+    return f"{t / x:.2f}×"
+
+
+IMPLS = ("numpy", "xlapy", "jax", "torch")
+
+
+def _row_text(case, times) -> str:
+    cols = "  ".join(f"{i}={_fmt(times[i])}" for i in IMPLS if i in times)
+    return f"{case.id} {case.title}: {cols}"
+
+
+def write_results(rows, out: Path) -> None:
+    date = datetime.date.today().isoformat()
+    lines = [f"# xlapy benchmarks ({date})", "", f"Machine: {machine_info()}", "",
+             "Medians; ratio = that implementation's time / xlapy's time (above 1: xlapy is faster).", "",
+             "| case | " + " | ".join(IMPLS) + " | numpy/xlapy | jax/xlapy | torch/xlapy |",
+             "|---|" + "---|" * (len(IMPLS) + 3)]
+    for case, times in rows:
+        cells = [_fmt(times[i]) if i in times else "not installed" for i in IMPLS]
+        lines.append(f"| {case.id} {case.title} | " + " | ".join(cells) + " | "
+                     + " | ".join(_ratio(times, i) for i in ("numpy", "jax", "torch")) + " |")
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+    try:
+        _plot(rows, out.with_suffix(".png"))
+        print(f"wrote {out.with_suffix('.png')}")
+    except ImportError:
+        print("matplotlib not installed: no chart (pip install matplotlib)")
+
+
+def _plot(rows, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.2
+    for k, impl in enumerate(IMPLS):
+        vals = []
+        for _, times in rows:
+            x, t = times.get("xlapy"), times.get(impl)
+            vals.append(t / x if isinstance(x, float) and isinstance(t, float) else 0)
+        ax.bar([i + k * width for i in range(len(rows))], vals, width, label=impl)
+    ax.set_xticks([i + 1.5 * width for i in range(len(rows))], [c.id for c, _ in rows])
+    ax.set_ylabel("time relative to xlapy (higher = xlapy faster)")
+    ax.axhline(1, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
