@@ -620,7 +620,7 @@ def _barrier_list(leaves):
         return leaves
     ops = [trace.lift(v) for v in leaves]
     tup = trace.comp.add_instruction(make("tuple", [o.inst for o in ops], name="optimization_barrier"))
-    return results_of(trace, make("optimization-barrier", [tup], name="optimization_barrier"))
+    return results_of(trace, make("opt-barrier", [tup], name="optimization_barrier"))
 
 
 def rng_bit_generator(key, shape: Sequence[int], dtype=np.uint32, algorithm: str = "default"):

@@ -86,8 +86,10 @@ def fold_in(key: Any, data: Any):
         raise _error("fold_in", f"data must be a scalar, got {lax.aval(data)}")
     if hasattr(data, "aval"):
         data = lax.convert_element_type(data, np.uint32)
+    elif isinstance(data, int):
+        data = np.uint32(data % 2 ** 32)
     else:
-        data = np.asarray(np.asarray(concrete_value(data)).astype(np.int64) & 0xFFFFFFFF, np.uint32)
+        data = np.asarray(data).astype(np.uint32)
     return threefry_fold_in(key, data)
 
 
@@ -109,18 +111,19 @@ def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any 
     return _uniform(check_key("uniform", key), minval, maxval, shape=shape, dtype=dt)
 
 
-def _to_rank(x, rank: int):
+def _to_shape(x, shape: tuple[int, ...]):
+    """Broadcast minval/maxval to the sample shape (numpy rules, leading dims added)."""
     a = lax.aval(x)
-    if a.ndim > rank:
-        raise _error("uniform", f"minval/maxval of shape {a.shape} do not broadcast to rank {rank}")
-    return lax.reshape(x, (1,) * (rank - a.ndim) + a.shape)
+    if a.ndim > len(shape) or np.broadcast_shapes(a.shape, shape) != shape:
+        raise _error("uniform", f"minval/maxval of shape {a.shape} do not broadcast to the shape {shape}")
+    x = lax.reshape(x, (1,) * (len(shape) - a.ndim) + a.shape)
+    return lax.broadcast_in_dim(x, shape, tuple(range(len(shape))))
 
 
 @staged
 def _uniform(key, minval, maxval, *, shape: tuple[int, ...], dtype: np.dtype):
-    minval = _to_rank(lax.convert_element_type(minval, dtype), len(shape))
-    maxval = _to_rank(lax.convert_element_type(maxval, dtype), len(shape))
-    np.broadcast_shapes(shape, lax.aval(minval).shape, lax.aval(maxval).shape)
+    minval = _to_shape(lax.convert_element_type(minval, dtype), shape)
+    maxval = _to_shape(lax.convert_element_type(maxval, dtype), shape)
     fi = _finfo(dtype)
     nbits, nmant = fi.bits, fi.nmant
     rng_bits = 8 if nmant < 8 else nbits
@@ -132,8 +135,39 @@ def _uniform(key, minval, maxval, *, shape: tuple[int, ...], dtype: np.dtype):
     mant = lax.shift_right_logical(raw, np.asarray(rng_bits - nmant, uint))
     one_bits = np.array(1.0, dtype).view(uint)
     floats = lax.sub(lax.bitcast_convert_type(lax.bitwise_or(mant, one_bits), dtype), np.array(1.0, dtype))
-    scaled = (floats * (maxval - minval) + minval)
-    return _maximum(minval, lax.reshape(scaled, shape))
+    return lax.max(minval, mul_add(floats, lax.sub(maxval, minval), minval))
+
+
+def _convert_raw(x, dtype):
+    """convert without canonicalization (f64 intermediates even when enable_x64 is off)."""
+    from .frontend.tracer import bind
+    from .hlo import Shape, type_name_of_dtype
+    return bind("convert", [x], shape=Shape.array(type_name_of_dtype(np.dtype(dtype)), lax.aval(x).shape),
+                name="convert_element_type")
+
+
+def mul_add(a, b, c):
+    """a * b + c as XLA:CPU computes JAX's `x * y + z`: LLVM contracts the f32/f64 multiply-add into one
+    fused multiply-add (one rounding); f16/bf16 round after each op. f32 is computed exactly in f64; f64 by
+    error-free transformations (Dekker's product, Knuth's sum), which round once except in rare ties."""
+    dt = lax.aval(a).dtype
+    if dt == np.float32:
+        a64, b64, c64 = (_convert_raw(v, np.float64) for v in (a, b, c))
+        return _convert_raw(lax.add(lax.mul(a64, b64), c64), np.float32)
+    if dt != np.float64:
+        return lax.add(lax.mul(a, b), c)
+
+    def split(x):
+        t = lax.mul(x, np.float64(134217729.0))         # 2**27 + 1
+        hi = lax.sub(t, lax.sub(t, x))
+        return hi, lax.sub(x, hi)
+    p = lax.mul(a, b)
+    (ah, al), (bh, bl) = split(a), split(b)
+    e = lax.add(lax.add(lax.add(lax.sub(lax.mul(ah, bh), p), lax.mul(ah, bl)), lax.mul(al, bh)), lax.mul(al, bl))
+    s = lax.add(p, c)
+    v = lax.sub(s, p)
+    t = lax.add(lax.sub(p, lax.sub(s, v)), lax.sub(c, v))
+    return lax.add(s, lax.add(t, e))
 
 
 def _maximum(x, y):
@@ -153,7 +187,7 @@ def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None):
 
 @staged
 def _normal_real(key, *, shape: tuple[int, ...], dtype: np.dtype):
-    lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype), dtype=dtype)
+    lo = np.array(-(1.0 - 2.0 ** -(_finfo(dtype).nmant + 1)), dtype)      # nextafter(-1, 0)
     u = _uniform(key, lo, np.array(1., dtype), shape=shape, dtype=dtype)
     return lax.mul(np.array(np.sqrt(2), dtype), erf_inv(u))
 

@@ -228,7 +228,7 @@ GOOD = {
   bng = (f32[2,3,4], f32[4], f32[4]) batch-norm-grad(x, sc, sc, sc, bni), epsilon=0.001, feature_index=2
   st = u64[2] parameter(2)
   rng = (u64[2], u32[3,4]) rng-bit-generator(st), algorithm=rng_three_fry
-  ob = (f32[4], u64[2]) optimization-barrier((f32[4], u64[2]) tuple(sc, st))
+  ob = (f32[4], u64[2]) opt-barrier((f32[4], u64[2]) tuple(sc, st))
   tk = token[] after-all()
   cc = f32[7] custom-call(x), custom_call_target="foo"
   ar = f32[4] all-reduce(sc), replica_groups={}, to_apply=add

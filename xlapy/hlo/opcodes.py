@@ -111,7 +111,7 @@ minimum                        2      ECA
 multiply                       2      ECA
 negate                         1      E
 not                            1      E
-optimization-barrier           1      -
+opt-barrier                    1      -
 or                             2      ECA
 outfeed                        2      S
 pad                            2      K

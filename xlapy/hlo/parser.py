@@ -24,10 +24,6 @@ from .literal import LiteralError, parse_array_literal
 from .opcodes import OPCODES, VARIADIC
 from .shape import PRIMITIVE_TYPES, Layout, Shape
 
-# XLA's text names of opcodes whose table name differs.
-TEXT_TO_OPCODE = {"opt-barrier": "optimization-barrier"}
-OPCODE_TO_TEXT = {v: k for k, v in TEXT_TO_OPCODE.items()}
-
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
 _TYPE_BRACKET = re.compile(r"([a-z][a-z0-9]*)\[")
 _DIM = re.compile(r"<=\d+|\?|\d+")
@@ -234,12 +230,10 @@ class Parser:
         return p
 
     def _opcode(self, text: str, pos: int) -> tuple[str, str | None]:
-        text2 = TEXT_TO_OPCODE.get(text, text)
-        if text2 in OPCODES:
-            return text2, None
+        if text in OPCODES:
+            return text, None
         for suffix in _ASYNC_SUFFIXES:
             base = text[: -len(suffix)] if text.endswith(suffix) else ""
-            base = TEXT_TO_OPCODE.get(base, base)
             if base in OPCODES:
                 return "async" + suffix, base
         raise self.cur.error(f"unknown opcode {text!r}", "an HLO opcode", pos)
@@ -493,7 +487,7 @@ class Parser:
         anon = {id(i) for i in self.anonymous}
         taken = {i.name for c in module.computations for i in c.instructions if id(i) not in anon}
         for inst in self.anonymous:
-            base = OPCODE_TO_TEXT.get(inst.opcode, inst.opcode)
+            base = inst.opcode
             name, n = base, 0
             while name in taken:
                 n += 1

@@ -19,7 +19,6 @@ from .attr_table import kind_of, print_rank
 from .ir import ELIDED, Computation, Instruction, Module
 from .lexer import escape
 from .literal import literal_to_text
-from .parser import OPCODE_TO_TEXT
 from .shape import Shape
 
 _DEFAULTS = dict(print_operand_shape=True, print_percent=True, print_program_shape=True, print_metadata=True,
@@ -141,12 +140,12 @@ class _Printer:
         return ", ".join(parts)
 
     def instruction(self, inst: Instruction) -> str:
-        opname = OPCODE_TO_TEXT.get(inst.opcode, inst.opcode)
+        opname = inst.opcode
         attrs = self.attr_items(inst)
         wrapped = _sugar_wrapped(inst)
         if wrapped is not None:
             root = wrapped.root
-            opname = OPCODE_TO_TEXT.get(root.opcode, root.opcode) + inst.opcode[len("async"):]
+            opname = root.opcode + inst.opcode[len("async"):]
             attrs = [(k, v) for k, v in attrs if k != "calls"]
             if inst.opcode == "async-start":
                 attrs += self.attr_items(root)

@@ -353,7 +353,7 @@ BASIC_RULES: dict[str, Rule] = {
     "compare": _compare, "select": _select, "clamp": _clamp,
     "convert": _convert, "bitcast-convert": _bitcast_convert, "reduce-precision": _reduce_precision,
     "stochastic-convert": _stochastic_convert,
-    "copy": _same_as_operand, "domain": _same_as_operand, "optimization-barrier": _same_as_operand,
+    "copy": _same_as_operand, "domain": _same_as_operand, "opt-barrier": _same_as_operand,
     "add-dependency": _same_as_operand, "copy-done": _copy_done,
     "constant": _constant, "after-all": _token, "rng": _rng,
     "partition-id": lambda inst, shapes: scalar("u32"), "replica-id": lambda inst, shapes: scalar("u32"),

@@ -16,7 +16,7 @@ from .pipeline import Pass
 MAX_ELEMENTS = 1 << 20
 
 _NEVER_FOLD = frozenset({"parameter", "constant", "broadcast", "iota", "custom-call", "rng", "rng-bit-generator",
-                         "rng-get-and-update-state", "after-all", "add-dependency", "optimization-barrier",
+                         "rng-get-and-update-state", "after-all", "add-dependency", "opt-barrier",
                          "while", "infeed", "outfeed", "send", "recv", "partition-id", "replica-id", "copy-start",
                          "copy-done", "domain", "get-dimension-size", "set-dimension-size"})
 

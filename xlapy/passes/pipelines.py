@@ -7,7 +7,7 @@ from .pipeline import FixedPoint, Pipeline
 from .registry import available, make_pass
 
 SIMPLIFICATION = ["algsimp", "simplify-sorts", "dce", "reshape-mover", "constant_folding", "simplify-conditional",
-                  "simplify-while-loops", "tuple-simplifier", "cse", "dce"]
+                  "while-loop-constant-sinking", "simplify-while-loops", "tuple-simplifier", "cse", "dce"]
 
 CPU_PIPELINE = [
     ("pipeline", "expanders", ["call-inliner", "zero_sized_hlo_elimination", "batchnorm_expander",

@@ -17,6 +17,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "reshape-mover": ("reshape_mover", "ReshapeMover"),
     "zero_sized_hlo_elimination": ("zero_sized", "ZeroSizedHloElimination"),
     "simplify-while-loops": ("while_loop_simplifier", "WhileLoopSimplifier"),
+    "while-loop-constant-sinking": ("while_loop_constant_sinking", "WhileLoopConstantSinking"),
     "simplify-conditional": ("conditional_simplifier", "ConditionalSimplifier"),
     "simplify-sorts": ("sort_simplifier", "SortSimplifier"),
     "call-inliner": ("call_inliner", "CallInliner"),

@@ -396,6 +396,10 @@ def _reduce(em, inst, gens):
     out_shapes = inst.shape.tuple_shapes if inst.shape.is_tuple else (inst.shape,)
     reducer = inst.attrs["to_apply"]
     b = em.b
+    f32 = primitive_type("f32")
+    wide_rule = None
+    if n == 1 and is_narrow_float(out_shapes[0].ptype) and simple_reducer(reducer) is not None:
+        wide_rule = scalar_ops.BINARY[simple_reducer(reducer)].get("float")
 
     def gen(index):
         accs = [alloca_once(b, value_type(s.ptype), name="acc") for s in out_shapes]
@@ -408,12 +412,25 @@ def _reduce(em, inst, gens):
             for d, i in zip(order, ivs):
                 full[d] = i
             values = [g(full) for g in inputs]
-            new = em.emit_scalar(reducer, [b.load(a) for a in accs] + values, reassoc=True)
+            if wide_rule is not None:   # a narrow-float add/max/...: accumulate in f32, round once at the end
+                new = wide_rule(b, f32, b.load(accs[0]), values[0])
+            else:
+                new = em.emit_scalar(reducer, [b.load(a) for a in accs] + values, reassoc=True)
             for acc, v in zip(accs, new if isinstance(new, tuple) else (new,)):
                 b.store(v, acc)
         out = tuple(b.load(a) for a in accs)
+        if wide_rule is not None:
+            return round_value(b, out_shapes[0].ptype, out[0])
         return out if inst.shape.is_tuple else out[0]
     return gen
+
+
+def simple_reducer(comp: Computation) -> str | None:
+    """The opcode of a reducer that is one binary elementwise op of its two parameters, else None."""
+    root = comp.root
+    if root.opcode not in scalar_ops.BINARY or len(comp.instructions) != 3:
+        return None
+    return root.opcode if {o.opcode for o in root.operands} == {"parameter"} else None
 
 
 def dot_dimensions(inst: Instruction):

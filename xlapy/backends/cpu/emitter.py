@@ -261,7 +261,7 @@ HANDLERS: dict[str, Callable[[Emitter, Instruction, list], ValueTree]] = {
     "while": _while,
     "conditional": _conditional,
     "call": _call,
-    "optimization-barrier": lambda em, inst, ops: ops[0],
+    "opt-barrier": lambda em, inst, ops: ops[0],
     "add-dependency": lambda em, inst, ops: ops[0],
     "after-all": lambda em, inst, ops: None,
 }

@@ -118,7 +118,7 @@ HANDLERS = {
     "map": _map,
     "scan": _scan,
     "custom-call": _custom_call,
-    "optimization-barrier": lambda inst, args, ev: args[0],
+    "opt-barrier": lambda inst, args, ev: args[0],
     "after-all": lambda inst, args, ev: TOKEN,
     "add-dependency": lambda inst, args, ev: args[0],
     "partition-id": lambda inst, args, ev: np.asarray(0, dtype=np.uint32),

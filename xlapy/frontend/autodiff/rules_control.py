@@ -1,4 +1,4 @@
-"""Derivative rules of control flow: conditional, while, and the pass-through optimization-barrier.
+"""Derivative rules of control flow: conditional, while, and the pass-through opt-barrier.
 
 (`call` never reaches these rules: both drivers inline calls while copying the forward program.)
 
@@ -101,11 +101,11 @@ def _while_vjp(b, inst, ct):
 VJP = {
     "conditional": _conditional_vjp,
     "while": _while_vjp,
-    "optimization-barrier": lambda b, inst, ct: [ct],
+    "opt-barrier": lambda b, inst, ct: [ct],
 }
 
 JVP = {
     "conditional": _conditional_jvp,
     "while": _while_jvp,
-    "optimization-barrier": lambda b, inst, ts: ts[0],
+    "opt-barrier": lambda b, inst, ts: ts[0],
 }

@@ -21,7 +21,7 @@ LOOP_FUSIBLE = frozenset({
 NEVER_FUSE = frozenset({
     "parameter", "tuple", "get-tuple-element", "while", "conditional", "call", "custom-call", "domain",
     "sort", "rng", "rng-bit-generator", "rng-get-and-update-state", "after-all", "add-dependency",
-    "optimization-barrier", "infeed", "outfeed", "send", "send-done", "recv", "recv-done",
+    "opt-barrier", "infeed", "outfeed", "send", "send-done", "recv", "recv-done",
 })
 
 # Cheap whatever their element type (CpuInstructionFusion::IsExpensive returns false).

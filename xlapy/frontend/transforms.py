@@ -1,0 +1,365 @@
+"""grad, value_and_grad, vjp, jvp: JAX's differentiation API over the HLO -> HLO autodiff (frontend/autodiff).
+
+Every transformation works the same three steps:
+  1. trace `f` on the abstract values of its flattened arguments into a fresh computation (`trace_function`;
+     tracers that f closes over from enclosing traces become extra parameters, `trace.captures`);
+  2. derive a new computation from it with the autodiff drivers (`vjp_into` / `jvp_into`), whose result is
+     ONE flat tuple: (f's output leaves..., gradient or tangent leaves...);
+  3. `bind("call", [arguments..., captured values..., cotangents/tangents...], to_apply=derived)`. Inside a
+     trace (jit, or the body of an enclosing grad) that records a call: the optimizer's call inliner inlines
+     it, and an enclosing grad differentiates straight through it (the autodiff inlines calls), which is
+     how grad of grad gives second derivatives. Outside any trace the call runs eagerly (eager.py).
+
+The derived computation is built in a scratch Module (the rule emitters want one for their helper
+reducers) and then copied out, with every computation it calls, as computations that belong to no module,
+like everything a trace records.
+
+`lax.stop_gradient` emits `copy` with metadata op_name="stop_gradient". The autodiff treats `copy` as the
+identity, so before differentiating, each marked copy is rewritten into the bit-exact round trip
+`bitcast-convert(bitcast-convert(x, s<N>), f<N>)`: the integer in the middle carries no derivative in
+either mode, and the pair survives into derived computations, so it still cuts the gradient of a gradient.
+The optimizer folds the pair away.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import XlapyError
+from ..hlo import Computation, Instruction, Module, Shape
+from ..passes.build import make
+from .autodiff import jvp_into, vjp_into
+from .autodiff.rules_common import Emitter, is_float
+from .autodiff.vjp import add_parameter, materialize, new_computation
+from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
+from .tracer import ShapedArray, Tracer, bind, trace_function, user_frame
+
+
+# -- tracing f ------------------------------------------------------------------------------------------
+@dataclass
+class Traced:
+    """f traced on flat arguments: `comp` (root: a flat tuple of output leaves) and what to call it with."""
+    comp: Computation
+    leaves: list[Any]            # the flattened arguments
+    in_avals: list[ShapedArray]
+    in_tree: PyTreeDef
+    captured: list[Any]          # values of enclosing traces f closes over: extra parameters after the leaves
+    out_avals: list[ShapedArray]
+    out_tree: PyTreeDef
+
+    @property
+    def operands(self) -> list[Any]:
+        return list(self.leaves) + list(self.captured)
+
+
+def _aval(x: Any) -> ShapedArray:
+    from ..lax import aval
+    return aval(x)
+
+
+def _name_of(fun: Callable) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", getattr(fun, "__name__", "fun")).strip("_")
+    return name or "fun"
+
+
+def trace_flat(fun: Callable, args: Sequence[Any], kwargs: dict, name: str) -> Traced:
+    leaves, in_tree = tree_flatten(tuple(args))
+    avals = [_aval(v) for v in leaves]
+    trace, outs, out_tree = trace_function(lambda *a: fun(*a, **kwargs), avals, in_tree, name)
+    trace.finish(outs, tuple_root=True)
+    captured = [value for value, _ in trace.captures]
+    _cut_stop_gradients(trace.comp)
+    return Traced(trace.comp, leaves, avals, in_tree, captured, [o.aval for o in outs], out_tree)
+
+
+def _reachable(comp: Computation) -> list[Computation]:
+    seen, order, stack = set(), [], [comp]
+    while stack:
+        c = stack.pop()
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        order.append(c)
+        for inst in c.instructions:
+            stack.extend(inst.called_computations())
+    return order
+
+
+_SAME_WIDTH_INT = {1: "s8", 2: "s16", 4: "s32", 8: "s64"}
+
+
+def _is_stop_gradient(inst: Instruction) -> bool:
+    return inst.opcode == "copy" and 'op_name="stop_gradient"' in str(inst.attrs.get("metadata", ""))
+
+
+def _cut_stop_gradients(comp: Computation) -> None:
+    """Rewrite each stop_gradient copy (in comp and what it calls) into a bitcast-convert round trip
+    through the integer type of the same width, which carries no derivative."""
+    for c in _reachable(comp):
+        for inst in [i for i in c.instructions if _is_stop_gradient(i)]:
+            shape = inst.shape
+            if not (shape.is_array and shape.ptype.is_float) or np.dtype(shape.dtype).kind == "c":
+                continue
+            int_type = _SAME_WIDTH_INT[np.dtype(shape.dtype).itemsize]
+            as_int = make("bitcast-convert", [inst.operands[0]], shape=Shape.array(int_type, shape.dims),
+                          name="stop_gradient")
+            back = make("bitcast-convert", [as_int], shape=shape, name="stop_gradient")
+            at = c.instructions.index(inst)
+            for new in (as_int, back):
+                new.parent = c
+            c.instructions[at:at] = [as_int, back]
+            inst.replace_all_uses_with(back)
+            c.remove_instruction(inst)
+
+
+# -- deriving and calling -------------------------------------------------------------------------------
+def _detached(comp: Computation, memo: dict[int, Computation] | None = None) -> Computation:
+    """A deep copy of comp and everything it calls, belonging to no module (as traced computations are)."""
+    memo = {} if memo is None else memo
+    if id(comp) in memo:
+        return memo[id(comp)]
+    new = comp.clone(suffix="")
+    memo[id(comp)] = new
+    for inst in new.instructions:
+        for key, value in inst.attrs.items():
+            if isinstance(value, Computation):
+                inst.attrs[key] = _detached(value, memo)
+            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Computation) for v in value):
+                inst.attrs[key] = type(value)(_detached(v, memo) for v in value)
+    return new
+
+
+def _derive(name: str, build: Callable[[Emitter], list[Instruction]]) -> Computation:
+    """A new computation whose root is the tuple of what `build(b)` returns, detached from its scratch module."""
+    scratch = Module("autodiff_scratch")
+    comp, b = new_computation(scratch, name)
+    comp.root = b.tuple(build(b))
+    comp.remove_dead()
+    return _detached(comp)
+
+
+def _elements(b: Emitter, value: Instruction) -> list[Instruction]:
+    return [b.gte(value, i) for i in range(len(value.shape.tuple_shapes))]
+
+
+def _call(comp: Computation, operands: Sequence[Any], weak: Sequence[bool], name: str) -> list[Any]:
+    from ..lax import _rebrand
+    outs = bind("call", list(operands), {"to_apply": comp}, name=name)
+    outs = outs if isinstance(outs, list) else [outs]
+    return [_rebrand(o, w) if w else o for o, w in zip(outs, weak)]
+
+
+def _primal_params(b: Emitter, traced: Traced) -> list[Instruction]:
+    return [add_parameter(b, p.shape, i, p.name) for i, p in enumerate(traced.comp.parameters)]
+
+
+def vjp_call(traced: Traced, wrt: Sequence[int], cts: Sequence[Any], name: str) -> tuple[list[Any], list[Any]]:
+    """(f's output leaves, gradients of the argument leaves `wrt`) for output cotangents `cts`: one per output
+    leaf, each a value (passed as an operand), the string "one" (a constant 1) or None (zero)."""
+    passed = [k for k, c in enumerate(cts) if c is not None and not isinstance(c, str)]
+
+    def build(b: Emitter) -> list[Instruction]:
+        primals = _primal_params(b, traced)
+        ct_params = {k: add_parameter(b, traced.out_avals[k].hlo_shape, len(primals) + j, f"ct{k}")
+                     for j, k in enumerate(passed)}
+        ct_list = []
+        for k, c in enumerate(cts):
+            if isinstance(c, str):
+                ct_list.append(b.scalar(1.0, traced.out_avals[k].hlo_shape.element_type))
+            else:
+                ct_list.append(ct_params.get(k))
+        root, grads = vjp_into(b, traced.comp, primals, ct_list)
+        return _elements(b, root) + [materialize(b, grads[i], primals[i].shape) for i in wrt]
+    derived = _derive(name, build)
+    weak = [a.weak_type for a in traced.out_avals] + [traced.in_avals[i].weak_type for i in wrt]
+    outs = _call(derived, traced.operands + [cts[k] for k in passed], weak, name)
+    n = len(traced.out_avals)
+    return outs[:n], outs[n:]
+
+
+def _check_float_inputs(what: str, traced: Traced, argnums: Sequence[int], wrt: Sequence[int]) -> None:
+    for i in wrt:
+        a = traced.in_avals[i]
+        if not np.issubdtype(a.dtype, np.inexact):
+            path = leaf_paths(traced.in_tree)[i]
+            raise XlapyError(
+                f"{what} requires real- or complex-valued inputs (a floating-point dtype), but argument{path} "
+                f"(argnums={tuple(argnums)}) is {a}; gradients are not defined for integer or bool inputs "
+                f"(at {user_frame()})")
+
+
+def _leaf_ranges(in_tree: PyTreeDef) -> list[range]:
+    """The flat leaf indices of each positional argument."""
+    ranges, start = [], 0
+    for child in in_tree.children:
+        ranges.append(range(start, start + child.num_leaves))
+        start += child.num_leaves
+    return ranges
+
+
+def _normalize_argnums(what: str, argnums: int | Sequence[int], nargs: int) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise XlapyError(f"{what}: argnums must name at least one argument")
+    for i in nums:
+        if not -nargs <= i < nargs:
+            raise XlapyError(f"{what}: argnums={argnums} but the function was called with {nargs} positional "
+                             f"arguments (at {user_frame()})")
+    return tuple(i % nargs for i in nums)
+
+
+# -- the public API -------------------------------------------------------------------------------------
+def _value_and_grad(what: str, fun: Callable, argnums: int | Sequence[int], has_aux: bool) -> Callable:
+    """value_and_grad's function; `what` names the API in error messages."""
+    def value_and_grad_f(*args, **kwargs):
+        nums = _normalize_argnums(what, argnums, len(args))
+        name = f"{what}_{_name_of(fun)}"
+        traced = trace_flat(fun, args, kwargs, name)
+        ranges = _leaf_ranges(traced.in_tree)
+        wrt = [i for k in nums for i in ranges[k]]
+        _check_float_inputs(what, traced, nums, wrt)
+        out_tree = traced.out_tree
+        if has_aux:
+            if out_tree.node_type not in (tuple, list) or len(out_tree.children) != 2:
+                raise XlapyError(f"{what} with has_aux=True: the function must return a pair (output, aux), "
+                                 f"got {out_tree} (at {user_frame()})")
+            value_tree = out_tree.children[0]
+        else:
+            value_tree = out_tree
+        is_leaf = value_tree.node_type is None
+        out = traced.out_avals[0] if is_leaf else None
+        if out is None or out.shape != () or not np.issubdtype(out.dtype, np.floating):
+            raise XlapyError(f"{what} requires a real scalar output (floating-point, shape ()), but the function "
+                             f"returned {out if is_leaf else value_tree}; use vjp for other outputs "
+                             f"(at {user_frame()})")
+        cts = ["one"] + [None] * (len(traced.out_avals) - 1)
+        outs, grads = vjp_call(traced, wrt, cts, name)
+        per_arg, start = [], 0
+        for k in nums:
+            n = len(ranges[k])
+            per_arg.append(tree_unflatten(traced.in_tree.children[k], grads[start:start + n]))
+            start += n
+        g = per_arg[0] if isinstance(argnums, int) else tuple(per_arg)
+        if has_aux:
+            return (outs[0], tree_unflatten(out_tree.children[1], outs[1:])), g
+        return outs[0], g
+    value_and_grad_f.__name__ = f"{what}_{_name_of(fun)}"
+    value_and_grad_f.__wrapped__ = fun
+    return value_and_grad_f
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """A function returning (fun(*args), gradient of fun with respect to the arguments `argnums`);
+    with has_aux, fun returns (value, aux) and the result is ((value, aux), gradient)."""
+    return _value_and_grad("value_and_grad", fun, argnums, has_aux)
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The gradient of a real-scalar-valued fun with respect to the arguments `argnums` (an int: one gradient
+    mirroring that argument's pytree; a tuple: a tuple of them). With has_aux, fun returns (value, aux) and
+    the result is (gradient, aux)."""
+    vg = _value_and_grad("grad", fun, argnums, has_aux)
+
+    def grad_f(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    grad_f.__name__ = f"grad_{_name_of(fun)}"
+    grad_f.__wrapped__ = fun
+    return grad_f
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
+    """(fun(*primals), vjp_fn) where vjp_fn(cotangent) returns one cotangent per primal (a tuple). With has_aux,
+    fun returns (output, aux) and the result is (output, vjp_fn, aux). Integer primals get integer zeros
+    (JAX's float0)."""
+    name = f"vjp_{_name_of(fun)}"
+    traced = trace_flat(fun, primals, {}, name)
+    out_tree, n_out = traced.out_tree, len(traced.out_avals)
+    if has_aux:
+        if out_tree.node_type not in (tuple, list) or len(out_tree.children) != 2:
+            raise XlapyError(f"vjp with has_aux=True: the function must return a pair (output, aux), got "
+                             f"{out_tree} (at {user_frame()})")
+        value_tree = out_tree.children[0]
+    else:
+        value_tree = out_tree
+    n_value = value_tree.num_leaves
+    outs = _call(_detached(traced.comp), traced.operands, [a.weak_type for a in traced.out_avals], name)
+    wrt = [i for i, a in enumerate(traced.in_avals) if np.issubdtype(a.dtype, np.inexact)]
+
+    def vjp_fn(cotangent):
+        ct_leaves, ct_tree = tree_flatten(cotangent)
+        if ct_tree != value_tree:
+            raise XlapyError(f"vjp_fn: the cotangent has structure {ct_tree} but the output has {value_tree} "
+                             f"(at {user_frame()})")
+        cts: list[Any] = []
+        for path, ct, a in zip(leaf_paths(value_tree), ct_leaves, traced.out_avals[:n_value]):
+            c = _aval(ct)
+            if c.shape != a.shape or (np.issubdtype(a.dtype, np.inexact) and c.dtype != a.dtype):
+                raise XlapyError(f"vjp_fn: the cotangent{path} is {c} but the output{path} is {a} "
+                                 f"(at {user_frame()})")
+            cts.append(ct if np.issubdtype(a.dtype, np.inexact) else None)
+        cts += [None] * (n_out - n_value)
+        _, grads = vjp_call(traced, wrt, cts, f"{name}_bwd")
+        flat = [np.zeros(a.shape, a.dtype) for a in traced.in_avals]
+        for i, g in zip(wrt, grads):
+            flat[i] = g
+        return tuple(tree_unflatten(traced.in_tree, flat))
+    value = tree_unflatten(value_tree, outs[:n_value])
+    if has_aux:
+        return value, vjp_fn, tree_unflatten(out_tree.children[1], outs[n_value:])
+    return value, vjp_fn
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
+    """(fun(*primals), the directional derivative of fun at primals along tangents): forward mode.
+    primals and tangents are tuples (or lists) of the same structure, shapes and dtypes."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise XlapyError("jvp: primals and tangents must be tuples or lists, with one entry per positional "
+                         f"argument (got {type(primals).__name__} and {type(tangents).__name__})")
+    name = f"jvp_{_name_of(fun)}"
+    traced = trace_flat(fun, tuple(primals), {}, name)
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if t_tree != traced.in_tree:
+        raise XlapyError(f"jvp: primals {traced.in_tree} and tangents {t_tree} have different structures "
+                         f"(at {user_frame()})")
+    paths = leaf_paths(traced.in_tree)
+    with_tangent = []
+    for i, (a, t) in enumerate(zip(traced.in_avals, t_leaves)):
+        ta = _aval(t)
+        if not np.issubdtype(a.dtype, np.inexact):
+            continue
+        if ta.shape != a.shape or ta.dtype != a.dtype:
+            raise XlapyError(f"jvp: primal{paths[i]} is {a} but its tangent is {ta}; shapes and dtypes must "
+                             f"match (at {user_frame()})")
+        with_tangent.append(i)
+
+    def build(b: Emitter) -> list[Instruction]:
+        primal_params = _primal_params(b, traced)
+        tangent = [None] * len(primal_params)
+        for j, i in enumerate(with_tangent):
+            tangent[i] = add_parameter(b, primal_params[i].shape, len(primal_params) + j, f"t{i}")
+        root, t = jvp_into(b, traced.comp, primal_params, tangent)
+        outs = _elements(b, root)
+        touts = [b.zeros(o.shape) for o in outs] if t is None else _elements(b, t)
+        return outs + touts
+    derived = _derive(name, build)
+    weak = [a.weak_type for a in traced.out_avals] * 2
+    outs = _call(derived, traced.operands + [t_leaves[i] for i in with_tangent], weak, name)
+    n = len(traced.out_avals)
+    primal_out = tree_unflatten(traced.out_tree, outs[:n])
+    tangent_out = tree_unflatten(traced.out_tree, outs[n:])
+    if has_aux:
+        return primal_out[0], tangent_out[0], primal_out[1]
+    return primal_out, tangent_out
+
+
+def stop_gradient(x: Any) -> Any:
+    """The identity whose derivative is zero (lax.stop_gradient)."""
+    from ..lax import stop_gradient as lax_stop_gradient
+    return lax_stop_gradient(x)
+
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient"]
