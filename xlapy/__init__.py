@@ -15,3 +15,8 @@ from . import lax
 
 __all__ += ["ConcretizationError", "Array", "config", "device_get", "device_put", "explain_recompile", "jit",
             "tree_util", "lax"]
+
+# Differentiation (JAX's API over the HLO -> HLO autodiff).
+from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp
+
+__all__ += ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient"]

@@ -17,8 +17,9 @@ like everything a trace records.
 `lax.stop_gradient` emits `copy` with metadata op_name="stop_gradient". The autodiff treats `copy` as the
 identity, so before differentiating, each marked copy is rewritten into the bit-exact round trip
 `bitcast-convert(bitcast-convert(x, s<N>), f<N>)`: the integer in the middle carries no derivative in
-either mode, and the pair survives into derived computations, so it still cuts the gradient of a gradient.
-The optimizer folds the pair away.
+either mode. Each pair is marked with the same metadata, and turned back into the marked copy in the derived
+computation (which the optimizer removes); an enclosing grad cuts it again, so stop_gradient still cuts
+the gradient of a gradient.
 """
 from __future__ import annotations
 
@@ -32,10 +33,10 @@ from ..errors import XlapyError
 from ..hlo import Computation, Instruction, Module, Shape
 from ..passes.build import make
 from .autodiff import jvp_into, vjp_into
-from .autodiff.rules_common import Emitter, is_float
+from .autodiff.rules_common import Emitter
 from .autodiff.vjp import add_parameter, materialize, new_computation
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
-from .tracer import ShapedArray, Tracer, bind, trace_function, user_frame
+from .tracer import ShapedArray, bind, trace_function, user_frame
 
 
 # -- tracing f ------------------------------------------------------------------------------------------
@@ -89,10 +90,18 @@ def _reachable(comp: Computation) -> list[Computation]:
 
 
 _SAME_WIDTH_INT = {1: "s8", 2: "s16", 4: "s32", 8: "s64"}
+_STOP_GRADIENT = {"metadata": '{op_name="stop_gradient"}'}
 
 
-def _is_stop_gradient(inst: Instruction) -> bool:
-    return inst.opcode == "copy" and 'op_name="stop_gradient"' in str(inst.attrs.get("metadata", ""))
+def _is_stop_gradient(inst: Instruction, opcode: str = "copy") -> bool:
+    return inst.opcode == opcode and 'op_name="stop_gradient"' in str(inst.attrs.get("metadata", ""))
+
+
+def _insert_before(c: Computation, anchor: Instruction, new: Sequence[Instruction]) -> None:
+    at = c.instructions.index(anchor)
+    for inst in new:
+        inst.parent = c
+    c.instructions[at:at] = list(new)
 
 
 def _cut_stop_gradients(comp: Computation) -> None:
@@ -104,15 +113,29 @@ def _cut_stop_gradients(comp: Computation) -> None:
             if not (shape.is_array and shape.ptype.is_float) or np.dtype(shape.dtype).kind == "c":
                 continue
             int_type = _SAME_WIDTH_INT[np.dtype(shape.dtype).itemsize]
-            as_int = make("bitcast-convert", [inst.operands[0]], shape=Shape.array(int_type, shape.dims),
-                          name="stop_gradient")
-            back = make("bitcast-convert", [as_int], shape=shape, name="stop_gradient")
-            at = c.instructions.index(inst)
-            for new in (as_int, back):
-                new.parent = c
-            c.instructions[at:at] = [as_int, back]
+            as_int = make("bitcast-convert", [inst.operands[0]], dict(_STOP_GRADIENT),
+                          shape=Shape.array(int_type, shape.dims), name="stop_gradient")
+            back = make("bitcast-convert", [as_int], dict(_STOP_GRADIENT), shape=shape, name="stop_gradient")
+            _insert_before(c, inst, [as_int, back])
             inst.replace_all_uses_with(back)
             c.remove_instruction(inst)
+
+
+def _restore_stop_gradients(comp: Computation) -> None:
+    """Turn the round trips of _cut_stop_gradients back into stop_gradient copies (in comp and what it calls):
+    the optimizer removes a copy, and an enclosing grad cuts it again."""
+    for c in _reachable(comp):
+        for back in [i for i in c.instructions if _is_stop_gradient(i, "bitcast-convert")]:
+            as_int = back.operands[0]
+            if not _is_stop_gradient(as_int, "bitcast-convert"):
+                continue
+            copy = make("copy", [as_int.operands[0]], dict(_STOP_GRADIENT), name="stop_gradient")
+            _insert_before(c, back, [copy])
+            back.replace_all_uses_with(copy)
+            c.remove_instruction(back)
+        for as_int in [i for i in c.instructions if _is_stop_gradient(i, "bitcast-convert")
+                       and not i.users and i is not c.root]:
+            c.remove_instruction(as_int)
 
 
 # -- deriving and calling -------------------------------------------------------------------------------
@@ -132,13 +155,20 @@ def _detached(comp: Computation, memo: dict[int, Computation] | None = None) -> 
     return new
 
 
+def _callable(comp: Computation) -> Computation:
+    """A copy of comp to `bind` a call to: detached, with its stop_gradient markers restored."""
+    new = _detached(comp)
+    _restore_stop_gradients(new)
+    return new
+
+
 def _derive(name: str, build: Callable[[Emitter], list[Instruction]]) -> Computation:
     """A new computation whose root is the tuple of what `build(b)` returns, detached from its scratch module."""
     scratch = Module("autodiff_scratch")
     comp, b = new_computation(scratch, name)
     comp.root = b.tuple(build(b))
     comp.remove_dead()
-    return _detached(comp)
+    return _callable(comp)
 
 
 def _elements(b: Emitter, value: Instruction) -> list[Instruction]:
@@ -156,10 +186,13 @@ def _primal_params(b: Emitter, traced: Traced) -> list[Instruction]:
     return [add_parameter(b, p.shape, i, p.name) for i, p in enumerate(traced.comp.parameters)]
 
 
+ONE = object()       # an output cotangent of 1 (grad's), emitted as a constant
+
+
 def vjp_call(traced: Traced, wrt: Sequence[int], cts: Sequence[Any], name: str) -> tuple[list[Any], list[Any]]:
     """(f's output leaves, gradients of the argument leaves `wrt`) for output cotangents `cts`: one per output
-    leaf, each a value (passed as an operand), the string "one" (a constant 1) or None (zero)."""
-    passed = [k for k, c in enumerate(cts) if c is not None and not isinstance(c, str)]
+    leaf, each a value (passed as an operand), ONE, or None (zero)."""
+    passed = [k for k, c in enumerate(cts) if c is not None and c is not ONE]
 
     def build(b: Emitter) -> list[Instruction]:
         primals = _primal_params(b, traced)
@@ -167,7 +200,7 @@ def vjp_call(traced: Traced, wrt: Sequence[int], cts: Sequence[Any], name: str) 
                      for j, k in enumerate(passed)}
         ct_list = []
         for k, c in enumerate(cts):
-            if isinstance(c, str):
+            if c is ONE:
                 ct_list.append(b.scalar(1.0, traced.out_avals[k].hlo_shape.element_type))
             else:
                 ct_list.append(ct_params.get(k))
@@ -180,15 +213,26 @@ def vjp_call(traced: Traced, wrt: Sequence[int], cts: Sequence[Any], name: str) 
     return outs[:n], outs[n:]
 
 
+def _is_real_float(a: ShapedArray) -> bool:
+    return np.issubdtype(a.dtype, np.floating)
+
+
+def _reject_complex(what: str, traced: Traced) -> None:
+    for path, a in zip(leaf_paths(traced.in_tree), traced.in_avals):
+        if np.issubdtype(a.dtype, np.complexfloating):
+            raise XlapyError(f"{what}: argument{path} is {a}; differentiation of complex values is not supported "
+                             f"(at {user_frame()})")
+
+
 def _check_float_inputs(what: str, traced: Traced, argnums: Sequence[int], wrt: Sequence[int]) -> None:
+    _reject_complex(what, traced)
     for i in wrt:
         a = traced.in_avals[i]
-        if not np.issubdtype(a.dtype, np.inexact):
+        if not _is_real_float(a):
             path = leaf_paths(traced.in_tree)[i]
             raise XlapyError(
-                f"{what} requires real- or complex-valued inputs (a floating-point dtype), but argument{path} "
-                f"(argnums={tuple(argnums)}) is {a}; gradients are not defined for integer or bool inputs "
-                f"(at {user_frame()})")
+                f"{what} requires floating-point inputs, but argument{path} (argnums={tuple(argnums)}) is {a}; "
+                f"gradients are not defined for integer or bool inputs (at {user_frame()})")
 
 
 def _leaf_ranges(in_tree: PyTreeDef) -> list[range]:
@@ -235,7 +279,7 @@ def _value_and_grad(what: str, fun: Callable, argnums: int | Sequence[int], has_
             raise XlapyError(f"{what} requires a real scalar output (floating-point, shape ()), but the function "
                              f"returned {out if is_leaf else value_tree}; use vjp for other outputs "
                              f"(at {user_frame()})")
-        cts = ["one"] + [None] * (len(traced.out_avals) - 1)
+        cts = [ONE] + [None] * (len(traced.out_avals) - 1)
         outs, grads = vjp_call(traced, wrt, cts, name)
         per_arg, start = [], 0
         for k in nums:
@@ -286,8 +330,9 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
     else:
         value_tree = out_tree
     n_value = value_tree.num_leaves
-    outs = _call(_detached(traced.comp), traced.operands, [a.weak_type for a in traced.out_avals], name)
-    wrt = [i for i, a in enumerate(traced.in_avals) if np.issubdtype(a.dtype, np.inexact)]
+    outs = _call(_callable(traced.comp), traced.operands, [a.weak_type for a in traced.out_avals], name)
+    _reject_complex("vjp", traced)
+    wrt = [i for i, a in enumerate(traced.in_avals) if _is_real_float(a)]
 
     def vjp_fn(cotangent):
         ct_leaves, ct_tree = tree_flatten(cotangent)
@@ -297,10 +342,10 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
         cts: list[Any] = []
         for path, ct, a in zip(leaf_paths(value_tree), ct_leaves, traced.out_avals[:n_value]):
             c = _aval(ct)
-            if c.shape != a.shape or (np.issubdtype(a.dtype, np.inexact) and c.dtype != a.dtype):
+            if c.shape != a.shape or (_is_real_float(a) and c.dtype != a.dtype):
                 raise XlapyError(f"vjp_fn: the cotangent{path} is {c} but the output{path} is {a} "
                                  f"(at {user_frame()})")
-            cts.append(ct if np.issubdtype(a.dtype, np.inexact) else None)
+            cts.append(ct if _is_real_float(a) else None)
         cts += [None] * (n_out - n_value)
         _, grads = vjp_call(traced, wrt, cts, f"{name}_bwd")
         flat = [np.zeros(a.shape, a.dtype) for a in traced.in_avals]
@@ -325,11 +370,12 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     if t_tree != traced.in_tree:
         raise XlapyError(f"jvp: primals {traced.in_tree} and tangents {t_tree} have different structures "
                          f"(at {user_frame()})")
+    _reject_complex("jvp", traced)
     paths = leaf_paths(traced.in_tree)
     with_tangent = []
     for i, (a, t) in enumerate(zip(traced.in_avals, t_leaves)):
         ta = _aval(t)
-        if not np.issubdtype(a.dtype, np.inexact):
+        if not _is_real_float(a):
             continue
         if ta.shape != a.shape or ta.dtype != a.dtype:
             raise XlapyError(f"jvp: primal{paths[i]} is {a} but its tangent is {ta}; shapes and dtypes must "

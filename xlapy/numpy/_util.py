@@ -15,7 +15,7 @@ from ..frontend.tracer import Tracer, current_trace, user_frame
 
 __all__ = ["aval", "lax", "dtypes", "Array", "Tracer", "promote_broadcast", "error", "concretization_error",
            "is_traced", "arr", "arrays", "canon_axis", "axes_of", "full_const", "to_inexact", "promote",
-           "promote_inexact", "as_bool", "shape_tuple", "is_array_like"]
+           "promote_inexact", "as_bool", "shape_tuple", "is_array_like", "broadcast_to_shape", "broadcast_all"]
 
 
 def error(name: str, message: str) -> XlapyError:
@@ -124,3 +124,21 @@ def as_bool(x: Any) -> Any:
     if a.dtype == np.bool_:
         return x
     return lax.ne(x, np.zeros((), a.dtype))
+
+
+def broadcast_to_shape(x: Any, shape: Sequence[int]) -> Any:
+    a = aval(x)
+    shape = tuple(shape)
+    if a.shape == shape:
+        return x
+    return lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - a.ndim, len(shape))))
+
+
+def broadcast_all(name: str, *xs: Any) -> list[Any]:
+    """Broadcast operands (dtypes unchanged) to their common numpy shape."""
+    xs = [arr(x) for x in xs]
+    try:
+        shape = np.broadcast_shapes(*(aval(x).shape for x in xs))
+    except ValueError:
+        raise error(name, f"shapes {', '.join(str(aval(x)) for x in xs)} do not broadcast") from None
+    return [broadcast_to_shape(x, shape) for x in xs]

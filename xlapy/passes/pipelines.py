@@ -1,10 +1,10 @@
 """The CPU optimization pipeline, in the order of XLA's cpu_compiler.cc (RunHloPassesThroughLayoutAssn and
 RunHloPassesAfterLayoutAssn): canonicalize and expand, simplify to a fixed point, assign layouts, fuse,
-insert copies. Each entry names a pass in registry.PASSES."""
+insert copies. Each entry names a pass in registry.PASSES, optionally with its options."""
 from __future__ import annotations
 
 from .pipeline import FixedPoint, Pipeline
-from .registry import available, make_pass
+from .registry import make_pass
 
 SIMPLIFICATION = ["algsimp", "simplify-sorts", "dce", "reshape-mover", "constant_folding", "simplify-conditional",
                   "while-loop-constant-sinking", "simplify-while-loops", "tuple-simplifier", "cse", "dce"]
@@ -14,8 +14,9 @@ CPU_PIPELINE = [
                                "logistic-expander", "select-and-scatter-expander", "scatter_expander",
                                "map-inline"]),
     ("fixed-point", "simplification", SIMPLIFICATION),
-    ("pipeline", "canonicalization", ["dot_decomposer", "convolution-canonicalization", "transpose-folding",
-                                      "cse", "dce"]),
+    # XLA:CPU never folds transposes into convolutions: that would undo convolution-canonicalization.
+    ("pipeline", "canonicalization", ["dot_decomposer", "convolution-canonicalization",
+                                      ("transpose-folding", {"fold_convolutions": False}), "cse", "dce"]),
     ("fixed-point", "simplification-2", SIMPLIFICATION),
     ("pipeline", "layout-assignment", ["layout-assignment"]),
     ("pipeline", "fusion", ["fusion", "fusion_merger", "multi_output_fusion", "dce"]),
@@ -23,16 +24,18 @@ CPU_PIPELINE = [
 ]
 
 
-def _passes(names, fast_math):
+def _passes(entries, fast_math):
     out = []
-    for n in names:
-        if available(n):
-            out.append(make_pass(n, fast_math=fast_math) if n == "algsimp" else make_pass(n))
+    for entry in entries:
+        name, options = entry if isinstance(entry, tuple) else (entry, {})
+        if name == "algsimp":
+            options = {**options, "fast_math": fast_math}
+        out.append(make_pass(name, **options))
     return out
 
 
 def cpu_pipeline(fast_math: bool = False, check_invariants: bool = False) -> Pipeline:
-    """The ordered CPU pipeline. Passes not yet built are left out (registry.available)."""
+    """The ordered CPU pipeline (a fresh instance: passes keep per-run state)."""
     top = Pipeline("cpu-pipeline", check_invariants=check_invariants)
     for kind, name, names in CPU_PIPELINE:
         passes = _passes(names, fast_math)

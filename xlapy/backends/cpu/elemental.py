@@ -21,6 +21,9 @@ from . import scalar_ops
 from .indexing import delinearize, linear_index, major_to_minor, row_major_linear
 from .irhelpers import I1, I64, alloca_once, i64, if_else_value, loop_nest
 from .types import is_narrow_float, load_element, round_value, value_type
+from .elemental_gather import gather
+from .elemental_precision import reduce_precision
+from .elemental_window import reduce_window
 
 Index = Sequence[ir.Value]
 Generator = Callable[[Index], object]
@@ -507,4 +510,5 @@ TABLE: dict[str, Callable] = {
     "dynamic-slice": _dynamic_slice, "dynamic-update-slice": _dynamic_update_slice,
     "reduce": _reduce, "dot": _dot, "copy": _copy,
     "get-tuple-element": _get_tuple_element, "tuple": _tuple,
+    "gather": gather, "reduce-window": reduce_window, "reduce-precision": reduce_precision,
 }

@@ -18,6 +18,7 @@ from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import Shape
 from .buffers import BufferRef, ScratchAllocator, ValueTree, byte_size, leaves
 from .elemental import TABLE, ElementalEmitter, Generator, unsupported
+from .elemental_rng import rng_bit_generator
 from .indexing import is_row_major, major_to_minor
 from .irhelpers import I8, I8P, i64, memcpy
 from .loops import emit_loop
@@ -264,4 +265,5 @@ HANDLERS: dict[str, Callable[[Emitter, Instruction, list], ValueTree]] = {
     "opt-barrier": lambda em, inst, ops: ops[0],
     "add-dependency": lambda em, inst, ops: ops[0],
     "after-all": lambda em, inst, ops: None,
+    "rng-bit-generator": rng_bit_generator,
 }
