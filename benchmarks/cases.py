@@ -38,7 +38,7 @@ def b1(peers):
         import xlapy
         import xlapy.numpy as xnp
         f = xlapy.jit(lambda a, b, c: xnp.sum(a + b * c))
-        xa, ya, za = xlapy.asarray(x), xlapy.asarray(y), xlapy.asarray(z)
+        xa, ya, za = xlapy.device_put(x), xlapy.device_put(y), xlapy.device_put(z)
         return lambda: f(xa, ya, za).block_until_ready()
     impls["xlapy"] = xlapy_impl
     if "jax" in peers:
@@ -68,7 +68,7 @@ def _rowwise(np_fn, xnp_fn, jax_fn, torch_fn):
             import xlapy
             import xlapy.numpy as xnp
             f = xlapy.jit(lambda a: xnp_fn(xnp, a))
-            xa = xlapy.asarray(x)
+            xa = xlapy.device_put(x)
             return lambda: f(xa).block_until_ready()
         impls["xlapy"] = xlapy_impl
         if "jax" in peers:
@@ -120,7 +120,7 @@ def b4(peers):
         import xlapy
         import xlapy.numpy as xnp
         f = xlapy.jit(lambda p, q: xnp.matmul(p, q))
-        xa, xb = xlapy.asarray(a), xlapy.asarray(b)
+        xa, xb = xlapy.device_put(a), xlapy.device_put(b)
         return lambda: f(xa, xb).block_until_ready()
     impls["xlapy"] = xlapy_impl
     if "jax" in peers:
@@ -200,8 +200,8 @@ def b5(peers):
     def xlapy_impl():
         import xlapy
         step = _xlapy_mlp_step()
-        p = [(xlapy.asarray(w), xlapy.asarray(b)) for w, b in params]
-        xa, ya = xlapy.asarray(x), xlapy.asarray(y)
+        p = [(xlapy.device_put(w), xlapy.device_put(b)) for w, b in params]
+        xa, ya = xlapy.device_put(x), xlapy.device_put(y)
         return lambda: step(p, xa, ya)[0][0].block_until_ready()
     impls["xlapy"] = xlapy_impl
     if "jax" in peers:
@@ -252,7 +252,7 @@ def b6(peers):
     def xlapy_impl():
         import xlapy
         f = xlapy.jit(lambda a: a * 2 + 1)
-        xa = xlapy.asarray(x)
+        xa = xlapy.device_put(x)
         return lambda: f(xa)
     impls["xlapy"] = xlapy_impl
     if "jax" in peers:
@@ -279,9 +279,9 @@ def b7(peers):
     def xlapy_impl():
         import xlapy
         step = _xlapy_mlp_step()
-        p = [(xlapy.asarray(w), xlapy.asarray(b)) for w, b in params]
+        p = [(xlapy.device_put(w), xlapy.device_put(b)) for w, b in params]
         t0 = time.perf_counter()
-        step(p, xlapy.asarray(x), xlapy.asarray(y))[0][0].block_until_ready()
+        step(p, xlapy.device_put(x), xlapy.device_put(y))[0][0].block_until_ready()
         return time.perf_counter() - t0
     impls = {"xlapy": xlapy_impl}
     if "jax" in peers:

@@ -138,12 +138,13 @@ def cross_entropy(logits, labels):
     return -xnp.mean(xnp.sum(nn.one_hot(labels, NUM_CLASSES) * nn.log_softmax(logits), axis=-1))
 
 
-def make_step(logits_fn: Callable, learning_rate: float, momentum: float = 0.9) -> Callable:
-    """step(params, velocity, images, labels) -> (params, velocity, loss): one SGD-with-momentum update."""
+def make_step(logits_fn: Callable, momentum: float = 0.9) -> Callable:
+    """step(params, velocity, images, labels, learning_rate) -> (params, velocity, loss): one SGD-with-momentum
+    update. The learning rate is an argument (a traced scalar), so a schedule does not retrace."""
     def loss_fn(params, images, labels):
         return cross_entropy(logits_fn(params, images), labels)
 
-    def step(params, velocity, images, labels):
+    def step(params, velocity, images, labels, learning_rate):
         loss, grads = xlapy.value_and_grad(loss_fn)(params, images, labels)
         velocity = xlapy.tree_util.tree_map(lambda v, g: momentum * v + g, velocity, grads)
         params = xlapy.tree_util.tree_map(lambda p, v: p - learning_rate * v, params, velocity)
@@ -156,9 +157,9 @@ def zeros_like_tree(params: Params) -> Params:
     return {k: np.zeros_like(np.asarray(v)) for k, v in params.items()}
 
 
-def numpy_mlp_step(learning_rate: float, momentum: float = 0.9) -> Callable:
+def numpy_mlp_step(momentum: float = 0.9) -> Callable:
     """The MLP training step by hand in numpy (forward, backward, momentum update): the baseline."""
-    def step(params, velocity, images, labels):
+    def step(params, velocity, images, labels, learning_rate):
         x = images.reshape(images.shape[0], 64)
         pre = x @ params["w1"] + params["b1"]
         hidden = np.maximum(pre, 0)
@@ -175,6 +176,11 @@ def numpy_mlp_step(learning_rate: float, momentum: float = 0.9) -> Callable:
         params = {k: params[k] - np.float32(learning_rate) * velocity[k] for k in params}
         return params, velocity, loss
     return step
+
+
+def cosine_learning_rate(base: float, step: int, total: int) -> np.float32:
+    """Cosine decay from `base` to 0 over `total` steps: the last epochs settle instead of jumping around."""
+    return np.float32(base * 0.5 * (1 + np.cos(np.pi * min(step, total) / max(total, 1))))
 
 
 def accuracy(predict: Callable, params: Params, images: np.ndarray, labels: np.ndarray) -> float:

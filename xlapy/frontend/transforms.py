@@ -30,8 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import XlapyError
-from ..hlo import Computation, Instruction, Module, Shape
-from ..passes.build import make
+from ..hlo import Computation, Instruction, Module
 from .autodiff import jvp_into, vjp_into
 from .autodiff.rules_common import Emitter
 from .autodiff.vjp import add_parameter, materialize, new_computation
@@ -72,70 +71,7 @@ def trace_flat(fun: Callable, args: Sequence[Any], kwargs: dict, name: str) -> T
     trace, outs, out_tree = trace_function(lambda *a: fun(*a, **kwargs), avals, in_tree, name)
     trace.finish(outs, tuple_root=True)
     captured = [value for value, _ in trace.captures]
-    _cut_stop_gradients(trace.comp)
     return Traced(trace.comp, leaves, avals, in_tree, captured, [o.aval for o in outs], out_tree)
-
-
-def _reachable(comp: Computation) -> list[Computation]:
-    seen, order, stack = set(), [], [comp]
-    while stack:
-        c = stack.pop()
-        if id(c) in seen:
-            continue
-        seen.add(id(c))
-        order.append(c)
-        for inst in c.instructions:
-            stack.extend(inst.called_computations())
-    return order
-
-
-_SAME_WIDTH_INT = {1: "s8", 2: "s16", 4: "s32", 8: "s64"}
-_STOP_GRADIENT = {"metadata": '{op_name="stop_gradient"}'}
-
-
-def _is_stop_gradient(inst: Instruction, opcode: str = "copy") -> bool:
-    return inst.opcode == opcode and 'op_name="stop_gradient"' in str(inst.attrs.get("metadata", ""))
-
-
-def _insert_before(c: Computation, anchor: Instruction, new: Sequence[Instruction]) -> None:
-    at = c.instructions.index(anchor)
-    for inst in new:
-        inst.parent = c
-    c.instructions[at:at] = list(new)
-
-
-def _cut_stop_gradients(comp: Computation) -> None:
-    """Rewrite each stop_gradient copy (in comp and what it calls) into a bitcast-convert round trip
-    through the integer type of the same width, which carries no derivative."""
-    for c in _reachable(comp):
-        for inst in [i for i in c.instructions if _is_stop_gradient(i)]:
-            shape = inst.shape
-            if not (shape.is_array and shape.ptype.is_float) or np.dtype(shape.dtype).kind == "c":
-                continue
-            int_type = _SAME_WIDTH_INT[np.dtype(shape.dtype).itemsize]
-            as_int = make("bitcast-convert", [inst.operands[0]], dict(_STOP_GRADIENT),
-                          shape=Shape.array(int_type, shape.dims), name="stop_gradient")
-            back = make("bitcast-convert", [as_int], dict(_STOP_GRADIENT), shape=shape, name="stop_gradient")
-            _insert_before(c, inst, [as_int, back])
-            inst.replace_all_uses_with(back)
-            c.remove_instruction(inst)
-
-
-def _restore_stop_gradients(comp: Computation) -> None:
-    """Turn the round trips of _cut_stop_gradients back into stop_gradient copies (in comp and what it calls):
-    the optimizer removes a copy, and an enclosing grad cuts it again."""
-    for c in _reachable(comp):
-        for back in [i for i in c.instructions if _is_stop_gradient(i, "bitcast-convert")]:
-            as_int = back.operands[0]
-            if not _is_stop_gradient(as_int, "bitcast-convert"):
-                continue
-            copy = make("copy", [as_int.operands[0]], dict(_STOP_GRADIENT), name="stop_gradient")
-            _insert_before(c, back, [copy])
-            back.replace_all_uses_with(copy)
-            c.remove_instruction(back)
-        for as_int in [i for i in c.instructions if _is_stop_gradient(i, "bitcast-convert")
-                       and not i.users and i is not c.root]:
-            c.remove_instruction(as_int)
 
 
 # -- deriving and calling -------------------------------------------------------------------------------
@@ -156,10 +92,8 @@ def _detached(comp: Computation, memo: dict[int, Computation] | None = None) -> 
 
 
 def _callable(comp: Computation) -> Computation:
-    """A copy of comp to `bind` a call to: detached, with its stop_gradient markers restored."""
-    new = _detached(comp)
-    _restore_stop_gradients(new)
-    return new
+    """A copy of comp to `bind` a call to: detached from the scratch module it was derived in."""
+    return _detached(comp)
 
 
 def _derive(name: str, build: Callable[[Emitter], list[Instruction]]) -> Computation:

@@ -108,8 +108,13 @@ def issubdtype(arg1, arg2) -> bool:
 
 def result_type(*args) -> _np.dtype:
     """The dtype JAX gives the result of combining these operands (Python scalars are weak)."""
-    return _dtypes.result_type(*(a.dtype if isinstance(a, _ScalarType) else
-                                 (_np.zeros((), a) if isinstance(a, (_np.dtype, type)) else a) for a in args))
+    def operand(a):
+        if isinstance(a, _ScalarType):
+            return _np.zeros((), a.dtype)
+        if isinstance(a, (_np.dtype, type, str)):
+            return _np.zeros((), _np.dtype(a))
+        return a
+    return _dtypes.result_type(*(operand(a) for a in args))
 
 
 def promote_types(a, b) -> _np.dtype:

@@ -53,6 +53,10 @@ def take(a, indices, axis: int | None = None, out=None, mode: str | None = None,
     xa = aval(x)
     ax = canon_axis(axis, xa.ndim, "take")
     n = xa.shape[ax]
+    if aval(arr(indices)).ndim == 0:
+        # a scalar index: gather with one index and drop the axis (the interpreter mis-shapes rank-0 gathers)
+        one = take(x, lax.reshape(arr(indices), (1,)), ax, mode=mode, fill_value=fill_value)
+        return lax.reshape(one, xa.shape[:ax] + xa.shape[ax + 1:])
     idx, gmode = _apply_mode(indices, n, mode)
     ishape = aval(idx).shape
     offset_dims = tuple(range(ax)) + tuple(range(ax + len(ishape), xa.ndim - 1 + len(ishape)))

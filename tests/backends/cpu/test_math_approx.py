@@ -2,7 +2,8 @@
 `void f(T* in0, [T* in1,] T* out, i64 n)`, optimized at -O3 for the host, JIT-compiled with MCJIT, run on ~1M
 inputs through ctypes and compared with numpy in ulps; the optimized loop must hold SIMD vector types.
 
-Reference: numpy (or math.erf) in f64 rounded to f32 for f32; numpy/libm f64 for f64. Run with -s to see the
+Reference: numpy (math.erf for erf) in f64 rounded to f32 for f32 results; numpy in long double rounded to f64
+for f64 results (erf: libm f64). Run with -s to see the
 measured max ulp per function.
 """
 from __future__ import annotations
@@ -133,12 +134,12 @@ def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     ity = np.int32 if got.dtype == np.float32 else np.int64
     mask = np.iinfo(ity).max
 
-    def key(v):
+    def key(v):   # exact in long double (64-bit mantissa on x86)
         k = v.view(ity).astype(np.int64)
-        return np.where(k < 0, -(k & mask), k)
+        return np.where(k < 0, -(k & mask), k).astype(np.longdouble)
     both_nan = np.isnan(got) & np.isnan(want)
     one_nan = np.isnan(got) != np.isnan(want)
-    d = np.abs(key(got).astype(np.float64) - key(want).astype(np.float64))
+    d = np.abs(key(got) - key(want)).astype(np.float64)
     return np.where(both_nan, 0, np.where(one_nan, np.inf, d))
 
 
@@ -158,8 +159,10 @@ def inputs(ty: str, scale: float, n: int = N, seed: int = 0) -> np.ndarray:
 
 
 def reference(opcode: str, ty: str, *xs: np.ndarray) -> np.ndarray:
+    """numpy in f64 for f32 results; in long double (64-bit mantissa) for f64 results, except erf (libm f64)."""
+    wide = np.longdouble if ty == "f64" and opcode != "erf" else np.float64
     with np.errstate(all="ignore"):
-        return CASES[opcode][0](*(x.astype(np.float64) for x in xs)).astype(NP[ty])
+        return CASES[opcode][0](*(x.astype(wide) for x in xs)).astype(NP[ty])
 
 
 def measure(opcode: str, ty: str, n: int = N):
@@ -169,14 +172,13 @@ def measure(opcode: str, ty: str, n: int = N):
     if opcode == "power":
         y = inputs(ty, 12.0, n, seed=1)
         # exponents: many integers (negative bases), small reals, the specials
-        y[: n // 3] = np.round(y[: n // 3] % 40 - 20)
+        head = np.nan_to_num(y[: n // 3], nan=0.0, posinf=0.0, neginf=0.0)
+        y[: n // 3] = np.round(np.fmod(head, 20))
         xs = (x, y)
     else:
         xs = (x,)
     got = run(opcode, ty, *xs)
     want = reference(opcode, ty, *xs)
-    if ty == "f64" and opcode in ("erf",):     # libm erf: compare where it is representable
-        pass
     d = ulps(got, want)
     k = int(np.argmax(d))
     return float(d[k]), tuple(v[k] for v in xs), got[k], want[k]
@@ -199,7 +201,8 @@ def test_vectorizes(opcode, ty):
     _, text = compiled(opcode, ty)
     lanes = [int(m) for m in re.findall(r"<(\d+) x (?:float|double)>", text)]
     assert lanes and max(lanes) >= 4, f"{opcode} {ty}: the loop was not vectorized"
-    assert not re.search(r"call [^@]*@(?!llvm\.sqrt)", text), f"{opcode} {ty}: the loop calls a function"
+    calls = set(re.findall(r"call [^@]*@([\w.]+)", text))
+    assert all(c.startswith("llvm.") for c in calls), f"{opcode} {ty}: the loop calls {calls}"
 
 
 SIGNED_ZERO = {   # opcode -> f(-0.0) (sign matters)
@@ -226,7 +229,7 @@ def test_special_values(opcode, ty):
 def test_exp_overflow_underflow():
     x = np.array([88.7, 88.73, 89.0, 1e30, -87.0, -103.0, -104.0, -1e30], np.float32)
     got = run("exponential", "f32", x)
-    assert np.isinf(got[1:4]).all() and got[0] == np.float32(np.exp(np.float64(88.7)))
+    assert np.isinf(got[1:4]).all() and ulps(got[:1], np.exp(x[:1].astype(np.float64)).astype(np.float32)) <= 1
     assert (got[6:] == 0).all() and got[5] > 0
     assert np.isnan(run("log", "f32", np.array([-1.0, -np.inf, -1e-30], np.float32))).all()
 

@@ -30,6 +30,8 @@ ValueTree = Union[BufferRef, tuple, None]
 
 def element_size(shape: Shape) -> int:
     ty = storage_type(shape.ptype)
+    if isinstance(ty, ir.LiteralStructType):        # complex: two floats
+        return 2 * {ir.FloatType: 4, ir.DoubleType: 8}[type(ty.elements[0])]
     return max(1, ty.width // 8) if isinstance(ty, ir.IntType) else {ir.HalfType: 2, ir.FloatType: 4,
                                                                       ir.DoubleType: 8}[type(ty)]
 

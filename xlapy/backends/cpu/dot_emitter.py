@@ -32,7 +32,7 @@ from .indexing import strides as layout_strides
 from .irhelpers import I1, I8, I8P, I32, I64, VOID, alloca_once, i64, intrinsic, loop_nest
 from .types import load_element, storage_type, store_element, value_type
 
-GEMM_MIN_FLOPS = 48 * 48 * 48     # M*N*K below this: emitted loops beat a BLAS call
+GEMM_MIN_FLOPS = 64 * 64 * 64     # M*N*K below this: the emitted register-blocked kernel beats a BLAS call
 GEMV_MIN_ELEMENTS = 128 * 128     # matrix elements below this: emitted loops
 ACC_ROW_MAX = 16384               # largest f32 accumulator row kept on the stack (narrow-float results)
 ALIGN = 64

@@ -17,7 +17,7 @@ from llvmlite import ir
 from ...errors import ExecutionError, UnimplementedError
 from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import primitive_type
-from . import scalar_ops
+from . import f8, scalar_complex, scalar_ops
 from .indexing import delinearize, linear_index, major_to_minor, row_major_linear
 from .irhelpers import I1, I64, alloca_once, i64, if_else_value, loop_nest
 from .types import is_narrow_float, load_element, round_value, value_type
@@ -124,8 +124,6 @@ def _binary(em, inst, gens):
 
 def _compare(em, inst, gens):
     pt = inst.operands[0].shape.ptype
-    if pt.kind == "complex":
-        raise UnimplementedError(f"cpu backend: compare on {pt.name} not supported yet (instruction {inst.name})")
     direction, kind = inst.attrs.get("direction"), inst.attrs.get("type")
     return lambda index: scalar_ops.compare(em.b, pt, direction, kind, gens[0](index), gens[1](index))
 
@@ -180,6 +178,8 @@ def _bitcast_convert(em, inst, gens):
             return b.bitcast(b.shl(b.zext(stored, ir.IntType(32)), ir.Constant(ir.IntType(32), 16)), value_type(dst))
         if dst.name == "f16":
             return b.fpext(stored, value_type(dst))
+        if dst.name in f8.FORMATS:
+            return f8.decode(b, dst.name, stored)
         return stored
 
     def bits_of(value: ir.Value) -> ir.Value:
@@ -217,6 +217,8 @@ def immediate(pt, value) -> ir.Constant:
     ty = value_type(pt)
     if pt.kind == "pred":
         return ir.Constant(ty, int(bool(value)))
+    if pt.kind == "complex":
+        return scalar_complex.constant(pt, value)
     if pt.kind in ("int", "uint"):
         v = int(value)
         if v >= 1 << (pt.bits - 1):
@@ -454,8 +456,6 @@ def compute_type(pt):
 def _dot(em, inst, gens):
     lb, lc, lf, rb, rc, rf = dot_dimensions(inst)
     lhs, rhs = inst.operands[0].shape, inst.operands[1].shape
-    if any(s.ptype.kind == "complex" for s in (lhs, rhs, inst.shape)):
-        raise UnimplementedError(f"cpu backend: dot on complex types not supported yet (instruction {inst.name})")
     rt = inst.shape.ptype
     ct = compute_type(rt)
     b = em.b

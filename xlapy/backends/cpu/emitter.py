@@ -19,6 +19,8 @@ from ...hlo.shape import Shape
 from .buffers import BufferRef, ScratchAllocator, ValueTree, byte_size, leaves
 from .elemental import TABLE, ElementalEmitter, Generator, unsupported
 from .elemental_rng import rng_bit_generator
+from .conv_emitter import convolution
+from .sort_emitter import sort, topk
 from .indexing import is_row_major, major_to_minor
 from .irhelpers import I8, I8P, i64, memcpy
 from .loops import emit_loop
@@ -266,4 +268,7 @@ HANDLERS: dict[str, Callable[[Emitter, Instruction, list], ValueTree]] = {
     "add-dependency": lambda em, inst, ops: ops[0],
     "after-all": lambda em, inst, ops: None,
     "rng-bit-generator": rng_bit_generator,
+    "convolution": convolution,
+    "sort": sort,
+    "topk": topk,
 }

@@ -39,7 +39,7 @@ from typing import Callable
 import numpy as np
 from llvmlite import ir
 
-from .math_approx_core import F32_FORMAT, F64_FORMAT, LN2, Emit, split, taylor
+from .math_approx_core import F64_FORMAT, LN2, Emit, split, taylor
 
 # -- constants per format ------------------------------------------------------------------------------
 _LN2_SPLIT = {"f32": split(LN2, 16), "f64": split(LN2, 42)}     # n * hi exact for |n| < 2^8 / 2^11
@@ -170,7 +170,9 @@ def _cbrt64(d: Emit, y, steps: int):
     t = d.from_bits(b.shl(b.zext(guess_hi, d.ity), d.i(32)))
     for _ in range(steps):                                      # Halley: cubic convergence
         t3 = d.mul(d.mul(t, t), t)
-        t = d.sub(t, d.div(d.mul(t, d.sub(t3, ys)), d.add(d.add(t3, t3), ys)))
+        t = d.sub(t, d.mul(t, d.div(d.sub(t3, ys), d.add(d.add(t3, t3), ys))))
+    # a last Newton step whose correction (t - y/t^2)/3 loses little to rounding
+    t = d.sub(t, d.mul(d.sub(t, d.div(ys, d.mul(t, t))), d.f(1 / 3)))
     return d.mul(t, d.sel(sub, d.f(2.0 ** -18), d.sel(huge, d.f(2.0 ** 301), d.f(1.0))))
 
 

@@ -13,6 +13,7 @@ from typing import Callable
 from llvmlite import ir
 
 from ...hlo.shape import PrimitiveType
+from . import scalar_complex
 from .irhelpers import F32, F64, I1, intrinsic
 from .types import call_libm, call_math, float_bits_type, round_value, value_type
 
@@ -173,7 +174,7 @@ def _op(method):
     return lambda b, pt, *xs: getattr(b, method)(*xs)
 
 
-# opcode -> {family: rule}; families are pred, int, uint, float (complex is not supported yet).
+# opcode -> {family: rule}; families are pred, int, uint, float, complex (scalar_complex.py).
 UNARY: dict[str, dict[str, Callable]] = {
     "abs": {"int": _int_abs, "uint": _int_abs, "float": _math("fabs")},
     "negate": {"int": _op("neg"), "uint": _op("neg"), "float": _op("fneg")},
@@ -220,7 +221,12 @@ BINARY: dict[str, dict[str, Callable]] = {
     "shift-left": {"int": _shift("shl"), "uint": _shift("shl")},
     "shift-right-logical": {"int": _shift("lshr"), "uint": _shift("lshr")},
     "shift-right-arithmetic": {"int": _shift("ashr"), "uint": _shift("ashr")},
+    "complex": {"float": scalar_complex._complex},
 }
+
+for _table, _rules in ((UNARY, scalar_complex.UNARY), (BINARY, scalar_complex.BINARY)):
+    for _op, _fn in _rules.items():
+        _table[_op]["complex"] = _fn
 
 
 # -- compare -----------------------------------------------------------------------------------------
@@ -237,6 +243,8 @@ def _total_order_key(b, x):
 
 
 def compare(b, pt: PrimitiveType, direction: str, kind: str | None, x, y) -> ir.Value:
+    if pt.kind == "complex":
+        return scalar_complex.compare(b, direction, x, y)
     if pt.kind == "float":
         if kind == "TOTALORDER":
             return b.icmp_signed(_SIGNS[direction], _total_order_key(b, x), _total_order_key(b, y))
@@ -266,6 +274,8 @@ def flush_denormal(b, pt: PrimitiveType, x):
 def convert(b, src: PrimitiveType, dst: PrimitiveType, x, flush: bool = True) -> ir.Value:
     if src.name == dst.name:
         return x
+    if src.kind == "complex" or dst.kind == "complex":
+        return _convert_complex(b, src, dst, x, flush)
     if src.kind == "float" and flush:
         x = flush_denormal(b, src, x)
     dty = value_type(dst)
@@ -293,3 +303,21 @@ def convert(b, src: PrimitiveType, dst: PrimitiveType, x, flush: bool = True) ->
     if sw > dw:
         return b.trunc(x, dty)
     return b.sext(x, dty) if src.kind == "int" else b.zext(x, dty)
+
+
+def _convert_complex(b, src: PrimitiveType, dst: PrimitiveType, x, flush: bool) -> ir.Value:
+    """complex -> complex part by part; complex -> pred is x != 0; complex -> real keeps the real part;
+    real -> complex has a zero imaginary part."""
+    if src.kind == "complex":
+        re, im = scalar_complex.parts(b, x)
+        sp = scalar_complex.part_type(src)
+        if dst.kind == "complex":
+            dp = scalar_complex.part_type(dst)
+            return scalar_complex.make(b, convert(b, sp, dp, re, flush), convert(b, sp, dp, im, flush))
+        if dst.kind == "pred":
+            zero = _c(re.type, 0.0)
+            return b.or_(b.fcmp_unordered("!=", re, zero), b.fcmp_unordered("!=", im, zero))
+        return convert(b, sp, dst, re, flush)
+    dp = scalar_complex.part_type(dst)
+    re = convert(b, src, dp, x, flush)
+    return scalar_complex.make(b, re, _c(re.type, 0.0))

@@ -5,6 +5,9 @@
   f32, f64   float, double
   f16        stored as half, carried as float holding an f16-representable value
   bf16       stored as i16 (its bits), carried as float holding a bf16-representable value
+  s4, u4, .. stored as i8 (value in the low bits, upper bits zero), carried as i4 / i2
+  f8e5m2 ... stored as i8 (its bits), carried as float like bf16 (f8.py)
+  c64, c128  {float, float}, {double, double} both ways (numpy's layout; scalar_complex.py)
 
 Narrow floats are computed in f32 and rounded after every op (XLA:CPU's upcast-compute-round), which is why
 their register type is float: `round_value` brings an f32 result back onto the narrow grid.
@@ -15,14 +18,20 @@ from llvmlite import ir
 
 from ...errors import UnimplementedError
 from ...hlo.shape import PrimitiveType, primitive_type
+from . import f8
 from .irhelpers import F16, F32, F64, I1, I8, I16, I32, element_pointer, intrinsic
 
 _INT_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
+
+SUB_BYTE_INTS = ("s2", "s4", "u2", "u4")     # one per byte, in its low bits (ml_dtypes' layout)
 
 # element type name -> (storage type, register type)
 _TYPES: dict[str, tuple[ir.Type, ir.Type]] = {
     "pred": (I8, I1), "f16": (F16, F32), "bf16": (I16, F32), "f32": (F32, F32), "f64": (F64, F64),
     **{name: (ir.IntType(bits), ir.IntType(bits)) for name, bits in _INT_BITS.items()},
+    **{name: (I8, F32) for name in f8.FORMATS},
+    **{name: (I8, ir.IntType(int(name[1:]))) for name in SUB_BYTE_INTS},
+    "c64": (ir.LiteralStructType([F32, F32]),) * 2, "c128": (ir.LiteralStructType([F64, F64]),) * 2,
 }
 
 SUPPORTED_TYPES = frozenset(_TYPES)
@@ -48,7 +57,7 @@ def ptype(name: str) -> PrimitiveType:
 
 
 def is_narrow_float(pt: PrimitiveType) -> bool:
-    return pt.name in ("f16", "bf16")
+    return pt.name in ("f16", "bf16") or pt.name in f8.FORMATS
 
 
 # -- bf16 <-> f32 by bit manipulation ------------------------------------------------------------------
@@ -68,6 +77,8 @@ def round_value(b: ir.IRBuilder, pt: PrimitiveType, x: ir.Value) -> ir.Value:
         return b.bitcast(bf16_round_bits(b, x), F32)
     if pt.name == "f16":
         return b.fpext(b.fptrunc(x, F16), F32)
+    if pt.name in f8.FORMATS:
+        return f8.decode(b, pt.name, f8.encode(b, pt.name, x))
     return x
 
 
@@ -80,6 +91,10 @@ def load_element(b: ir.IRBuilder, base: ir.Value, pt: PrimitiveType, linear: ir.
         return b.bitcast(b.shl(b.zext(stored, I32), ir.Constant(I32, 16)), F32)
     if pt.name == "f16":
         return b.fpext(stored, F32)
+    if pt.name in f8.FORMATS:
+        return f8.decode(b, pt.name, stored)
+    if pt.name in SUB_BYTE_INTS:
+        return b.trunc(stored, value_type(pt))
     return stored
 
 
@@ -90,6 +105,10 @@ def to_storage(b: ir.IRBuilder, pt: PrimitiveType, value: ir.Value) -> ir.Value:
         return b.trunc(b.lshr(bf16_round_bits(b, value), ir.Constant(I32, 16)), I16)
     if pt.name == "f16":
         return b.fptrunc(value, F16)
+    if pt.name in f8.FORMATS:
+        return f8.encode(b, pt.name, value)
+    if pt.name in SUB_BYTE_INTS:
+        return b.zext(value, I8)
     return value
 
 

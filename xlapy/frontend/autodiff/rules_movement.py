@@ -243,6 +243,21 @@ def _identity_vjp(b, inst, ct):
     return [ct]
 
 
+def is_stop_gradient(inst: Instruction) -> bool:
+    """lax.stop_gradient's marker: a copy whose metadata names stop_gradient (the op JAX calls a primitive)."""
+    return inst.opcode == "copy" and 'op_name="stop_gradient"' in str(inst.attrs.get("metadata", ""))
+
+
+def _copy_vjp(b, inst, ct):
+    # stop_gradient(x) passes no cotangent back; any other copy is the identity
+    return [None] if is_stop_gradient(inst) else [ct]
+
+
+def _copy_jvp(b, inst, ts):
+    # stop_gradient(x) has a zero tangent
+    return None if is_stop_gradient(inst) else _same_op(b, inst, ts)
+
+
 VJP = {
     "broadcast": _broadcast_vjp,
     "reshape": _reshape_vjp,
@@ -259,16 +274,17 @@ VJP = {
     "select": _select_vjp,
     "clamp": _clamp_vjp,
     "convert": _convert_vjp,
-    "copy": _identity_vjp,
+    "copy": _copy_vjp,
     "reduce-precision": _identity_vjp,
     "tuple": _tuple_vjp,
     "get-tuple-element": _gte_vjp,
 }
 
 JVP = {op: _same_op for op in ("broadcast", "reshape", "bitcast", "transpose", "slice", "pad", "concatenate",
-                               "reverse", "dynamic-slice", "dynamic-update-slice", "gather", "select", "copy",
+                               "reverse", "dynamic-slice", "dynamic-update-slice", "gather", "select",
                                "reduce-precision")}
 JVP.update({
+    "copy": _copy_jvp,
     "scatter": _scatter_jvp,
     "clamp": _clamp_jvp,
     "convert": _convert_jvp,
