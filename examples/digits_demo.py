@@ -26,15 +26,15 @@ from xlapy.backends import BACKENDS  # noqa: E402
 
 import demo_models as dm  # noqa: E402
 
-HYPER = {"mlp": {"learning_rate": 0.05, "momentum": 0.9},
-         "cnn": {"learning_rate": 0.05, "momentum": 0.9}}
+MOMENTUM = 0.9
+BASE_LEARNING_RATE = {"mlp": 0.2, "cnn": 0.2}      # cosine-decayed to 0 over the run
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default="demo_out", help="directory for the plot, HLO and HTML (default demo_out)")
     p.add_argument("--mlp-epochs", type=int, default=20)
-    p.add_argument("--cnn-epochs", type=int, default=15)
+    p.add_argument("--cnn-epochs", type=int, default=10)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--channels", type=int, default=16, help="CNN feature maps")
     p.add_argument("--limit", type=int, default=None, help="use only this many of the 1,797 samples")
@@ -92,14 +92,20 @@ def train(name: str, data: tuple, args: argparse.Namespace, progress) -> dict:
     init, logits_fn = dm.MODELS[name]
     params, init_source = init(seed=0) if name == "mlp" else init(seed=0, channels=args.channels)
     velocity = dm.zeros_like_tree(params)
-    step = dm.make_step(logits_fn, **HYPER[name])
+    step = dm.make_step(logits_fn, MOMENTUM)
     rng = np.random.default_rng(1)
     batch = min(args.batch, len(x_train))
+
+    epochs = getattr(args, f"{name}_epochs")
+    total_steps = epochs * (len(x_train) // batch)
+
+    def learning_rate(step_number: int) -> np.float32:
+        return dm.cosine_learning_rate(BASE_LEARNING_RATE[name], step_number, total_steps)
 
     epoch_batches = batches(rng, len(x_train), batch)
     first = epoch_batches[0]
     jitted, backend, (params, velocity, loss), compile_s, notes = first_call(
-        step, backends_to_try(args.backend), (params, velocity, x_train[first], y_train[first]))
+        step, backends_to_try(args.backend), (params, velocity, x_train[first], y_train[first], learning_rate(0)))
     for note in notes:
         print(f"  [{name}] {note}; falling back")
     print(f"  [{name}] jitted training step on the {backend!r} backend; first call (trace + optimize + compile) "
@@ -108,8 +114,7 @@ def train(name: str, data: tuple, args: argparse.Namespace, progress) -> dict:
 
     history = {"loss": [], "test_accuracy": []}
     step_times = []
-    start = time.perf_counter()
-    epochs = getattr(args, f"{name}_epochs")
+    start, step_number = time.perf_counter(), 1
     for epoch in range(epochs):
         if epoch > 0:
             epoch_batches = batches(rng, len(x_train), batch)
@@ -118,7 +123,8 @@ def train(name: str, data: tuple, args: argparse.Namespace, progress) -> dict:
         bar = progress(todo, desc=f"{name} epoch {epoch + 1:2d}/{epochs}", unit="step", leave=True)
         for idx in bar:
             t = time.perf_counter()
-            params, velocity, loss = jitted(params, velocity, x_train[idx], y_train[idx])
+            params, velocity, loss = jitted(params, velocity, x_train[idx], y_train[idx], learning_rate(step_number))
+            step_number += 1
             losses.append(float(loss))
             step_times.append(time.perf_counter() - t)
         history["loss"].append(float(np.mean(losses)))
@@ -130,7 +136,7 @@ def train(name: str, data: tuple, args: argparse.Namespace, progress) -> dict:
             dm.accuracy(predict, params, x_test, y_test), "compile_s": compile_s,
             "step_s": statistics.median(step_times) if step_times else float("nan"),
             "train_s": time.perf_counter() - start, "epochs": epochs, "batch": batch,
-            "example": (x_train[first], y_train[first]), "retraces": jitted.trace_count - 1}
+            "example": (x_train[first], y_train[first], learning_rate(0)), "retraces": jitted.trace_count - 1}
 
 
 # -- timing three ways ----------------------------------------------------------------------------------
@@ -148,8 +154,7 @@ def time_three_ways(mlp: dict, args: argparse.Namespace) -> list[tuple[str, floa
     """The MLP training step as one jitted program, op by op, and by hand in numpy (same batch, same params)."""
     params = {k: np.asarray(v) for k, v in mlp["params"].items()}
     velocity = {k: np.asarray(v) for k, v in mlp["velocity"].items()}
-    images, labels = mlp["example"]
-    step_args = (params, velocity, images, labels)
+    step_args = (params, velocity, *mlp["example"])
     backend = mlp["backend"]
     rows = [(f"xlapy jit ({backend})", median_time(mlp["jitted"], step_args, args.timing_steps),
              "one compiled program: forward, backward and update together")]
@@ -161,7 +166,7 @@ def time_three_ways(mlp: dict, args: argparse.Namespace) -> list[tuple[str, floa
     rows.append((f"xlapy op-by-op ({backend})", eager,
                  f"no jit: {after['entries']} cached one-op executables ({after['compiles'] - before['compiles']} "
                  f"compiled in the {warm:.2f} s warm-up call); grad retraces every call"))
-    numpy_step = dm.numpy_mlp_step(**HYPER["mlp"])
+    numpy_step = dm.numpy_mlp_step(MOMENTUM)
     rows.append(("numpy by hand", median_time(numpy_step, step_args, args.timing_steps * 5),
                  "hand-written forward/backward, no compiler"))
     return rows
