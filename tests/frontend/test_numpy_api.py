@@ -245,3 +245,16 @@ def test_functions_are_exported():
     nan newaxis float32 float64 int32 ndarray""".split()
     missing = [n for n in expected if not hasattr(xnp, n)]
     assert not missing, missing
+
+
+def test_products_lower_to_one_dot():
+    a, b = F, F.T.copy()
+    for fn in (lambda x, y: xnp.einsum("ij,jk->ik", x, y), lambda x, y: x @ y, xnp.matmul, xnp.dot,
+               lambda x, y: xnp.tensordot(x, y, 1)):
+        text = xlapy.jit(fn).lower(a, b).as_text()
+        assert text.count(" dot(") == 1 and "reduce(" not in text, text
+
+
+def test_reductions_lower_to_one_reduce():
+    text = xlapy.jit(lambda x: xnp.sum(x, axis=(0, 1))).lower(np.ones((2, 3, 4), np.float32)).as_text()
+    assert text.count(" reduce(") == 1, text

@@ -180,7 +180,8 @@ class _Printer:
         if module.tables:
             pieces.append(module.tables.rstrip() + "\n")
         sugar = {id(c) for c in _sugar_computations(module)}
-        comps = [self.computation(c, c is module.entry) for c in module.computations if id(c) not in sugar]
+        comps = [self.computation(c, c is module.entry) for c in module.computation_post_order()
+                 if id(c) not in sugar]
         return "\n\n".join(pieces + comps) + "\n"
 
 

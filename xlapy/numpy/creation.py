@@ -2,7 +2,7 @@
 meshgrid. Static sizes; outside jit the results are concrete Arrays, inside jit broadcasts and iotas."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -4,7 +4,6 @@ int32. Also cumulative sums/products, nan-ignoring variants, median, count_nonze
 from __future__ import annotations
 
 import builtins
-from typing import Any
 
 import numpy as np
 

@@ -67,7 +67,7 @@ CASES = [
     ((2, 3), (3, 4), "bf_io->bf", "{}", 1, 1),                                                 # no spatial dims
     ((1, 2, 3, 2), (3, 3, 2, 2), "b01f_01io->b01f", "{size=3x3}", 1, 1),                     # empty output
     ((1, 5, 5, 2), (4, 4, 2, 3), "b01f_01io->b01f", "{size=4x4 pad=-1_-1x0_0 rhs_reversal=1x1}", 1, 1),
-    ((1, 6, 6, 4), (3, 3, 1, 4), "b01f_01oi->b01f", "{size=3x3 pad=1_1x1_1 rhs_dilate=2x2}", 4, 1),
+    ((1, 6, 6, 4), (3, 3, 4, 1), "b01f_01oi->b01f", "{size=3x3 pad=1_1x1_1 rhs_dilate=2x2}", 4, 1),
     # big enough for im2col + GEMM
     ((2, 12, 12, 16), (3, 3, 16, 32), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1, 1),
     ((2, 16, 13, 11), (24, 16, 3, 3), "bf01_oi01->bf01", "{size=3x3 stride=2x1 pad=1_0x0_2 rhs_reversal=0x1}", 1, 1),

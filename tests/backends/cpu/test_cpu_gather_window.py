@@ -113,16 +113,22 @@ WINDOWS = {
 }
 
 
-@pytest.mark.parametrize("ty", ["f32", "s32", "bf16", "u8", "f64"])
+# element type -> the reducers it is tested with (compile time grows with the count)
+WINDOW_REDUCERS = {"f32": ("add", "max", "min"), "bf16": ("add", "max"), "s32": ("add", "min"), "u8": ("max",),
+                   "f64": ("add",)}
+
+
+@pytest.mark.parametrize("ty", WINDOW_REDUCERS)
 def test_reduce_window(cpu, ty):
-    """add / max / min over every WINDOWS case, in one module per element type."""
+    """Every WINDOWS case in one module per element type."""
     lines = [f"  zero = {ty}[] constant(0)", f"  low = {ty}[] constant({'0' if ty.startswith('u') else '-100'})",
              f"  high = {ty}[] constant(100)"]
     roots, shapes, args = [], [], []
     for k, (shape, out, window) in enumerate(WINDOWS.values()):
         o = f"{ty}[{cpu.dims_text(out)}]"
         lines.append(f"  x{k} = {ty}[{cpu.dims_text(shape)}] parameter({k})")
-        for name, init in (("add", "zero"), ("max", "low"), ("min", "high")):
+        for name in WINDOW_REDUCERS[ty]:
+            init = {"add": "zero", "max": "low", "min": "high"}[name]
             lines.append(f"  {name}{k} = {o} reduce-window(x{k}, {init}), window={{{window}}}, to_apply={name}_{ty}")
             roots.append(f"{name}{k}")
             shapes.append(o)
@@ -199,7 +205,8 @@ def test_reduce_precision(cpu, ty):
     n = 64
     x = cpu.corners(ty, n, 2)
     extra = np.array([65504.0, 65520.0, 1e-5, 6e-8, 3.0e38, 1.0009765625, 1.00048828125, 448.0, 480.0, -1e-30])
-    x[-len(extra):] = extra.astype(x.dtype)
+    with np.errstate(over="ignore"):
+        x[-len(extra):] = extra.astype(x.dtype)
     rows = [(f"rp.{e}.{m}", f"{ty}[{n}]", f"reduce-precision(x), exponent_bits={e}, mantissa_bits={m}")
             for e, m in formats]
     cpu.check_ops([("x", f"{ty}[{n}]")], rows, x)

@@ -146,13 +146,15 @@ def _dump(module: Module, suffix: str, text: str, options: debug.DebugOptions) -
     (out / f"{file_prefix(module)}.{suffix}").write_text(text)
 
 
-def compile_module(module: Module, run_pipeline: bool | None = None, verify: bool = True,
-                   fast_math: bool = False) -> Executable:
-    """Compile `module` for this CPU. run_pipeline: None runs cpu_pipeline() unless the module is already
-    optimized (scheduled or fused); the caller's module is never modified."""
+def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None, verify: bool = True,
+              fast_math: bool = False, options: debug.DebugOptions | None = None) -> tuple[Module, ir.Module, int]:
+    """The target-independent front half shared by the JIT and AOT (aot.py): optimize the HLO (cpu_pipeline
+    unless the module is already optimized; the caller's module is never modified), verify it, and emit the
+    entry function into a new LLVM module for `triple` and target machine `tm`. Returns the optimized HLO
+    module, the LLVM IR module and the scratch size in bytes."""
     if module.entry is None:
         raise XlapyError(f"module {module.name} has no entry computation")
-    options = debug.options()
+    options = options or debug.options()
     if run_pipeline is None:
         run_pipeline = not _is_optimized(module)
     if run_pipeline:
@@ -162,18 +164,34 @@ def compile_module(module: Module, run_pipeline: bool | None = None, verify: boo
     if verify:
         from ...hlo import verify as verify_module
         verify_module(module)
-    tm = target_machine()
     llvm_module = ir.Module(name=re.sub(r"[^A-Za-z0-9_.]", "_", module.name))
-    llvm_module.triple = llvm.get_process_triple()
+    llvm_module.triple = triple
     llvm_module.data_layout = str(tm.target_data)
     _, scratch_size = emit_module(module, llvm_module)
-    text = str(llvm_module)
-    _dump(module, "ir-no-opt.ll", text, options)
+    return module, llvm_module, scratch_size
+
+
+def parse_llvm(module: Module, text: str):
+    """LLVM IR text -> a verified llvmlite ModuleRef; invalid IR is an XlapyError naming the HLO module."""
     try:
         parsed = llvm.parse_assembly(text)
         parsed.verify()
     except RuntimeError as e:
         raise XlapyError(f"cpu backend produced invalid LLVM IR for module {module.name}: {e}") from e
+    return parsed
+
+
+def compile_module(module: Module, run_pipeline: bool | None = None, verify: bool = True,
+                   fast_math: bool = False) -> Executable:
+    """Compile `module` for this CPU. run_pipeline: None runs cpu_pipeline() unless the module is already
+    optimized (scheduled or fused); the caller's module is never modified."""
+    options = debug.options()
+    tm = target_machine()
+    module, llvm_module, scratch_size = emit_llvm(module, tm, llvm.get_process_triple(), run_pipeline, verify,
+                                                  fast_math, options)
+    text = str(llvm_module)
+    _dump(module, "ir-no-opt.ll", text, options)
+    parsed = parse_llvm(module, text)
     optimize_llvm(parsed, tm)
     opt_text = str(parsed)
     _dump(module, "ir-with-opt.ll", opt_text, options)

@@ -29,7 +29,7 @@ from ...errors import UnimplementedError
 from ...hlo.shape import PrimitiveType, Shape, primitive_type
 from . import runtime, scalar_ops
 from .indexing import strides as layout_strides
-from .irhelpers import I1, I8, I8P, I32, I64, VOID, alloca_once, i64, intrinsic, loop_nest
+from .irhelpers import F16, I8, I8P, I16, I32, I64, VOID, alloca_once, i64, intrinsic, loop_nest
 from .types import load_element, storage_type, store_element, value_type
 
 GEMM_MIN_FLOPS = 64 * 64 * 64     # M*N*K below this: the emitted register-blocked kernel beats a BLAS call
@@ -457,7 +457,7 @@ def _load(b, op: Operand, ptr, idx, ct: PrimitiveType) -> ir.Value:
 # -- the vector kernel: ROWS x (VECS vectors) accumulators in registers, k innermost ------------------------
 def _vector_kernel_applies(d: _Dot, ct: PrimitiveType) -> bool:
     """N must be one unit-stride run in rhs and out, and rhs convertible to ct lane-wise."""
-    if _group(d.rhs, d.rf) != (d.n, 1) or _group(d.out, d.on) != (d.n, 1):
+    if _group(d.rhs, d.rf) != (d.n, 1) or _group(d.out, d.on) != (d.n, 1) or not _vector_kernel_stores(d.out, ct):
         return False
     src = d.rhs.ptype
     if ct.kind == "float":
@@ -489,6 +489,30 @@ def _vector_load(b: ir.IRBuilder, op: Operand, ptr, offset: ir.Value, lanes: int
     return b.sext(v, cty) if op.ptype.kind == "int" else b.zext(v, cty)
 
 
+def _vector_store(b: ir.IRBuilder, op: Operand, ptr, offset: ir.Value, value: ir.Value, ct: PrimitiveType) -> None:
+    """Store the ct lanes of `value` (or a scalar) as consecutive op elements from element `offset`."""
+    if not isinstance(value.type, ir.VectorType):
+        store_element(b, ptr, op.ptype, offset, scalar_ops.convert(b, ct, op.ptype, value, flush=False))
+        return
+    lanes = value.type.count
+    if op.ptype.name == "bf16":          # round to nearest even, NaN kept quiet (types.bf16_round_bits, lane-wise)
+        i32v = ir.VectorType(I32, lanes)
+        c = lambda v: ir.Constant(i32v, [v] * lanes)
+        bits = b.bitcast(value, i32v)
+        rounded = b.add(b.add(bits, c(0x7FFF)), b.and_(b.lshr(bits, c(16)), c(1)))
+        nan = b.fcmp_unordered("uno", value, value)
+        value = b.trunc(b.lshr(b.select(nan, b.or_(bits, c(0x00400000)), rounded), c(16)), ir.VectorType(I16, lanes))
+    elif op.ptype.name == "f16":
+        value = b.fptrunc(value, ir.VectorType(F16, lanes))
+    st = storage_type(op.ptype)
+    p = b.gep(b.bitcast(ptr, st.as_pointer()), [offset], inbounds=True)
+    b.store(value, b.bitcast(p, value.type.as_pointer()), align=_elem_bytes(op.ptype))
+
+
+def _vector_kernel_stores(out: Operand, ct: PrimitiveType) -> bool:
+    return out.ptype.name == ct.name or out.ptype.name in ("bf16", "f16")
+
+
 def _load_linear(b, op: Operand, ptr, offset, ct):
     return scalar_ops.convert(b, op.ptype, ct, load_element(b, ptr, op.ptype, offset), flush=False)
 
@@ -508,8 +532,13 @@ def _emit_vector_kernel(b: ir.IRBuilder, d: _Dot, ct: PrimitiveType, lhs_ptr, rh
     lanes = max(1, _vector_bytes() // _elem_bytes(ct))
     tile = lanes * VECS
     full_tiles, rest = divmod(d.n, tile)
-    tail_chunks = [(i * lanes, lanes) for i in range(rest // lanes)] + \
-                  [((rest // lanes) * lanes + i, 1) for i in range(rest % lanes)]
+    tail_chunks, offset, width = [], 0, lanes     # the last columns in ever narrower vectors: 7 = 4 + 2 + 1
+    while offset < rest:
+        if rest - offset >= width:
+            tail_chunks.append((offset, width))
+            offset += width
+        else:
+            width //= 2
     m_dims = [d.lhs.dims[x] for x in d.lf]
     rows = ROWS if d.m >= ROWS else 1
 
@@ -537,16 +566,7 @@ def _emit_vector_kernel(b: ir.IRBuilder, d: _Dot, ct: PrimitiveType, lhs_ptr, rh
             _, _, oi = _indices(d, bivs, mivs, [], [])
             obase = b.add(_offset(b, oi, d.out.strides), n0)
             for slot, (off, w) in zip(row, chunks):
-                acc = b.load(slot)
-                values = [acc] if w == 1 else [b.extract_element(acc, ir.Constant(I32, lane)) for lane in range(w)]
-                if w > 1 and d.out.ptype.name == ct.name:
-                    st = storage_type(ct)
-                    p = b.gep(b.bitcast(out_ptr, st.as_pointer()), [b.add(obase, i64(off))], inbounds=True)
-                    b.store(acc, b.bitcast(p, acc.type.as_pointer()), align=_elem_bytes(ct))
-                    continue
-                for lane, v in enumerate(values):
-                    store_element(b, out_ptr, d.out.ptype, b.add(obase, i64(off + lane)),
-                                  scalar_ops.convert(b, ct, d.out.ptype, v, flush=False))
+                _vector_store(b, d.out, out_ptr, b.add(obase, i64(off)), b.load(slot), ct)
 
     def columns(bivs, row_ivs):
         if full_tiles:
@@ -574,8 +594,9 @@ def _emit_vector_kernel(b: ir.IRBuilder, d: _Dot, ct: PrimitiveType, lhs_ptr, rh
         with loop_nest(b, [blocks], name="mb") as (mb,):
             first = b.mul(mb, i64(rows))
             columns(bivs, [unflatten(b.add(first, i64(r))) for r in range(rows)])
-        for r in range(left):
-            columns(bivs, [unflatten(i64(blocks * rows + r))])
+        if left:
+            with loop_nest(b, [left], name="mr") as (r,):
+                columns(bivs, [unflatten(b.add(r, i64(blocks * rows)))])
 
 
 # -- scalar loops: every other case --------------------------------------------------------------------------
