@@ -4,6 +4,7 @@
   xlapy opt MODULE.hlo [--passes a,b,... | --pipeline cpu]     (XLA's hlo-opt)
   xlapy verify MODULE.hlo
   xlapy fmt MODULE.hlo [--short]
+  xlapy aot MODULE.hlo --name NAME --out-dir DIR [--target-triple T] [--cpu C] [--features F] [--blas] [--shared]
 
 Set XLAPY_TRACEBACK=1 to see the Python traceback of an unexpected internal error.
 """
@@ -106,6 +107,18 @@ def cmd_fmt(args) -> int:
     return 0
 
 
+def cmd_aot(args) -> int:
+    from ..backends.cpu.aot import check_name, compile_aot
+    check_name(args.name)                 # before the (slow) compile
+    module = _read_module(args.module)
+    art = compile_aot(module, args.name, target_triple=args.target_triple, cpu=args.cpu, features=args.features,
+                      blas=args.blas)
+    files = art.write(args.out_dir, shared=args.shared)
+    for path in files.values():
+        print(f"wrote {path}")
+    return 0
+
+
 def _build_parser() -> argparse.ArgumentParser:
     from ..backends import BACKENDS
     p = _Parser(prog="xlapy", description="XLA rebuilt in Python: run, check and print HLO modules.")
@@ -130,6 +143,19 @@ def _build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("module")
     fmt.add_argument("--short", action="store_true", help="operands without shapes (short parsable)")
     fmt.set_defaults(fn=cmd_fmt)
+    aot = sub.add_parser("aot", help="compile an HLO module ahead of time to an object file and a C header")
+    aot.add_argument("module")
+    aot.add_argument("--name", required=True, help="the C function's name (also NAME.o, NAME.h, NAME.hlo)")
+    aot.add_argument("--out-dir", required=True, help="directory to write the files into (created if missing)")
+    aot.add_argument("--target-triple", help="LLVM target triple (default: this machine's), e.g. aarch64-linux-gnu")
+    aot.add_argument("--cpu", help="target CPU (default: generic; 'host' tunes for this machine)")
+    aot.add_argument("--features", help="LLVM target features, e.g. +avx2,+fma (default: none)")
+    blas = aot.add_mutually_exclusive_group()
+    blas.add_argument("--no-blas", dest="blas", action="store_false",
+                      help="compile dots to loops; link only libc and libm (the default)")
+    blas.add_argument("--blas", dest="blas", action="store_true", help="call the Fortran BLAS (sgemm_, ...)")
+    aot.add_argument("--shared", action="store_true", help="also link NAME.so with gcc -shared")
+    aot.set_defaults(fn=cmd_aot, blas=False)
     return p
 
 

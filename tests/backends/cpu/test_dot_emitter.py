@@ -13,7 +13,7 @@ import pytest
 from llvmlite import ir
 
 import xlapy
-from xlapy.backends.cpu import dot_emitter, runtime
+from xlapy.backends.cpu import runtime
 from xlapy.backends.cpu.compiler import optimize_llvm, target_machine
 from xlapy.backends.cpu.dot_emitter import DotDims, emit_dot, plan_dot
 from xlapy.backends.cpu.irhelpers import for_range

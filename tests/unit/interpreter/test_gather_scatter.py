@@ -419,3 +419,17 @@ def test_scatter_random_dimension_numbers(seed):
                           f"f32[{','.join(map(str, u_shape))}]", dnums)
     expected = reference_scatter_add(x, idx, u, window_dims, inserted, index_map, batching, indices_batching, ivd)
     assert_same(run(text, x, idx, u), expected, dnums)
+
+
+def test_rank0_gather_result_stays_rank0():
+    # regression: np.ascontiguousarray made the f32[] result an f32[1]
+    import numpy as np
+    import xlapy
+    m = xlapy.hlo.parse("""HloModule m
+ENTRY e {
+  x = f32[6] parameter(0)
+  i = s32[1] parameter(1)
+  ROOT g = f32[] gather(x, i), offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=0, slice_sizes={1}
+}""")
+    out = xlapy.compile(m)(np.arange(6, dtype=np.float32), np.array([4], np.int32))
+    assert out.shape == () and out == 4

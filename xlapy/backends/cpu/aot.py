@@ -86,6 +86,8 @@ class AotArtifacts:
     results: tuple[Leaf, ...]
     undefined_symbols: tuple[str, ...]
     blas_symbols: tuple[str, ...]
+    hlo_module_name: str = ""
+    scratch_alignment: int = ALIGNMENT
     files: dict[str, Path] = field(default_factory=dict)
 
     def write(self, out_dir: str | Path, shared: bool = False) -> dict[str, Path]:
@@ -207,7 +209,8 @@ def _add_wrapper(llvm_module: ir.Module, name: str) -> None:
         raise XlapyError(f"AOT function name {name!r} collides with a symbol the generated code uses")
     entry = llvm_module.get_global(ENTRY_NAME)
     fn = ir.Function(llvm_module, ir.FunctionType(I32, [I8P.as_pointer(), I8P.as_pointer(), I8P]), name)
-    fn.attributes.add("nounwind")
+    for attr in entry.attributes:        # the same FP-environment attributes, so LLVM inlines the entry
+        set.add(fn.attributes, attr)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     b.call(entry, list(fn.args))
     b.ret(ir.Constant(I32, 0))
@@ -295,7 +298,7 @@ def compile_aot(module: Module, name: str, target_triple: str | None = None, cpu
         undefined = _declared_symbols(mod)
     blas_symbols = tuple(s for s in undefined if re.fullmatch(r"[sdcz](gemm|gemv)_|xlapy_\w+", s))
     art = AotArtifacts(name, triple, cpu, features, obj, "", optimized.to_text(), scratch, args, results,
-                       tuple(undefined), blas_symbols)
+                       tuple(undefined), blas_symbols, optimized.name)
     art.header = render_header(art)
     return art
 

@@ -242,6 +242,7 @@ def emit_dot(builder: ir.IRBuilder, module: ir.Module | None, lhs_ptr: ir.Value,
     dot's attribute mapping or the dot instruction; element_type is the result type, lhs_type/rhs_type the
     operand types where they differ (a Shape's own type wins). `scratch`, when given, is an i8* to at least
     `plan.scratch_bytes` 64-byte-aligned bytes; without it a dot needing transpose copies mallocs them.
+    `module` is accepted for symmetry with other emitters; BLAS routines are declared in builder.module.
     Returns the plan that was emitted."""
     b = builder
     d = _Dot(*_operands(lhs_shape, rhs_shape, out_shape, element_type, lhs_type, rhs_type), DotDims.of(dnums))

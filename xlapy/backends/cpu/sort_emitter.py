@@ -132,24 +132,26 @@ def _emit_permutation(b: ir.IRBuilder, row: _Row, less: Less, n: int, a: ir.Valu
     with loop_nest(b, [-(-n // RUN)], name="run") as (r,):
         lo = b.mul(r, i64(RUN))
         hi = _min(b, b.add(lo, i64(RUN)), i64(n))
-        with loop_nest(b, [RUN - 1], name="ins") as (t,):
-            i = b.add(lo, b.add(t, i64(1)))
-            with b.if_then(b.icmp_signed("<", i, hi)):
-                x = get(a, i)
-                vx = row.values(x)
-                j = _var(b, I64, i, "ins.j")
+        # a loop with a run-time bound: LLVM must not unroll RUN copies of the nested shifting loop
+        i_var = _var(b, I64, b.add(lo, i64(1)), "ins.i")
+        with _while(b, lambda: b.icmp_signed("<", b.load(i_var), hi), "ins"):
+            i = b.load(i_var)
+            x = get(a, i)
+            vx = row.values(x)
+            j = _var(b, I64, i, "ins.j")
 
-                def keep_moving():
-                    jj = b.load(j)
-                    return if_else_value(b, b.icmp_signed(">", jj, lo),
-                                         lambda: less(vx, row.values(get(a, b.sub(jj, i64(1))))),
-                                         lambda: ir.Constant(I1, 0), name="ins.more")
-                with _while(b, keep_moving, "ins.shift"):
-                    jj = b.load(j)
-                    prev = b.sub(jj, i64(1))
-                    put(a, jj, get(a, prev))
-                    b.store(prev, j)
-                put(a, b.load(j), x)
+            def keep_moving():
+                jj = b.load(j)
+                return if_else_value(b, b.icmp_signed(">", jj, lo),
+                                     lambda: less(vx, row.values(get(a, b.sub(jj, i64(1))))),
+                                     lambda: ir.Constant(I1, 0), name="ins.more")
+            with _while(b, keep_moving, "ins.shift"):
+                jj = b.load(j)
+                prev = b.sub(jj, i64(1))
+                put(a, jj, get(a, prev))
+                b.store(prev, j)
+            put(a, b.load(j), x)
+            b.store(b.add(i, i64(1)), i_var)
     if n <= RUN:
         return a
     # 2. merge passes: width RUN, 2*RUN, ... until one run covers the row

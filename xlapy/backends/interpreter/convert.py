@@ -48,7 +48,7 @@ def _convert(inst, args, ev):
 
 
 def _bitcast_convert(inst, args, ev):
-    x = np.ascontiguousarray(args[0])
+    x = np.array(args[0], order="C")   # keeps rank 0 (ascontiguousarray would not)
     out_dtype = inst.shape.dtype
     src, dst = ptype_of(x), inst.shape.ptype
     if src.bits < 8 or dst.bits < 8:

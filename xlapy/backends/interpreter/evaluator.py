@@ -68,13 +68,18 @@ class Evaluator:
             operands = [values[id(o)] for o in inst.operands]
             try:
                 with np.errstate(all="ignore"):
-                    values[id(inst)] = fn(inst, operands, self)
+                    value = fn(inst, operands, self)
             except XlapyError:
                 raise
             except Exception as e:  # a bug or unsupported corner: name the instruction
                 shapes = ", ".join(str(o.shape) for o in inst.operands)
                 raise ExecutionError(f"interpreter failed on {inst.name} = {inst.opcode}({shapes}): "
                                      f"{type(e).__name__}: {e}") from e
+            if isinstance(value, np.ndarray) and (value.shape != inst.shape.dims or value.dtype != inst.shape.dtype):
+                # a rule returned the wrong shape or type: say so here, not three ops later
+                raise ExecutionError(f"interpreter rule for {inst.opcode} returned {value.dtype}{list(value.shape)} "
+                                     f"for {inst.name}, which is {inst.shape}")
+            values[id(inst)] = value
         return values[id(comp.root)]
 
     def call_scalar(self, comp: Computation, *scalars: Any) -> Any:

@@ -68,7 +68,8 @@ def _gather(inst, args, ev):
     window = window.reshape(batch_shape + kept)
     batch_axes = iter(range(nb))
     axes = [nb + offset_dims.index(i) if i in offset_dims else next(batch_axes) for i in range(nb + len(kept))]
-    return np.ascontiguousarray(np.transpose(window, axes)).astype(inst.shape.dtype, copy=False)
+    # np.array, not np.ascontiguousarray: the latter turns a rank-0 result into rank 1
+    return np.array(np.transpose(window, axes), dtype=inst.shape.dtype, order="C")
 
 
 def _scatter(inst, args, ev):

@@ -27,7 +27,7 @@ def _sort(inst: Instruction, args: list, ev):
     perm = sort_permutation(ev, comp, flat)
     outs = [np.moveaxis(np.take_along_axis(f, perm, axis=1).reshape(m.shape), -1, dim)
             for f, m in zip(flat, moved)]
-    outs = [np.ascontiguousarray(o) for o in outs]
+    outs = [np.array(o, order="C") for o in outs]   # keeps rank 0 (ascontiguousarray would not)
     return tuple(outs) if inst.shape.is_tuple else outs[0]
 
 

@@ -94,7 +94,7 @@ def _threefry_bits32(key: int, counter: int, dims: tuple[int, ...]) -> tuple[np.
     both = np.stack([y0, y1], axis=split + 1)
     joined = both.reshape(half[:split] + (2 * half[split],) + half[split + 1:])
     out = joined[tuple(slice(0, d) for d in dims)]
-    return np.ascontiguousarray(out), (counter + n) & 0xFFFFFFFFFFFFFFFF
+    return np.array(out, order="C"), (counter + n) & 0xFFFFFFFFFFFFFFFF
 
 
 def _threefry_bits64(key: int, counter: int, dims: tuple[int, ...]) -> tuple[np.ndarray, int]:
