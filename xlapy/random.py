@@ -5,10 +5,11 @@ there are no typed key arrays, so `key_data` / `wrap_key_data` are the identity.
 from xlapy.lax ops (see random_threefry.py), so it works eagerly and under jit; outside jit each call runs
 as one compiled program.
 
-Bit-exactness: keys, split, fold_in, bits, randint, permutation, choice and bernoulli are integer (or
-compare-only) computations and match JAX exactly; uniform matches exactly (a mantissa bit trick and one
-multiply-add); normal and truncated_normal go through erf_inv (and erf), evaluated with XLA's own
-polynomial, so they match to the last ulp or two of the backend's log1p/sqrt.
+Bit-exactness (against JAX on CPU): keys, split, fold_in, bits, randint, permutation, choice and bernoulli
+are integer (or compare-only) computations and match exactly. uniform matches exactly: XLA:CPU fuses its
+`floats * (max - min) + min` into an FMA, which `random_numerics.mul_add` reproduces. normal and
+truncated_normal go through erf_inv(u) = p(-log1p(-u*u)) * u with XLA's polynomial; they differ from JAX by
+1-3 ulp on ~1% of values, because the backend's log1p (and erf) are not XLA:CPU's approximations.
 """
 from __future__ import annotations
 

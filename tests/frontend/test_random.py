@@ -296,3 +296,11 @@ def test_bad_key_is_a_clear_error():
         random.uniform(K(0), (2,), np.int32)
     with pytest.raises(xlapy.XlapyError, match="replace=False"):
         random.choice(K(0), 3, (5,), replace=False)
+
+
+def test_complex_normal_matches_jax():
+    expected = np.array([-1.681740164756775 - 1.3740651607513428j, -1.2064419984817505 + 0.07411617785692215j,
+                         -0.3474697470664978 - 0.03365090489387512j], np.complex64)
+    out = np.asarray(random.normal(K(3), (3,), np.complex64))
+    assert out.dtype == np.complex64
+    np.testing.assert_allclose(out, expected, rtol=3e-7)

@@ -43,7 +43,7 @@ class ElementalEmitter:
             raise unsupported(inst)
         for leaf in inst.shape.leaves():
             value_type(leaf.ptype)    # raises UnimplementedError for element types not supported yet
-        return make(self, inst, list(operands))
+        return _memoized(self.b, make(self, inst, list(operands)))
 
     def buffer_generator(self, pointer: ir.Value, shape) -> Generator:
         pt = shape.ptype
@@ -63,6 +63,22 @@ class ElementalEmitter:
             return values[id(comp.root)]([])
         finally:
             self.reassoc = saved
+
+
+def _memoized(builder: ir.IRBuilder, gen: Generator) -> Generator:
+    """A generator that emits each (index, basic block) once (XLA's generated-value cache). Without it a value
+    read twice in a fusion (y + y*y) is emitted twice, and a chain of such reuses grows exponentially. Reuse is
+    limited to the block the value was emitted in, which dominates the rest of that block."""
+    cache: dict[tuple, tuple] = {}
+
+    def cached(index: Index):
+        key = (id(builder.block), tuple(id(v) for v in index))
+        hit = cache.get(key)
+        if hit is None:
+            # keep the index values and block alive so their ids cannot be reused by other objects
+            hit = cache[key] = (gen(index), tuple(index), builder.block)
+        return hit[0]
+    return cached
 
 
 def unsupported(inst: Instruction) -> UnimplementedError:
