@@ -1,22 +1,22 @@
-"""xlapy: XLA, the optimizing compiler for linear algebra and machine learning, rebuilt in Python."""
-from .errors import ExecutionError, HloParseError, HloVerifierError, UnimplementedError, XlapyError
+"""xlapy: XLA, the optimizing compiler for linear algebra and machine learning, rebuilt in Python.
+
+    import xlapy, xlapy.numpy as xnp
+    f = xlapy.jit(lambda x, y, z: xnp.sum(x + y * z))      # JAX's API: jit, grad, vjp, jvp, lax, nn, random
+    xlapy.compile(xlapy.hlo.parse(text), backend="cpu")   # XLA's: HLO in, an executable out
+"""
+from .errors import (ConcretizationError, ExecutionError, HloParseError, HloVerifierError, UnimplementedError,
+                     XlapyError)
 from . import hlo
 from .backends import compile
 
-__version__ = "0.1.0"
-__all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",
-           "hlo", "compile"]
-
-# The tracing front end (JAX's API): jit, Array, lax, pytrees.
-from .errors import ConcretizationError
+# The tracing front end (JAX's API): jit, Array, pytrees, and differentiation over the HLO -> HLO autodiff.
 from .frontend import Array, config, device_get, device_put, explain_recompile, jit
 from .frontend import pytree as tree_util
-from . import lax
-
-__all__ += ["ConcretizationError", "Array", "config", "device_get", "device_put", "explain_recompile", "jit",
-            "tree_util", "lax"]
-
-# Differentiation (JAX's API over the HLO -> HLO autodiff).
 from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp
+from . import lax, nn, numpy, random
 
-__all__ += ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient"]
+__version__ = "0.1.0"
+__all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",
+           "ConcretizationError", "hlo", "compile", "Array", "config", "device_get", "device_put",
+           "explain_recompile", "jit", "tree_util", "grad", "value_and_grad", "vjp", "jvp", "stop_gradient",
+           "lax", "nn", "numpy", "random"]

@@ -123,15 +123,19 @@ class _Row:
 def _emit_permutation(b: ir.IRBuilder, row: _Row, less: Less, n: int, a: ir.Value, c: ir.Value) -> ir.Value:
     """Sort positions 0..n-1 of `row` stably by `less` using index buffers a, c (i32*); returns the one
     holding the result."""
+    # The row length as a value LLVM cannot see through: with a known trip count it fully unrolls the run and
+    # merge loops (nested loops with the comparator inlined), which makes code 25x larger and slow to compile.
+    count = b.asm(ir.FunctionType(I64, [I64]), "", "=r,0", [i64(n)], side_effect=False, name="row.n")
     at = lambda buf, i: b.gep(buf, [i], inbounds=True)
     get = lambda buf, i: b.zext(b.load(at(buf, i)), I64)
     put = lambda buf, i, v: b.store(b.trunc(v, I32), at(buf, i))
     with loop_nest(b, [n], name="perm") as (i,):
         put(a, i, i)
     # 1. insertion sort of each run
-    with loop_nest(b, [-(-n // RUN)], name="run") as (r,):
+    runs = b.udiv(b.add(count, i64(RUN - 1)), i64(RUN))
+    with loop_nest(b, [runs], name="run") as (r,):
         lo = b.mul(r, i64(RUN))
-        hi = _min(b, b.add(lo, i64(RUN)), i64(n))
+        hi = _min(b, b.add(lo, i64(RUN)), count)
         # a loop with a run-time bound: LLVM must not unroll RUN copies of the nested shifting loop
         i_var = _var(b, I64, b.add(lo, i64(1)), "ins.i")
         with _while(b, lambda: b.icmp_signed("<", b.load(i_var), hi), "ins"):
@@ -158,14 +162,14 @@ def _emit_permutation(b: ir.IRBuilder, row: _Row, less: Less, n: int, a: ir.Valu
     width = _var(b, I64, i64(RUN), "merge.width")
     src = _var(b, a.type, a, "merge.src")
     dst = _var(b, a.type, c, "merge.dst")
-    with _while(b, lambda: b.icmp_signed("<", b.load(width), i64(n)), "merge.pass"):
+    with _while(b, lambda: b.icmp_signed("<", b.load(width), count), "merge.pass"):
         w = b.load(width)
         s, d = b.load(src), b.load(dst)
-        pairs = b.udiv(b.add(i64(n - 1), b.shl(w, i64(1))), b.shl(w, i64(1)))
+        pairs = b.udiv(b.add(b.sub(count, i64(1)), b.shl(w, i64(1))), b.shl(w, i64(1)))
         with loop_nest(b, [pairs], name="merge.pair") as (p,):
             lo = b.mul(p, b.shl(w, i64(1)))
-            mid = _min(b, b.add(lo, w), i64(n))
-            hi = _min(b, b.add(mid, w), i64(n))
+            mid = _min(b, b.add(lo, w), count)
+            hi = _min(b, b.add(mid, w), count)
             _emit_merge(b, row, less, s, d, lo, mid, hi, get, put)
         b.store(d, src)
         b.store(s, dst)
