@@ -10,8 +10,12 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@
 
+# The newcomer's first ten minutes: an HLO module through `xlapy run`, then examples/digits_demo.py trains an
+# MLP and a CNN on scikit-learn's digits with jit/grad and writes demo_out/ (plot, HLO, HTML graph).
 demo: $(BIN)/.installed
+	$(BIN)/python -c "import sklearn, tqdm, matplotlib" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[test,demo]'
 	$(BIN)/xlapy run examples/seed_sum.hlo --inputs examples/seed_sum.npz
+	$(BIN)/python examples/digits_demo.py --out demo_out
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q

@@ -5,9 +5,12 @@ imports. The models take NHWC images (batch, 8, 8, 1) of scikit-learn's handwrit
 
   mlp: flatten -> dense 64x128 -> relu -> dense 128x10            (softmax cross-entropy)
   cnn: conv 3x3 (SAME, 1->C) -> relu -> max-pool 2x2 -> flatten -> dense (16*C)x10
+       (the max-pool is lax.reduce_window; `max_pool_2x2_by_reshape` is the same function for backends
+       that still run reduce_window's gradient, select-and-scatter, slowly)
 
-The training step is one pure function `step(params, velocity, images, labels) -> (params, velocity, loss)`:
-value_and_grad of the loss, then SGD with momentum. `numpy_mlp_step` is the same MLP step by hand in numpy
+The training step is one pure function
+`step(params, velocity, images, labels, learning_rate) -> (params, velocity, loss)`: value_and_grad of the
+loss, then SGD with momentum (the learning rate is an argument so a schedule does not retrace). `numpy_mlp_step` is the same MLP step by hand in numpy
 (forward and backward), the baseline of the timing table.
 """
 from __future__ import annotations
@@ -18,39 +21,11 @@ import numpy as np
 
 import xlapy
 import xlapy.nn as nn
+import xlapy.numpy as xnp
 from xlapy import lax
-
-try:
-    import xlapy.numpy as xnp
-    xnp.sum, xnp.mean        # noqa: B018 -- xlapy.numpy is still being written; see _LaxNumpy
-except (ImportError, AttributeError):
-    xnp = None
 
 NUM_CLASSES = 10
 Params = dict[str, Any]
-
-
-class _LaxNumpy:
-    """The two xlapy.numpy reductions this file uses, from xlapy.lax, until xlapy.numpy ships them."""
-
-    @staticmethod
-    def sum(x, axis=None):
-        return lax.reduce_sum(x, None if axis is None else (axis % len(x.shape),))
-
-    @staticmethod
-    def mean(x, axis=None):
-        total = _LaxNumpy.sum(x, axis)
-        count = int(np.prod(x.shape)) if axis is None else x.shape[axis]
-        return total / count
-
-
-if xnp is None:
-    xnp = _LaxNumpy()
-
-
-def numpy_front_end() -> str:
-    """Which implementation of xnp.sum / xnp.mean this run uses (printed by the demo)."""
-    return "xlapy.numpy" if not isinstance(xnp, _LaxNumpy) else "xlapy.lax (xlapy.numpy not importable yet)"
 
 
 # -- data -------------------------------------------------------------------------------------------
@@ -116,19 +91,35 @@ def mlp_logits(params: Params, images):
 
 
 def max_pool_2x2(x):
-    """2x2 max pooling, stride 2, of an NHWC batch."""
+    """2x2 max pooling, stride 2, of an NHWC batch: lax.reduce_window (its gradient is select-and-scatter)."""
     return lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
 
 
-def cnn_logits(params: Params, images):
-    x = lax.conv_general_dilated(images, params["kernel"], (1, 1), "SAME",
-                                 dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    x = max_pool_2x2(nn.relu(x + params["conv_bias"]))
-    x = x.reshape((images.shape[0], -1))
-    return x @ params["w"] + params["b"]
+def max_pool_2x2_by_reshape(x):
+    """The same pooling as a reshape and a max reduction (its gradient is elementwise): the demo's fallback
+    where the backends still run select-and-scatter slowly."""
+    b, h, w, c = x.shape
+    return x.reshape((b, h // 2, 2, w // 2, 2, c)).max(axis=(2, 4))
 
 
-MODELS = {"mlp": (init_mlp, mlp_logits), "cnn": (init_cnn, cnn_logits)}
+POOLINGS = {"lax.reduce_window": max_pool_2x2, "reshape+max": max_pool_2x2_by_reshape}
+
+
+def make_cnn_logits(pool: Callable = max_pool_2x2) -> Callable:
+    def cnn_logits(params: Params, images):
+        x = lax.conv_general_dilated(images, params["kernel"], (1, 1), "SAME",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        x = pool(nn.relu(x + params["conv_bias"]))
+        x = x.reshape((images.shape[0], -1))
+        return x @ params["w"] + params["b"]
+    return cnn_logits
+
+
+cnn_logits = make_cnn_logits()
+
+# model name -> (init, {variant name: logits function}); the first variant is the one the demo is about
+MODELS = {"mlp": (init_mlp, {"dense": mlp_logits}),
+          "cnn": (init_cnn, {f"max-pool by {name}": make_cnn_logits(pool) for name, pool in POOLINGS.items()})}
 
 
 # -- training ------------------------------------------------------------------------------------------

@@ -35,7 +35,8 @@ Markers for later transformations: `lax.stop_gradient` emits `copy` with metadat
 
 Public names
 ------------
-jit, Jitted, Lowered, Compiled, explain_recompile, RecompilationWarning (jit.py); Array, asarray (array.py);
+jit, Jitted, Lowered, Compiled, explain_recompile, RecompilationWarning (jit.py); Array (also the abstract array
+type: isinstance(tracer, Array) is True, as for jax.Array), asarray, is_concrete_array (array.py);
 Tracer, ShapedArray, Trace, bind, Packed, current_trace, trace_function (tracer.py); pytree functions
 (pytree.py, exported as xlapy.tree_util); dtypes.config (xlapy.config: enable_x64, default_backend);
 eager_stats, clear_eager_cache (eager.py); cost_analysis (cost.py).
@@ -47,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, pytree
-from .array import Array, asarray
+from .array import Array, asarray, is_concrete_array
 from .dtypes import config
 from .eager import clear_eager_cache, eager_stats
 from .jit import Compiled, Jitted, Lowered, RecompilationWarning, explain_recompile, jit
@@ -56,14 +57,14 @@ from .tracer import Packed, ShapedArray, Trace, Tracer, bind, current_trace, tra
 
 def device_get(tree: Any) -> Any:
     """Every Array leaf of `tree` as a numpy array."""
-    return pytree.tree_map(lambda x: np.asarray(x) if isinstance(x, Array) else x, tree)
+    return pytree.tree_map(lambda x: np.asarray(x) if is_concrete_array(x) else x, tree)
 
 
 def device_put(tree: Any) -> Any:
     """Every array leaf of `tree` as an xlapy.Array."""
-    return pytree.tree_map(lambda x: x if isinstance(x, Array) else Array(x), tree)
+    return pytree.tree_map(lambda x: x if is_concrete_array(x) else Array(x), tree)
 
 
 __all__ = ["jit", "Jitted", "Lowered", "Compiled", "explain_recompile", "RecompilationWarning", "Array",
-           "asarray", "Tracer", "ShapedArray", "Trace", "bind", "Packed", "current_trace", "trace_function",
+           "asarray", "is_concrete_array", "Tracer", "ShapedArray", "Trace", "bind", "Packed", "current_trace", "trace_function",
            "pytree", "dtypes", "config", "eager_stats", "clear_eager_cache", "device_get", "device_put"]

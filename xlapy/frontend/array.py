@@ -1,5 +1,12 @@
 """xlapy.Array: a concrete value (a numpy array) with JAX's array API. Operations on Arrays outside jit run
-eagerly, one small compiled module per op (see eager.py); inside jit, Arrays are constants."""
+eagerly, one small compiled module per op (see eager.py); inside jit, Arrays are constants.
+
+As `jax.Array`, `xlapy.Array` (= `xlapy.numpy.ndarray`) is also the abstract array type: a Tracer is an instance
+(`isinstance(tracer, xlapy.Array)` is True, so JAX code that checks for arrays works under jit). Code that needs
+a *concrete* Array tests `is_concrete_array(x)`.
+
+An Array donated to a jitted call (`jit(f, donate_argnums=...)`) is deleted afterwards, as in JAX: its buffer may
+have been reused, so reading it raises XlapyError; its shape and dtype stay readable."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,15 +16,30 @@ import numpy as np
 from ..errors import XlapyError
 from . import dtypes
 from .ops_mixin import ArrayOps
-from .tracer import ShapedArray
+from .tracer import ShapedArray, Tracer
 
 
-class Array(ArrayOps):
+class _ArrayMeta(type):
+    """Makes `isinstance(tracer, Array)` True (jax.Array is the type of traced and concrete arrays alike)."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return type.__instancecheck__(cls, obj) or (cls is Array and isinstance(obj, Tracer))
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return type.__subclasscheck__(cls, sub) or (cls is Array and issubclass(sub, Tracer))
+
+
+def is_concrete_array(x: Any) -> bool:
+    """True for an xlapy.Array holding a value (not a Tracer, which also passes isinstance(x, Array))."""
+    return type.__instancecheck__(Array, x)
+
+
+class Array(ArrayOps, metaclass=_ArrayMeta):
     __slots__ = ("_value", "aval")
     __array_priority__ = 100
 
     def __init__(self, value: Any, dtype=None, weak_type: bool = False):
-        if isinstance(value, Array):
+        if is_concrete_array(value):
             arr = value._value
         else:
             arr = np.asarray(value, dtype=dtype)
@@ -36,9 +58,25 @@ class Array(ArrayOps):
     size = property(lambda self: self.aval.size)
     weak_type = property(lambda self: self.aval.weak_type)
 
-    @property
-    def nbytes(self) -> int:
-        return self._value.nbytes
+    def __getattr__(self, name: str):
+        # only reached when normal lookup fails: `_value` is unset once the Array was deleted (donated)
+        if name == "_value":
+            raise XlapyError(f"Array has been deleted (donated to a jitted call): {self.aval} can no longer be "
+                             f"read; use the jitted function's result instead")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def delete(self) -> None:
+        """Release the value (as jax.Array.delete); later reads raise XlapyError."""
+        if self.is_deleted():
+            return
+        del self._value
+
+    def is_deleted(self) -> bool:
+        try:
+            object.__getattribute__(self, "_value")
+        except AttributeError:
+            return True
+        return False
 
     def __array__(self, dtype=None, copy=None):
         arr = self._value
@@ -83,12 +121,14 @@ class Array(ArrayOps):
     __hash__ = None
 
     def __repr__(self) -> str:
+        if self.is_deleted():
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
         body = np.array2string(self._value, separator=", ", prefix="Array(")
         weak = ", weak_type=True" if self.weak_type else ""
         return f"Array({body}, dtype={self.dtype.name}{weak})"
 
     def __str__(self) -> str:
-        return str(self._value)
+        return repr(self) if self.is_deleted() else str(self._value)
 
     def __format__(self, spec: str) -> str:
         return format(self._value.item(), spec) if self.ndim == 0 else format(str(self), spec)
@@ -99,6 +139,6 @@ class Array(ArrayOps):
 
 def asarray(value: Any, dtype=None) -> Array:
     """An Array of `value` (a no-op for Arrays of that dtype)."""
-    if isinstance(value, Array) and (dtype is None or np.dtype(dtype) == value.dtype):
+    if is_concrete_array(value) and (dtype is None or np.dtype(dtype) == value.dtype):
         return value
     return Array(np.asarray(value, dtype=dtype) if dtype is not None else value)

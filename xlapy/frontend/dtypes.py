@@ -21,11 +21,13 @@ import numpy as np
 
 
 class Config:
-    """Global front-end flags (JAX's names where they exist): `enable_x64`, `default_backend`."""
+    """Global front-end flags (JAX's names where they exist): `enable_x64`, `default_backend`.
+    The environment sets their start values: XLAPY_BACKEND=cpu|interpreter, JAX_ENABLE_X64=1."""
 
     def __init__(self):
-        self.enable_x64 = False
-        self.default_backend = "interpreter"
+        import os
+        self.enable_x64 = os.environ.get("JAX_ENABLE_X64", "").lower() in ("1", "true")
+        self.default_backend = os.environ.get("XLAPY_BACKEND", "interpreter")
 
     def update(self, name: str, value: Any) -> None:
         """`config.update("jax_enable_x64", True)` as in JAX; also accepts the bare attribute name."""

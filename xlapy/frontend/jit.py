@@ -5,6 +5,10 @@ static argument values, the backend): the same signature never retraces, a new o
 `jit(f).lower(*args)` gives the HLO before optimization; `.compile()` the optimized executable with
 `.as_text()` and `.cost_analysis()`. `jit(f, explain=True)` warns with the reason whenever f retraces;
 `explain_recompile(jitted_f, *args)` returns that reason as a string.
+
+`donate_argnums` / `donate_argnames` follow JAX: the executable may reuse a donated argument's buffer, so after the
+call every xlapy.Array in a donated argument is deleted (`x.is_deleted()`; reading it raises XlapyError "Array has
+been deleted (donated to a jitted call)"). numpy arrays and Python scalars are copied in, never deleted.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import numpy as np
 from ..errors import XlapyError
 from ..hlo import Module
 from . import dtypes
-from .array import Array
+from .array import Array, is_concrete_array
 from .eager import build_module
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 from .tracer import ShapedArray, Trace, Tracer, concrete_value, current_trace
@@ -98,11 +102,13 @@ class Compiled:
         if tree != self.lowered.in_tree:
             raise XlapyError(f"compiled function called with arguments of structure {tree}, compiled for "
                              f"{self.lowered.in_tree}")
-        return _run(self.executable, leaves, self.lowered)
+        out = _run(self.executable, leaves, self.lowered)
+        jitted._donate(args, kwargs)
+        return out
 
 
 def _run(executable: Any, leaves: Sequence[Any], lowered: Lowered) -> Any:
-    arrays = [leaf._value if isinstance(leaf, Array) else concrete_value(leaf) for leaf in leaves]
+    arrays = [leaf._value if is_concrete_array(leaf) else concrete_value(leaf) for leaf in leaves]
     out = executable(*arrays)
     n = lowered.out_tree.num_leaves
     outs = list(out) if n != 1 else [out]
@@ -114,11 +120,12 @@ class Jitted:
 
     def __init__(self, fun: Callable, static_argnums: int | Iterable[int] = (), static_argnames: str |
                  Iterable[str] = (), donate_argnums: int | Iterable[int] = (), backend: str | None = None,
-                 explain: bool = False):
+                 explain: bool = False, donate_argnames: str | Iterable[str] = ()):
         self.fun = fun
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-        self.donate_argnums = donate_argnums          # accepted for JAX compatibility; buffers are not donated
+        self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+        self.donate_argnames = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames)
         self.backend = backend
         self.explain = explain
         self.trace_count = 0
@@ -221,7 +228,23 @@ class Jitted:
             entry = (lowered, compile_module(lowered.module, backend=sig.backend))
             self._cache[sig] = entry
         lowered, executable = entry
-        return _run(executable, leaves, lowered)
+        out = _run(executable, leaves, lowered)
+        self._donate(args, kwargs)
+        return out
+
+    def _donate(self, args: tuple, kwargs: dict) -> None:
+        """Delete the xlapy.Arrays of donated arguments (JAX: their buffers may now belong to the result)."""
+        if not (self.donate_argnums or self.donate_argnames):
+            return
+        n = len(args)
+        positions = {i % n for i in self.donate_argnums if -n <= i < n}
+        names = set(self.donate_argnames) | {self._argnames[i] for i in self.donate_argnums
+                                             if 0 <= i < len(self._argnames)}
+        positions |= {i for i, name in enumerate(self._argnames[:n]) if name in names}
+        donated = [args[i] for i in sorted(positions)] + [v for k, v in kwargs.items() if k in names]
+        for leaf in tree_flatten(donated)[0]:
+            if is_concrete_array(leaf):
+                leaf.delete()
 
     # -- cache introspection ---------------------------------------------------------------------------
     def _cache_size(self) -> int:
@@ -265,11 +288,15 @@ def _differences(jitted: Jitted, old: Signature, new: Signature) -> list[str]:
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] = (),
         static_argnames: str | Iterable[str] = (), donate_argnums: int | Iterable[int] = (),
-        backend: str | None = None, explain: bool = False):
-    """Compile `fun` (JAX's jit): usable as `jit(f, ...)` or as a decorator `@jit` / `@partial(jit, ...)`."""
+        donate_argnames: str | Iterable[str] = (), backend: str | None = None, explain: bool = False):
+    """Compile `fun` (JAX's jit): usable as `jit(f, ...)` or as a decorator `@jit` / `@partial(jit, ...)`.
+
+    donate_argnums / donate_argnames: as in JAX, the compiled program may reuse these arguments' buffers, so
+    the xlapy.Arrays passed there are deleted after the call (using one raises XlapyError "Array has been
+    deleted (donated to a jitted call)"); pass numpy arrays, or keep the result, to go on using the values."""
     if fun is None:
-        return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums, backend, explain)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend, explain)
+        return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames)
 
 
 def explain_recompile(jitted: Jitted, *args, **kwargs) -> str:

@@ -30,12 +30,23 @@ def promote_broadcast(name: str, *xs: Any) -> list[Any]:
     out = []
     for x, t in zip(xs, types):
         if t.dtype != target.dtype:
-            x = lax._convert(x, target.dtype, t.weak)
+            x = _convert_keeping_weak(x, target)
         a = aval(x)
         if a.shape != shape:
             x = lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - a.ndim, len(shape))))
         out.append(x)
     return out
+
+
+def _convert_keeping_weak(x: Any, target: dtypes.DType) -> Any:
+    """`x` converted to target's dtype. When every operand is weak (all Python scalars: `add(1, 2.0)`) the
+    result is weak (JAX's weak f32), so a Python scalar stays a weakly typed value, not a numpy constant."""
+    if not target.weak:
+        return lax._convert(x, target.dtype)
+    if dtypes.is_python_scalar(x):
+        from .array import Array
+        return Array(np.asarray(x, target.dtype), weak_type=True)
+    return lax.convert_element_type(x, target.dtype, weak_type=True)
 
 
 def _numpy_binary(name: str, fn):

@@ -1,7 +1,8 @@
-"""Python operators shared by Tracer (traced) and Array (concrete): numpy semantics over lax ops.
+"""Python operators and array methods shared by Tracer (traced) and Array (concrete): numpy semantics over lax.
 
 Binary operators promote with JAX's rules (dtypes.py) and broadcast like numpy; the work is in operators.py,
-imported lazily because it builds on lax which builds on the tracer.
+imported lazily because it builds on lax which builds on the tracer. The methods JAX arrays have (`x.var()`,
+`x.cumsum()`, `x.clip()` ...) call the xlapy.numpy function of the same name, imported lazily for the same reason.
 """
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ from __future__ import annotations
 def _ops():
     from . import operators
     return operators
+
+
+def _numpy():
+    from .. import numpy
+    return numpy
+
+
+def _delegate(name: str, numpy_name: str | None = None):
+    """A method `x.name(*args, **kwargs)` calling `xlapy.numpy.<numpy_name>(x, *args, **kwargs)`."""
+    def method(self, *args, **kwargs):
+        return getattr(_numpy(), numpy_name or name)(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"`xlapy.numpy.{numpy_name or name}(x, ...)` (as jax.Array.{name})."
+    return method
 
 
 def _binary(name: str, reflected: bool = False):
@@ -81,9 +96,6 @@ class ArrayOps:
     def sum(self, axis=None, keepdims: bool = False, dtype=None):
         return _ops().reduction("sum", self, axis, keepdims, dtype)
 
-    def prod(self, axis=None, keepdims: bool = False, dtype=None):
-        return _ops().reduction("prod", self, axis, keepdims, dtype)
-
     def mean(self, axis=None, keepdims: bool = False, dtype=None):
         return _ops().mean(self, axis, keepdims, dtype)
 
@@ -93,17 +105,36 @@ class ArrayOps:
     def min(self, axis=None, keepdims: bool = False):
         return _ops().reduction("min", self, axis, keepdims)
 
-    def argmax(self, axis=None):
-        return _ops().arg_reduction("argmax", self, axis)
-
-    def argmin(self, axis=None):
-        return _ops().arg_reduction("argmin", self, axis)
-
-    def ravel(self):
+    def ravel(self, order: str = "C"):
         return _ops().reshape(self, (self.size,))
 
-    def flatten(self):
-        return self.ravel()
+    def flatten(self, order: str = "C"):
+        return self.ravel(order)
 
     def squeeze(self, axis=None):
         return _ops().squeeze(self, axis)
+
+    any, all, prod = _delegate("any"), _delegate("all"), _delegate("prod")
+    var, std = _delegate("var"), _delegate("std")
+    cumsum, cumprod = _delegate("cumsum"), _delegate("cumprod")
+    argmax, argmin = _delegate("argmax"), _delegate("argmin")
+    sort, argsort = _delegate("sort"), _delegate("argsort")
+    clip, round, take, dot = _delegate("clip"), _delegate("round"), _delegate("take"), _delegate("dot")
+    swapaxes = _delegate("swapaxes")
+    conj, conjugate = _delegate("conj", "conjugate"), _delegate("conjugate")
+
+    @property
+    def real(self):
+        return _numpy().real(self)
+
+    @property
+    def imag(self):
+        return _numpy().imag(self)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize

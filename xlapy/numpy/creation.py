@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._util import (Array, arr, aval, canon_axis, dtypes, error, full_const, is_traced, lax, promote,
+from ._util import (Array, Tracer, arr, aval, canon_axis, dtypes, error, full_const, is_traced, lax, promote,
                     shape_tuple)
 
 
@@ -88,7 +88,7 @@ def full_like(a, fill_value, dtype=None, shape=None) -> Any:
 
 
 def _static_number(x, name: str):
-    if hasattr(x, "aval") and not isinstance(x, Array):
+    if isinstance(x, Tracer):     # (isinstance(tracer, Array) is True, as for jax.Array)
         raise error(name, "start/stop/step must be static (concrete) values under jit")
     return np.asarray(x).item()
 

@@ -1,6 +1,5 @@
 """Convolution on the CPU backend against the interpreter: every dim_labels / window / group configuration on
 the direct loop nest, the im2col + GEMM path for big float ones, element types, layouts."""
-import ml_dtypes
 import numpy as np
 import pytest
 

@@ -365,3 +365,25 @@ def test_max_pool_and_grad_bf16():
     expected = naive_max_pool_grad(x.astype(np.float32), g.astype(np.float32), (1, 2, 2, 1), (1, 2, 2, 1),
                                    [(0, 0)] * 4).astype(ml_dtypes.bfloat16)
     assert_same(run(text, x, g), expected)
+
+
+def test_elementwise_computations_run_lifted_on_whole_arrays():
+    # regression: the evaluator's result-shape check made every lifted call fail, so select-and-scatter
+    # and scatter silently fell back to one Python call per element
+    import numpy as np
+    import xlapy
+    from xlapy.backends.interpreter.evaluator import Evaluator
+    from xlapy.backends.interpreter.reducers import call_lifted
+    m = xlapy.hlo.parse("""HloModule m
+ge {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=GE
+}
+ENTRY e {
+  ROOT p = f32[] parameter(0)
+}""")
+    ge = m.computation("ge")
+    x, y = np.array([1, 5, 3], np.float32), np.array([2, 5, 1], np.float32)
+    out = call_lifted(Evaluator(m), ge, [x, y], (3,))
+    assert out is not None and out[0].tolist() == [False, True, True]

@@ -4,7 +4,8 @@ C-callable function, and a C header describing it (aot_header.py).
     int NAME(const void* const* args, void* const* results, void* scratch);
 
 args[i] points at the i-th array leaf of the entry parameters (tuple parameters flattened in order, tokens
-skipped), results[j] at the j-th array leaf of the result, both row-major and dense; scratch is a caller-owned
+skipped), results[j] at the j-th array leaf of the result, both dense in their HLO layout (row-major unless
+the entry layout says otherwise; the header says which); scratch is a caller-owned
 buffer of NAME_SCRATCH_BYTES (64-byte aligned) that holds every temporary. The function allocates nothing and
 touches no global mutable state (constants are read-only data), so it is reentrant given a scratch buffer per
 concurrent call. It returns 0.
@@ -33,7 +34,7 @@ from ...hlo import Module, Shape
 from . import runtime
 from .buffers import ALIGNMENT, byte_size
 from .compiler import ENTRY_NAME, _init_llvm, emit_llvm, optimize_llvm, parse_llvm
-from .indexing import is_row_major
+from .indexing import major_to_minor
 from .irhelpers import I8P, I32
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
@@ -69,6 +70,15 @@ class Leaf:
     @property
     def nbytes(self) -> int:
         return byte_size(self.shape)
+
+    @property
+    def major_to_minor(self) -> tuple[int, ...]:
+        """The logical dims from the most major to the most minor in memory: 0, 1, ... when row-major."""
+        return tuple(major_to_minor(self.shape))
+
+    @property
+    def row_major(self) -> bool:
+        return self.major_to_minor == tuple(range(len(self.dims)))
 
 
 @dataclass
@@ -133,7 +143,7 @@ def _target_machine(triple: str | None, cpu: str | None, features: str | None):
     cpu = cpu or "generic"
     features = features or ""
     for f in filter(None, features.split(",")):
-        if f[0] not in "+-" or not re.fullmatch(r"[+-][A-Za-z0-9_.-]+", f):
+        if not re.fullmatch(r"[+-][A-Za-z0-9_.-]+", f):
             raise XlapyError(f"bad target feature {f!r}: expected a comma-separated list like '+avx2,-fma'")
     tm = target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
     return tm, triple, cpu, features
@@ -191,9 +201,6 @@ def _leaves(module: Module) -> tuple[tuple[Leaf, ...], tuple[Leaf, ...]]:
         if shape.is_token:
             return
         where = origin + (f" tuple index {{{','.join(map(str, path))}}}" if path else "")
-        if not is_row_major(shape):
-            raise XlapyError(f"AOT: {where} has layout {shape.to_text()}; the C interface takes dense row-major "
-                             f"arrays only")
         out.append(Leaf(len(out), where, shape))
 
     for i, p in enumerate(module.entry.parameters):

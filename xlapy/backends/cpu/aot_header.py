@@ -23,9 +23,16 @@ def _leaf_block(prefix: str, what: str, leaf: "Leaf") -> list[str]:
              f"#define {prefix}_RANK {len(leaf.dims)}"]
     lines += [f"#define {prefix}_DIM{k} {d}" for k, d in enumerate(leaf.dims)]
     lines += [f"#define {prefix}_ELEMENTS {leaf.shape.numel}",
-              f"#define {prefix}_BYTES {leaf.nbytes}"]
+              f"#define {prefix}_BYTES {leaf.nbytes}",
+              f"#define {prefix}_ROW_MAJOR {int(leaf.row_major)}"]
     if leaf.dims:
         lines.append(f"static const int64_t {prefix}_DIMS[{len(leaf.dims)}] = {{{', '.join(map(str, leaf.dims))}}};")
+    if not leaf.row_major:
+        order = leaf.major_to_minor
+        physical = ",".join(str(leaf.dims[d]) for d in order)
+        lines.insert(1, f"/* NOT row-major: memory holds a row-major {leaf.type_name}[{physical}], the logical dims in "
+                        f"the order {list(order)} (major to minor) */")
+        lines.append(f"static const int {prefix}_MAJOR_TO_MINOR[{len(order)}] = {{{', '.join(map(str, order))}}};")
     return lines + [""]
 
 
@@ -39,6 +46,7 @@ def _tables(name: str, kind: str, leaves: Sequence["Leaf"]) -> list[str]:
     return [table("int", "RANK", [str(len(x.dims)) for x in leaves]),
             table("size_t", "BYTES", [str(x.nbytes) for x in leaves]),
             table("int64_t", "ELEMENTS", [str(x.shape.numel) for x in leaves]),
+            table("int", "ROW_MAJOR", [str(int(x.row_major)) for x in leaves]),
             table("char* const", "TYPE", [f'"{x.type_name}"' for x in leaves]),
             table("int64_t* const", "DIMS", [f"{name}_{kind}{x.index}_DIMS" if x.dims else "NULL" for x in leaves])]
 
@@ -83,8 +91,10 @@ def render_header(art: "AotArtifacts") -> str:
            "",
            f"   int {name}(const void* const* args, void* const* results, void* scratch);",
            "",
-           f"   args[i] points at argument i ({name}_NUM_ARGS of them) and results[j] at result j ({name}_NUM_RESULTS):",
-           "   dense row-major arrays of the element types and dims below, each aligned to its element size;",
+           f"   args[i] points at argument i ({name}_NUM_ARGS of them) and results[j] at result j "
+           f"({name}_NUM_RESULTS):",
+           "   dense arrays of the element types and dims below, row-major unless marked otherwise (_ROW_MAJOR 0),",
+           "   each aligned to its element size;",
            "   results must not overlap the arguments. Tuple parameters and results are flattened in order.",
            f"   scratch: {name}_SCRATCH_BYTES bytes aligned to {name}_SCRATCH_ALIGNMENT, owned by the caller (NULL "
            f"is fine when",

@@ -148,7 +148,7 @@ def _dump(module: Module, suffix: str, text: str, options: debug.DebugOptions) -
 
 def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None, verify: bool = True,
               fast_math: bool = False, options: debug.DebugOptions | None = None) -> tuple[Module, ir.Module, int]:
-    """The target-independent front half shared by the JIT and AOT (aot.py): optimize the HLO (cpu_pipeline
+    """The front half of compilation, shared by the JIT and AOT (aot.py): optimize the HLO (cpu_pipeline
     unless the module is already optimized; the caller's module is never modified), verify it, and emit the
     entry function into a new LLVM module for `triple` and target machine `tm`. Returns the optimized HLO
     module, the LLVM IR module and the scratch size in bytes."""

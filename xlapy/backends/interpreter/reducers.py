@@ -122,7 +122,7 @@ def call_lifted(ev, comp: Computation, args: Sequence[np.ndarray], shape: tuple[
     if not is_liftable(comp):
         return None
     try:
-        results = _as_list(ev.call(comp, list(args)))
+        results = _as_list(ev.call(comp, list(args), lifted=True))
     except XlapyError:       # some handler wants true scalars: the caller runs element by element
         return None
     dtypes = _result_dtypes(comp)
