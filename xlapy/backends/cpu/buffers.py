@@ -41,17 +41,62 @@ def byte_size(shape: Shape) -> int:
 
 
 class ScratchAllocator:
-    """Hands out 64-byte aligned offsets into the scratch buffer; `size` is what the executable allocates."""
+    """Hands out 64-byte aligned offsets into the scratch buffer; `size` is what the executable allocates.
 
-    def __init__(self) -> None:
+    `release(offset)` returns a slice to a free list (kept sorted and coalesced); later requests take the
+    best-fitting free slice before growing the scratch block. With `reuse=False` nothing is ever reused
+    (the simple assignment, kept for comparisons)."""
+
+    def __init__(self, reuse: bool = True) -> None:
         self.size = 0
         self.count = 0
+        self.reuse = reuse
+        self.live: dict[int, int] = {}          # offset -> rounded size of every slice handed out and not released
+        self._free: list[tuple[int, int]] = []  # (offset, size), sorted by offset, coalesced
+        self.on_allocate = None                 # callback(offset, size), set by the buffer assignment
 
     def allocate(self, nbytes: int) -> int:
-        offset = self.size
-        self.size += -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
+        size = -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
+        offset = self._take(size) if self.reuse else None
+        if offset is None:
+            if self._free and self._free[-1][0] + self._free[-1][1] == self.size:   # grow the free tail
+                offset = self._free.pop()[0]
+            else:
+                offset = self.size
+            self.size = offset + size
+        self.live[offset] = size
         self.count += 1
+        if self.on_allocate is not None:
+            self.on_allocate(offset, size)
         return offset
+
+    def _take(self, size: int) -> int | None:
+        best = None
+        for k, (off, n) in enumerate(self._free):
+            if n >= size and (best is None or n < self._free[best][1]):
+                best = k
+        if best is None:
+            return None
+        off, n = self._free[best]
+        if n == size:
+            del self._free[best]
+        else:
+            self._free[best] = (off + size, n - size)
+        return off
+
+    def release(self, offset: int) -> None:
+        size = self.live.pop(offset)
+        if not self.reuse:
+            return
+        free = self._free
+        k = 0
+        while k < len(free) and free[k][0] < offset:
+            k += 1
+        free.insert(k, (offset, size))
+        if k + 1 < len(free) and offset + size == free[k + 1][0]:        # merge with the next slice
+            free[k] = (offset, size + free.pop(k + 1)[1])
+        if k > 0 and free[k - 1][0] + free[k - 1][1] == offset:          # and with the previous one
+            free[k - 1] = (free[k - 1][0], free[k - 1][1] + free.pop(k)[1])
 
 
 def leaves(tree: ValueTree) -> list[BufferRef]:

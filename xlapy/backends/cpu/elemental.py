@@ -21,6 +21,7 @@ from . import f8, scalar_complex, scalar_ops
 from .indexing import delinearize, linear_index, major_to_minor, row_major_linear
 from .irhelpers import I1, I64, alloca_once, i64, if_else_value, loop_nest
 from .types import is_narrow_float, load_element, round_value, value_type
+from .math_approx import APPROXIMATIONS
 from .elemental_gather import gather
 from .elemental_precision import reduce_precision
 from .elemental_window import reduce_window
@@ -119,15 +120,27 @@ def _flushing(em, inst, pt, rule):
     return lambda b, pt, *xs: flush(b, pt, rule(b, pt, *(flush(b, pt, x) for x in xs)))
 
 
+# Transcendentals use math_approx's branch-free polynomials, which LLVM vectorizes (XLA:CPU does the same), in
+# place of C library calls. pow stays a libm call: it must see denormal operands unflushed, as XLA's does.
+_NOT_APPROXIMATED = frozenset({"power"})
+
+
+def _approximated(inst, pt, rule):
+    if pt.kind != "float" or inst.opcode in _NOT_APPROXIMATED:
+        return rule
+    fn = APPROXIMATIONS.get((inst.opcode, "f64" if pt.name == "f64" else "f32"))   # f16/bf16 live in f32
+    return rule if fn is None else (lambda b, pt, *xs: fn(b, *xs))
+
+
 def _unary(em, inst, gens):
     pt = inst.operands[0].shape.ptype
-    rule = _flushing(em, inst, pt, _rule(scalar_ops.UNARY, inst, pt))
+    rule = _flushing(em, inst, pt, _approximated(inst, pt, _rule(scalar_ops.UNARY, inst, pt)))
     return lambda index: _finish(em, inst, rule(em.b, pt, gens[0](index)))
 
 
 def _binary(em, inst, gens):
     pt = inst.operands[0].shape.ptype
-    rule = _flushing(em, inst, pt, _rule(scalar_ops.BINARY, inst, pt))
+    rule = _flushing(em, inst, pt, _approximated(inst, pt, _rule(scalar_ops.BINARY, inst, pt)))
     reassociable = inst.opcode in ("add", "multiply") and pt.kind == "float"
 
     def gen(index):

@@ -1,6 +1,8 @@
 """The CPU Executable: `exe(*arrays)` calls the module's native entry `void entry(i8** params, i8** results,
-i8* scratch)` through ctypes. Everything that does not depend on the arguments (pointer arrays, output
-shapes, the scratch buffer) is prepared once, so a warm call costs a few microseconds of Python."""
+i8* scratch)`. Everything that does not depend on the arguments (pointer arrays, output shapes, the scratch buffer)
+is prepared once. Where every parameter and result is a plain row-major array (a flat tuple of them for the result),
+calls go through a native trampoline (fastcall.py: well under a microsecond); other signatures, and arguments the
+trampoline does not take as they are (lists, scalars, other dtypes or layouts), go through ctypes."""
 from __future__ import annotations
 
 import ctypes
@@ -12,6 +14,7 @@ import numpy as np
 
 from ...errors import XlapyError
 from ...hlo import Module, Shape
+from . import fastcall
 from .buffers import ALIGNMENT
 from .indexing import major_to_minor
 
@@ -58,14 +61,42 @@ class Executable:
         n_params = sum(len(x) for x in self._param_leaves)
         self._params = (ctypes.c_void_p * max(n_params, 1))()
         self._results = (ctypes.c_void_p * max(len(self._result_leaves), 1))()
-        self._scratch = np.empty(scratch_size + ALIGNMENT, np.uint8)
-        base = self._scratch.ctypes.data
-        self._scratch_ptr = ctypes.c_void_p(base + (-base) % ALIGNMENT)
+        self._scratch_size = scratch_size
+        self._scratch_ptr = self._new_scratch()
         self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
         self._lock = threading.Lock()
         self._simple = all(len(x) == 1 and x[0].physical_order is None for x in self._param_leaves)
+        self._fast = self._make_fast_call(address, scratch_size)
+        # the native caller, `fast_call(*arrays)`, or None: callers that hold numpy arrays may call it directly
+        self.fast_call = self._fast.function if self._fast is not None else None
+
+    def _new_scratch(self) -> ctypes.c_void_p:
+        buf = np.empty(self._scratch_size + ALIGNMENT, np.uint8)
+        self._scratch_bufs = getattr(self, "_scratch_bufs", []) + [buf]
+        base = buf.ctypes.data
+        return ctypes.c_void_p(base + (-base) % ALIGNMENT)
+
+    def _make_fast_call(self, address: int, scratch_size: int):
+        structure = self._structure
+        flat = isinstance(structure, int) or all(isinstance(s, int) for s in structure)
+        if not (self._simple and flat and all(r.physical_order is None for r in self._result_leaves)):
+            return None
+        fast = fastcall.make(address, self._scratch_ptr.value, scratch_size + ALIGNMENT,
+                             [(x[0].dims, x[0].dtype) for x in self._param_leaves],
+                             [(r.dims, r.dtype) for r in self._result_leaves],
+                             isinstance(structure, tuple), self._call_ctypes)
+        if fast is not None:
+            # the trampoline owns the first scratch buffer; the ctypes path gets its own (taken under self._lock)
+            self._scratch_ptr = self._new_scratch()
+        return fast
 
     def __call__(self, *args: Any) -> Any:
+        fast = self.fast_call
+        if fast is not None:
+            return fast(*args)
+        return self._call_ctypes(*args)
+
+    def _call_ctypes(self, *args: Any) -> Any:
         if len(args) != len(self._param_leaves):
             raise XlapyError(f"module {self.module.name} takes {len(self._param_leaves)} arguments, got {len(args)}")
         keep = []
