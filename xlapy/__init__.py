@@ -20,3 +20,11 @@ __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", 
            "ConcretizationError", "hlo", "compile", "Array", "config", "device_get", "device_put",
            "explain_recompile", "jit", "tree_util", "grad", "value_and_grad", "vjp", "jvp", "stop_gradient",
            "lax", "nn", "numpy", "random"]
+
+
+def __getattr__(name: str):
+    # xlapy.aot loads the LLVM backend: imported on first use, not with xlapy
+    if name == "aot":
+        import importlib
+        return importlib.import_module(".aot", __name__)
+    raise AttributeError(f"module 'xlapy' has no attribute {name!r}")

@@ -2,19 +2,24 @@
 
 Outside any trace, `bind` lands here: the single op is traced into a tiny module whose parameters are the
 operands (Python scalars included, so `x + 1` and `x + 2` share one executable), compiled once per
-(module text, backend) and run. `eager_stats()` counts compiles and cache hits — the point of the seed
-example is the cost of this op-by-op path against one compiled whole program.
+op signature and run. The cache key is structural — (opcode, name, attributes in a hashable form, each operand's
+(shape, dtype, weak_type), grouping, result shape, backend) — so a hit neither builds nor prints a module; only
+attributes with no value-hashable form (a called computation) fall back to keying on the module's text.
+`eager_stats()` counts compiles and cache hits — the point of the seed example is the cost of this op-by-op path
+against one compiled whole program.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Hashable, Sequence
+
+import numpy as np
 
 from ..errors import XlapyError
 from ..hlo import Computation, Module
 from . import dtypes
 from .tracer import Packed, ShapedArray, Trace, Tracer, concrete_value, make_op
 
-_CACHE: dict[tuple[str, str], Any] = {}
+_CACHE: dict[tuple, Any] = {}
 _STATS = {"compiles": 0, "hits": 0}
 
 
@@ -64,9 +69,11 @@ def build_module(name: str, entry: Computation) -> Module:
     return module
 
 
-def get_executable(module: Module, backend: str):
+def get_executable(module: Module, backend: str, key: tuple | None = None):
+    """The cached executable for `module` on `backend`, under `key` (default: the module's text)."""
     from ..backends import compile as compile_module
-    key = (module.to_text(), backend)
+    if key is None:
+        key = (module.to_text(), backend)
     exe = _CACHE.get(key)
     if exe is None:
         exe = compile_module(module, backend=backend)
@@ -77,19 +84,63 @@ def get_executable(module: Module, backend: str):
     return exe
 
 
+class _Unhashable(Exception):
+    """An attribute with no value-hashable form: the op is keyed by its module text instead."""
+
+
+def _freeze(value: Any) -> Hashable:
+    """A hashable form of an attribute value that tells apart what prints differently (1 vs 1.0 vs True)."""
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return value if type(value) in (str, int) else (type(value).__name__, value)
+    if isinstance(value, float):
+        return ("float", repr(value))                 # repr: NaN keys must equal themselves
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_freeze(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _freeze(v)) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))))
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+        return ("array", arr.dtype.str, arr.shape, arr.tobytes())
+    if isinstance(value, np.dtype):
+        return ("dtype", value.str, value.name)
+    if type(value).__hash__ is object.__hash__ or type(value).__hash__ is None:
+        raise _Unhashable                             # identity-hashed (a Computation) or unhashable
+    return (type(value).__name__, value)
+
+
+def _op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], attrs: dict | None, shape,
+            name: str | None, backend: str) -> tuple | None:
+    try:
+        frozen = _freeze(attrs) if attrs else None
+        frozen_shape = None if shape is None else _freeze(shape)
+    except _Unhashable:
+        return None
+    groups = tuple(len(o) if isinstance(o, Packed) else -1 for o in operands)
+    return (opcode, name, frozen, frozen_shape, groups, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
+            dtypes.config.enable_x64, backend)
+
+
 def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, shape=None, name=None,
                 weak_type: bool = False) -> Any:
-    from .array import Array
-    trace = Trace("main")
+    from .array import Array, is_concrete_array
     values = [v for o in operands for v in (o if isinstance(o, Packed) else [o])]
-    params = iter([trace.new_param(aval_of_value(v), f"Arg_{i}") for i, v in enumerate(values)])
-    param_operands = [Packed(next(params) for _ in o) if isinstance(o, Packed) else next(params) for o in operands]
-    inst = make_op(trace, opcode, param_operands, attrs, shape, name)
-    trace.comp.add_instruction(inst)
-    trace.comp.root = inst
-    module = build_module(f"jit_{(name or opcode).replace('-', '_')}", trace.comp)
-    exe = get_executable(module, dtypes.config.default_backend)
-    out = exe(*[concrete_value(v) for v in values])
+    avals = [aval_of_value(v) for v in values]
+    backend = dtypes.config.default_backend
+    key = _op_key(opcode, operands, avals, attrs, shape, name, backend)
+    exe = _CACHE.get(key) if key is not None else None
+    if exe is not None:
+        _STATS["hits"] += 1
+    else:
+        trace = Trace("main")
+        params = iter([trace.new_param(aval, f"Arg_{i}") for i, aval in enumerate(avals)])
+        param_operands = [Packed(next(params) for _ in o) if isinstance(o, Packed) else next(params)
+                          for o in operands]
+        inst = make_op(trace, opcode, param_operands, attrs, shape, name)
+        trace.comp.add_instruction(inst)
+        trace.comp.root = inst
+        module = build_module(f"jit_{(name or opcode).replace('-', '_')}", trace.comp)
+        exe = get_executable(module, backend, key)
+    out = exe(*[v._value if is_concrete_array(v) else concrete_value(v) for v in values])
     if isinstance(out, tuple):
         return [Array(o) for o in out]
     return Array(out, weak_type=weak_type)

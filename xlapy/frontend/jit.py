@@ -27,7 +27,7 @@ from . import dtypes
 from .array import Array, is_concrete_array
 from .eager import build_module
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
-from .tracer import ShapedArray, Trace, Tracer, concrete_value, current_trace
+from .tracer import _TRACE_STACK, ShapedArray, Trace, Tracer, concrete_value, current_trace
 
 
 class RecompilationWarning(UserWarning):
@@ -115,8 +115,55 @@ def _run(executable: Any, leaves: Sequence[Any], lowered: Lowered) -> Any:
     return tree_unflatten(lowered.out_tree, [Array(o, weak_type=w) for o, w in zip(outs, lowered.out_weak)])
 
 
+class _FastEntry:
+    """A cached executable for calls whose arguments are all positional, concrete xlapy.Arrays: `run(args)`
+    calls it with their numpy values and wraps the results with avals computed once."""
+    __slots__ = ("run",)
+
+    def __init__(self, lowered: Lowered, executable: Any):
+        call = getattr(executable, "fast_call", None) or executable
+        out_tree, n = lowered.out_tree, lowered.out_tree.num_leaves
+        out_avals = [ShapedArray(tuple(s.dims), s.dtype, w) for s, w in zip(_result_shapes(lowered.module, n),
+                                                                               lowered.out_weak)]
+        trusted = getattr(executable, "fast_call", None) is not None   # results: fresh row-major ndarrays
+        new = Array.__new__
+
+        def wrap(value, aval):
+            if not trusted:
+                return Array(value, weak_type=aval.weak_type)
+            out = new(Array)                  # the executable made `value` with exactly this aval
+            out._value, out.aval = value, aval
+            return out
+
+        if n == 1 and out_tree.num_nodes == 1 and trusted:
+            aval = out_avals[0]
+
+            def run(args):
+                out = new(Array)
+                out._value, out.aval = call(*[a._value for a in args]), aval
+                return out
+        elif n == 1 and out_tree.num_nodes == 1:
+            def run(args):
+                return wrap(call(*[a._value for a in args]), out_avals[0])
+        else:
+            def run(args):
+                out = call(*[a._value for a in args])
+                return tree_unflatten(out_tree, [wrap(o, v) for o, v in zip(out if n != 1 else (out,), out_avals)])
+        self.run = run
+
+
+def _result_shapes(module: Module, n: int) -> list:
+    shape = module.entry.root.shape
+    leaves = list(shape.leaves())
+    return leaves if len(leaves) == n else [shape]
+
+
 class Jitted:
-    """The result of jit(f): call it like f."""
+    """The result of jit(f): call it like f.
+
+    Warm calls whose arguments are all positional, concrete xlapy.Arrays (no static or donated arguments) take
+    a fast path: the cache key is the tuple of each argument's (shape, dtype, weak_type) and the backend; the
+    full signature (pytree, avals, static values) is built only when that misses."""
 
     def __init__(self, fun: Callable, static_argnums: int | Iterable[int] = (), static_argnames: str |
                  Iterable[str] = (), donate_argnums: int | Iterable[int] = (), backend: str | None = None,
@@ -130,6 +177,9 @@ class Jitted:
         self.explain = explain
         self.trace_count = 0
         self._cache: dict[Signature, tuple[Lowered, Any]] = {}
+        self._fast: dict[tuple, _FastEntry] = {}
+        self._fast_ok = not (self.static_argnums or self.static_argnames or self.donate_argnums
+                             or self.donate_argnames)
         try:
             self._params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
@@ -215,6 +265,30 @@ class Jitted:
         return self._trace(sig, args, kwargs)
 
     def __call__(self, *args, **kwargs):
+        if not kwargs and not _TRACE_STACK and self._fast_ok:
+            key = [self.backend or dtypes.config.default_backend]     # inline _fast_key: this is the hot path
+            for a in args:
+                if type(a) is not Array:
+                    break
+                aval = a.aval
+                key += (aval.shape, aval.dtype, aval.weak_type)
+            else:
+                entry = self._fast.get(tuple(key))
+                if entry is not None:
+                    return entry.run(args)
+        return self._call_slow(args, kwargs)
+
+    def _fast_key(self, args: tuple) -> tuple | None:
+        """(backend, shape, dtype, weak_type, ...) when every argument is a concrete xlapy.Array, else None."""
+        key = [self.backend or dtypes.config.default_backend]
+        for a in args:
+            if type(a) is not Array:
+                return None
+            aval = a.aval
+            key += (aval.shape, aval.dtype, aval.weak_type)
+        return tuple(key)
+
+    def _call_slow(self, args: tuple, kwargs: dict):
         if current_trace() is not None:       # jit inside jit: inline
             return self.fun(*args, **kwargs)
         sig, _, leaves = self._signature(args, kwargs)
@@ -228,6 +302,10 @@ class Jitted:
             entry = (lowered, compile_module(lowered.module, backend=sig.backend))
             self._cache[sig] = entry
         lowered, executable = entry
+        if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
+            key = self._fast_key(args)
+            if key not in self._fast:
+                self._fast[key] = _FastEntry(lowered, executable)
         out = _run(executable, leaves, lowered)
         self._donate(args, kwargs)
         return out
@@ -252,6 +330,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._fast.clear()
 
     def _explain(self, sig: Signature) -> str:
         if sig in self._cache:

@@ -24,6 +24,7 @@ from . import scalar_ops
 from .emitter import Emitter
 from .executable import Executable
 from .irhelpers import I8P, I32, VOID, alloca_once, i64, intrinsic
+from .parallel import resolve_num_threads
 
 _initialized = False
 ENTRY_NAME = "xlapy_entry"
@@ -69,8 +70,9 @@ def _leaf_sources(inst: Instruction) -> list[tuple[Instruction, int]]:
     return [(inst, k) for k in range(len([x for x in inst.shape.leaves() if not x.is_token]))]
 
 
-def emit_module(module: Module, llvm_module: ir.Module) -> tuple[ir.Function, int]:
-    """Emit the entry function into llvm_module; returns it and the scratch size in bytes."""
+def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1) -> tuple[ir.Function, int]:
+    """Emit the entry function into llvm_module; returns it and the scratch size in bytes. Large loops are
+    split over num_threads threads (parallel.py)."""
     fn = ir.Function(llvm_module, ir.FunctionType(VOID, [I8P.as_pointer(), I8P.as_pointer(), I8P]), ENTRY_NAME)
     fn.attributes.add("nounwind")
     if llvm_module.triple.startswith(("x86_64", "i686", "i386")):
@@ -97,6 +99,7 @@ def emit_module(module: Module, llvm_module: ir.Module) -> tuple[ir.Function, in
 
     entry = module.entry
     em = Emitter(b, scratch_arg)
+    em.num_threads = num_threads
     counter = iter(range(1 << 30))
 
     def param_tree(shape):
@@ -147,10 +150,12 @@ def _dump(module: Module, suffix: str, text: str, options: debug.DebugOptions) -
 
 
 def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None, verify: bool = True,
-              fast_math: bool = False, options: debug.DebugOptions | None = None) -> tuple[Module, ir.Module, int]:
+              fast_math: bool = False, options: debug.DebugOptions | None = None,
+              num_threads: int = 1) -> tuple[Module, ir.Module, int]:
     """The front half of compilation, shared by the JIT and AOT (aot.py): optimize the HLO (cpu_pipeline
     unless the module is already optimized; the caller's module is never modified), verify it, and emit the
-    entry function into a new LLVM module for `triple` and target machine `tm`. Returns the optimized HLO
+    entry function into a new LLVM module for `triple` and target machine `tm` (large loops split over
+    num_threads threads; AOT code stays single-threaded). Returns the optimized HLO
     module, the LLVM IR module and the scratch size in bytes."""
     if module.entry is None:
         raise XlapyError(f"module {module.name} has no entry computation")
@@ -167,7 +172,7 @@ def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None,
     llvm_module = ir.Module(name=re.sub(r"[^A-Za-z0-9_.]", "_", module.name))
     llvm_module.triple = triple
     llvm_module.data_layout = str(tm.target_data)
-    _, scratch_size = emit_module(module, llvm_module)
+    _, scratch_size = emit_module(module, llvm_module, num_threads)
     return module, llvm_module, scratch_size
 
 
@@ -182,13 +187,14 @@ def parse_llvm(module: Module, text: str):
 
 
 def compile_module(module: Module, run_pipeline: bool | None = None, verify: bool = True,
-                   fast_math: bool = False) -> Executable:
+                   fast_math: bool = False, num_threads: int | None = None) -> Executable:
     """Compile `module` for this CPU. run_pipeline: None runs cpu_pipeline() unless the module is already
-    optimized (scheduled or fused); the caller's module is never modified."""
+    optimized (scheduled or fused); the caller's module is never modified. num_threads: large loops are split
+    over this many threads (None: $XLAPY_NUM_THREADS, else os.cpu_count(); 1: no threads)."""
     options = debug.options()
     tm = target_machine()
     module, llvm_module, scratch_size = emit_llvm(module, tm, llvm.get_process_triple(), run_pipeline, verify,
-                                                  fast_math, options)
+                                                  fast_math, options, resolve_num_threads(num_threads))
     text = str(llvm_module)
     _dump(module, "ir-no-opt.ll", text, options)
     parsed = parse_llvm(module, text)

@@ -16,15 +16,19 @@ from llvmlite import ir
 from ...errors import ExecutionError, UnimplementedError
 from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import Shape
+from . import buffer_assignment
+from .aliasing import fused_in_place_operand
+from .buffer_assignment import BufferAssignment
 from .buffers import BufferRef, ScratchAllocator, ValueTree, byte_size, leaves
-from .elemental import TABLE, ElementalEmitter, Generator, unsupported
+from .elemental import TABLE, ElementalEmitter, Generator, _start_indices, unsupported
 from .elemental_rng import rng_bit_generator
 from .conv_emitter import convolution
 from .sort_emitter import sort, topk
-from .indexing import is_row_major, major_to_minor
-from .irhelpers import I8, I8P, i64, memcpy
-from .loops import emit_loop
-from .types import load_element, storage_type
+from .indexing import is_row_major, linear_index, major_to_minor
+from .irhelpers import I8, I8P, i64, loop_nest, memcpy
+from .loops import emit_loop, split_reduction
+from .parallel import task_count
+from .types import load_element, storage_type, store_element
 
 
 def _physical_bytes(inst: Instruction) -> bytes:
@@ -45,10 +49,12 @@ class Emitter:
     def __init__(self, builder: ir.IRBuilder, scratch: ir.Value):
         self.b = builder
         self.scratch_arg = scratch
-        self.scratch = ScratchAllocator()
+        self.scratch = ScratchAllocator(reuse=buffer_assignment.REUSE_TEMPORARIES)
+        self.assignment = BufferAssignment(self.scratch)     # liveness-based reuse of scratch slices
         self.elemental = ElementalEmitter(builder, self.constant_pointer)
         self.targets: dict[tuple[int, int], BufferRef] = {}    # (id(inst), leaf) -> preassigned result buffer
         self._constants: dict[int, ir.GlobalVariable] = {}
+        self.num_threads = 1      # large loops are split over this many threads (parallel.py)
 
     # -- buffers ---------------------------------------------------------------------------------------
     def constant_pointer(self, inst: Instruction) -> ir.Value:
@@ -69,7 +75,10 @@ class Emitter:
         if target is not None and target.shape.dims == shape.dims:
             return BufferRef(target.pointer, shape)
         offset = self.scratch.allocate(byte_size(shape))
-        return BufferRef(self.b.gep(self.scratch_arg, [i64(offset)], inbounds=True), shape)
+        pointer = self.b.gep(self.scratch_arg, [i64(offset)], inbounds=True)
+        what = "(internal)" if inst is None else f"{inst.name}" + (f"{{{leaf}}}" if inst.shape.is_tuple else "")
+        self.assignment.name_pointer(pointer, offset, f"{what} {shape}")
+        return BufferRef(pointer, shape)
 
     def new_tree(self, shape: Shape, inst: Instruction | None = None) -> ValueTree:
         counter = iter(range(1 << 30))
@@ -114,22 +123,55 @@ class Emitter:
         return self.elemental.buffer_generator(value.pointer, value.shape)
 
     # -- computations ----------------------------------------------------------------------------------
-    def emit_computation(self, comp: Computation, args: Sequence[ValueTree]) -> ValueTree:
+    def emit_computation(self, comp: Computation, args: Sequence[ValueTree],
+                         writable_params: bool = False) -> ValueTree:
+        """Emit comp's instructions in post order over `args`. writable_params: the caller owns the argument
+        buffers and lets the computation update them in place (a while body's loop state)."""
         values: dict[int, ValueTree] = {}
-        for inst in comp.post_order():
+        assignment = self.assignment
+        aliasing = assignment.enter(comp, writable_params)
+        for k, inst in enumerate(aliasing.order):
             if inst.opcode == "parameter":
                 values[id(inst)] = args[inst.parameter_number]
                 continue
-            values[id(inst)] = self.emit_instruction(inst, [values[id(o)] for o in inst.operands])
+            assignment.begin(k)
+            value = values[id(inst)] = self.emit_instruction(inst, [values[id(o)] for o in inst.operands])
+            assignment.end(inst, [leaf.pointer for leaf in leaves(value)])
+        assignment.leave()
         return values[id(comp.root)]
+
+    # -- in-place dynamic-update-slice ---------------------------------------------------------------------
+    def may_update_in_place(self, inst: Instruction, operand_number: int, target: ValueTree) -> bool:
+        """May inst (a DUS, or a fusion rooted at one) write into the buffer of operand `operand_number`?"""
+        aliasing = self.assignment.current
+        return (buffer_assignment.IN_PLACE_UPDATES and aliasing is not None and isinstance(target, BufferRef)
+                and id(inst) in aliasing.position and (id(inst), 0) not in self.targets
+                and target.shape.dims == inst.shape.dims and major_to_minor(target.shape) == major_to_minor(inst.shape)
+                and aliasing.can_overwrite(inst, operand_number))
+
+    def write_window(self, dus: Instruction, target: BufferRef, gens: list) -> None:
+        """Store only the update window of `dus` into target (gens: generators of dus's operands; the first is
+        not read): a loop over the update's shape at the clamped start indices."""
+        b = self.b
+        update = dus.operands[1].shape
+        starts = _start_indices(self.elemental, dus, gens, 2, update.dims, dus.operands[0].shape.dims)
+        order = major_to_minor(update)
+        with loop_nest(b, [update.dims[d] for d in order], name="dus") as ivs:
+            local: list = [None] * update.rank
+            for d, iv in zip(order, ivs):
+                local[d] = iv
+            value = gens[1](local)
+            full = [b.add(s, i, flags=["nsw", "nuw"]) for s, i in zip(starts, local)]
+            store_element(b, target.pointer, target.shape.ptype, linear_index(b, full, target.shape), value)
 
     def emit_instruction(self, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
         handler = HANDLERS.get(inst.opcode)
         if handler is not None:
             return handler(self, inst, operands)
         if inst.opcode in TABLE:
-            gen = self.elemental.generator(inst, [self.generator_of(v) for v in operands])
-            return self.materialize(inst, gen)
+            gens = [self.generator_of(v) for v in operands]
+            split = split_reduction(self, inst, inst, gens) if inst.opcode == "reduce" else None
+            return split if split is not None else self.materialize(inst, self.elemental.generator(inst, gens))
         raise unsupported(inst)
 
     def materialize(self, inst: Instruction, gen: Generator) -> ValueTree:
@@ -137,7 +179,7 @@ class Emitter:
         tree = self.new_tree(inst.shape, inst)
         bufs = leaves(tree)
         if bufs:
-            emit_loop(self.b, bufs[0].shape, gen, bufs)
+            emit_loop(self.b, bufs[0].shape, gen, bufs, task_count(inst, self.num_threads))
         return tree
 
     # -- fusion ----------------------------------------------------------------------------------------
@@ -159,23 +201,32 @@ class Emitter:
 # -- handlers ---------------------------------------------------------------------------------------
 def _fusion(em: Emitter, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
     comp = inst.attrs["calls"]
-    gens = em.fused_generators(comp, operands)
     root = comp.root
+    if root.opcode == "dynamic-update-slice":      # in-place DUS fusion: write only the update window
+        n = fused_in_place_operand(inst)
+        if n is not None and em.may_update_in_place(inst, n, operands[n]):
+            gens = em.fused_generators(comp, operands)
+            em.write_window(root, operands[n], [None] + [gens[id(o)] for o in root.operands[1:]])
+            return BufferRef(operands[n].pointer, inst.shape)
+    gens = em.fused_generators(comp, operands)
     if root.opcode != "tuple":
-        return em.materialize(inst, gens[id(root)])
+        split = split_reduction(em, inst, root, [gens[id(o)] for o in root.operands]) \
+            if root.opcode == "reduce" else None
+        return split if split is not None else em.materialize(inst, gens[id(root)])
     # multi-output fusion: one loop per group of array outputs with equal dimensions
     out = em.new_tree(inst.shape, inst)
     parts = list(out) if isinstance(out, tuple) else [out]
     groups: dict[tuple, list[int]] = {}
+    tasks = task_count(inst, em.num_threads)
     for k, op in enumerate(root.operands):
         if op.shape.is_tuple:
-            emit_loop(em.b, leaves(parts[k])[0].shape, gens[id(op)], leaves(parts[k]))
+            emit_loop(em.b, leaves(parts[k])[0].shape, gens[id(op)], leaves(parts[k]), tasks)
         else:
             groups.setdefault(op.shape.dims, []).append(k)
     for dims, ks in groups.items():
         gs = [gens[id(root.operands[k])] for k in ks]
         emit_loop(em.b, parts[ks[0]].shape, lambda index, gs=gs: tuple(g(index) for g in gs),
-                  [parts[k] for k in ks])
+                  [parts[k] for k in ks], tasks)
     return out
 
 
@@ -218,11 +269,21 @@ def _while(em: Emitter, inst: Instruction, operands) -> ValueTree:
     pred = em.emit_computation(inst.attrs["condition"], [state])
     b.cbranch(load_element(b, pred.pointer, pred.shape.ptype, i64(0)), body_bb, done_bb)
     b.position_at_end(body_bb)
-    result = em.emit_computation(inst.attrs["body"], [state])
+    # The body may update the state in place: an element it passes through costs nothing, a DUS of an element
+    # whose old value is dead afterwards writes only its window, and copy_tree skips leaves already in place.
+    result = em.emit_computation(inst.attrs["body"], [state], writable_params=True)
     em.copy_tree(result, state)
     b.branch(cond_bb)
     b.position_at_end(done_bb)
     return state
+
+
+def _dynamic_update_slice(em: Emitter, inst: Instruction, operands) -> ValueTree:
+    gens = [em.generator_of(v) for v in operands]
+    if em.may_update_in_place(inst, 0, operands[0]):
+        em.write_window(inst, operands[0], gens)
+        return BufferRef(operands[0].pointer, inst.shape)
+    return em.materialize(inst, em.elemental.generator(inst, gens))
 
 
 def _conditional(em: Emitter, inst: Instruction, operands) -> ValueTree:
@@ -262,6 +323,7 @@ HANDLERS: dict[str, Callable[[Emitter, Instruction, list], ValueTree]] = {
     "reshape": _reshape,
     "copy": _copy,
     "while": _while,
+    "dynamic-update-slice": _dynamic_update_slice,
     "conditional": _conditional,
     "call": _call,
     "opt-barrier": lambda em, inst, ops: ops[0],

@@ -2,25 +2,37 @@
 
 Loops run in the layout order of the output (minor-most dimension innermost), so stores are contiguous and
 LLVM's loop vectorizer sees unit-stride inner loops.
+
+With tasks > 1 the loop is split over threads (parallel.py): each task runs a contiguous chunk of the loop's
+iterations, as row segments (the minor-most loop stays a unit-stride loop over part of a row). A reduction
+whose output is too small to split is split over its reduced dimensions instead (`split_reduction`): each
+task reduces its chunk into partials, combined afterwards in task order.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from llvmlite import ir
 
+from ...hlo import Instruction
 from ...hlo.shape import Shape
-from .buffers import BufferRef
-from .elemental import Generator
+from .buffers import BufferRef, ValueTree
+from .elemental import Generator, simple_reducer
 from .indexing import linear_index, major_to_minor
-from .irhelpers import loop_nest
-from .types import store_element
+from .irhelpers import I64, alloca_once, i64, loop_nest
+from .parallel import chunk_bounds, parallel_for, splittable_reduction, task_count
+from .types import is_narrow_float, store_element, value_type
 
 
-def emit_loop(b: ir.IRBuilder, shape: Shape, gen: Generator, targets: Sequence[BufferRef]) -> None:
-    """for every index of `shape` (layout order): v = gen(index); store v (or its tuple parts) to targets."""
+def emit_loop(b: ir.IRBuilder, shape: Shape, gen: Generator, targets: Sequence[BufferRef], tasks: int = 1) -> None:
+    """for every index of `shape` (layout order): v = gen(index); store v (or its tuple parts) to targets.
+    tasks > 1 splits the iterations over that many threads (when the loop has enough of them)."""
     order = major_to_minor(shape)
-    with loop_nest(b, [shape.dims[d] for d in order], name="i") as ivs:
+    counts = [shape.dims[d] for d in order]
+
+    def store(ivs):
         index: list = [None] * shape.rank
         for d, iv in zip(order, ivs):
             index[d] = iv
@@ -28,3 +40,125 @@ def emit_loop(b: ir.IRBuilder, shape: Shape, gen: Generator, targets: Sequence[B
         values = value if isinstance(value, tuple) else (value,)
         for target, v in zip(targets, values):
             store_element(b, target.pointer, target.shape.ptype, linear_index(b, index, target.shape), v)
+
+    total = math.prod(counts)
+    if tasks > 1 and counts and total >= tasks:
+        def chunk(b: ir.IRBuilder, start, end, task) -> None:
+            with chunk_nest(b, counts, start, end) as ivs:
+                store(ivs)
+        if parallel_for(b, chunk_bounds(total, tasks), chunk):
+            return
+    with loop_nest(b, counts, name="i") as ivs:
+        store(ivs)
+
+
+@contextmanager
+def for_interval(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str) -> Iterator[ir.Value]:
+    """`for i in range(lo, hi)` with an i64 induction variable."""
+    pre = b.block
+    header = b.append_basic_block(f"{name}.header")
+    body = b.append_basic_block(f"{name}.body")
+    done = b.append_basic_block(f"{name}.done")
+    b.branch(header)
+    b.position_at_end(header)
+    index = b.phi(I64, name=name)
+    index.add_incoming(lo, pre)
+    b.cbranch(b.icmp_signed("<", index, hi), body, done)
+    b.position_at_end(body)
+    yield index
+    latch = b.block
+    index.add_incoming(b.add(index, i64(1), name=f"{name}.next", flags=["nsw", "nuw"]), latch)
+    b.branch(header)
+    b.position_at_end(done)
+
+
+@contextmanager
+def chunk_nest(b: ir.IRBuilder, counts: Sequence[int], start: ir.Value, end: ir.Value,
+               name: str = "c") -> Iterator[list[ir.Value]]:
+    """Iterations [start, end) of loop_nest(counts) (numbered row-major, first count outermost), row by row:
+    the outer indices are recovered once per row, the minor-most loop covers the row's part of the chunk."""
+    *outer, width = counts
+    w = i64(width)
+    first_row = b.udiv(start, w)
+    last_row = b.udiv(b.add(end, i64(width - 1)), w)
+    with for_interval(b, first_row, last_row, f"{name}.row") as row:
+        row_start = b.mul(row, w, flags=["nsw", "nuw"])
+        lo = b.select(b.icmp_signed(">", start, row_start), b.sub(start, row_start), i64(0))
+        left = b.sub(end, row_start)
+        hi = b.select(b.icmp_signed("<", left, w), left, w)
+        ivs: list = [None] * len(outer)
+        rest = row
+        for k in reversed(range(len(outer))):
+            if k == 0:
+                ivs[k] = rest
+            elif outer[k] == 1:
+                ivs[k] = i64(0)
+            else:
+                ivs[k] = b.urem(rest, i64(outer[k]))
+                rest = b.udiv(rest, i64(outer[k]))
+        with for_interval(b, lo, hi, f"{name}.col") as col:
+            yield ivs + [col]
+
+
+def split_reduction(em, inst: Instruction, reduce: Instruction, gens: Sequence[Generator]) -> ValueTree | None:
+    """`inst` (a reduce, or a fusion rooted at `reduce`, whose operands' generators are `gens`) split over the
+    reduced dimensions when its output has fewer elements than it gets threads: task t reduces chunk t of the
+    reduction (starting from the init value) into partial t, and the partials are combined in task order, so
+    the result differs from the sequential loop only by reassociation and is fixed for a given thread count.
+    None when that does not apply (the caller then splits the output loop, or runs sequentially)."""
+    tasks = task_count(inst, em.num_threads)
+    out_shape = inst.shape
+    if tasks < 2 or out_shape.is_tuple or out_shape.numel >= tasks or is_narrow_float(out_shape.ptype):
+        return None
+    reducer = reduce.attrs["to_apply"]
+    if not splittable_reduction(inst, reduce, simple_reducer(reducer)):
+        return None
+    in_shape = reduce.operands[0].shape
+    reduced = set(int(d) for d in reduce.attrs["dimensions"])
+    kept = [d for d in range(in_shape.rank) if d not in reduced]
+    order = [d for d in major_to_minor(in_shape) if d in reduced]
+    counts = [in_shape.dims[d] for d in order]
+    total = math.prod(counts)
+    if not counts or total < tasks:
+        return None
+    b = em.b
+    vt = value_type(out_shape.ptype)
+    outputs = out_shape.numel
+    out_order = major_to_minor(out_shape)
+    out_counts = [out_shape.dims[d] for d in out_order]
+    partials = alloca_once(b, ir.ArrayType(vt, tasks * outputs), "reduce.partials")
+    source, init = gens
+
+    def out_index(ivs) -> list:
+        index: list = [None] * out_shape.rank
+        for d, iv in zip(out_order, ivs):
+            index[d] = iv
+        return index
+
+    def partial(b: ir.IRBuilder, task, k) -> ir.Value:
+        return b.gep(partials, [i64(0), b.add(b.mul(task, i64(outputs)), k)])
+
+    def chunk(b: ir.IRBuilder, start, end, task) -> None:
+        acc = alloca_once(b, vt, "reduce.acc")
+        with loop_nest(b, out_counts, name="o") as ovs:
+            index = out_index(ovs)
+            b.store(init([]), acc)
+            with chunk_nest(b, counts, start, end, "r") as rvs:
+                full: list = [None] * in_shape.rank
+                for d, i in zip(kept, index):
+                    full[d] = i
+                for d, i in zip(order, rvs):
+                    full[d] = i
+                b.store(em.elemental.emit_scalar(reducer, [b.load(acc), source(full)], reassoc=True), acc)
+            b.store(b.load(acc), partial(b, task, linear_index(b, index, out_shape)))
+
+    if not parallel_for(b, chunk_bounds(total, tasks), chunk, shared=[partials]):
+        return None
+    out = em.new_tree(out_shape, inst)
+    with loop_nest(b, out_counts, name="o") as ovs:
+        k = linear_index(b, out_index(ovs), out_shape)
+        value = b.load(partial(b, i64(0), k))
+        for t in range(1, tasks):
+            value = em.elemental.emit_scalar(reducer, [value, b.load(partial(b, i64(t), k))], reassoc=True)
+        store_element(b, out.pointer, out_shape.ptype, k, value)
+    return out

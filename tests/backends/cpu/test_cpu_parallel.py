@@ -1,0 +1,231 @@
+"""Multithreaded loops (parallel.py, loops.py): large loop fusions and reductions split over threads give the
+single-threaded backend's results (bitwise for elementwise work and integers, within reassociation for float
+reductions) and the interpreter's; the thread-count knob works; small kernels and 1 thread emit no threads."""
+import numpy as np
+import pytest
+
+import xlapy
+from xlapy.backends.cpu import parallel
+from xlapy.errors import XlapyError
+
+THREADS = (1, 2, 3)
+ROWS, COLS = 419, 331            # 138,689 elements: above the threshold for 3 threads, not divisible by 2 or 3
+
+ADD = """
+add {
+  a = $T[] parameter(0)
+  b = $T[] parameter(1)
+  ROOT r = $T[] add(a, b)
+}
+max {
+  a = $T[] parameter(0)
+  b = $T[] parameter(1)
+  ROOT r = $T[] maximum(a, b)
+}
+"""
+
+
+def compile_all(text: str) -> dict:
+    module = xlapy.hlo.parse(text)
+    exes = {t: xlapy.compile(module, backend="cpu", num_threads=t) for t in THREADS}
+    exes["interpreter"] = xlapy.compile(module, backend="interpreter")
+    return exes
+
+
+def threaded(exe) -> bool:
+    return "pthread_create" in exe.llvm_ir
+
+
+def data(dtype, *shape, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    return rng.integers(-1000, 1000, shape).astype(dtype)
+
+
+def assert_bitwise(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("ty", ["f32", "s32"])
+def test_elementwise_fusion_matches_bitwise(ty):
+    text = f"""HloModule m
+fused {{
+  x = {ty}[{ROWS},{COLS}] parameter(0)
+  y = {ty}[{ROWS},{COLS}] parameter(1)
+  m = {ty}[{ROWS},{COLS}] multiply(x, y)
+  ROOT r = {ty}[{ROWS},{COLS}] add(m, x)
+}}
+ENTRY e {{
+  x = {ty}[{ROWS},{COLS}] parameter(0)
+  y = {ty}[{ROWS},{COLS}] parameter(1)
+  ROOT f = {ty}[{ROWS},{COLS}] fusion(x, y), kind=kLoop, calls=fused
+}}
+"""
+    exes = compile_all(text)
+    dt = np.float32 if ty == "f32" else np.int32
+    x, y = data(dt, ROWS, COLS), data(dt, ROWS, COLS, seed=1)
+    want = exes[1](x, y)
+    assert not threaded(exes[1]) and threaded(exes[2]) and threaded(exes[3])
+    for t in (2, 3, "interpreter"):
+        assert_bitwise(exes[t](x, y), want)
+
+
+def test_column_major_output_and_rank1_odd_length():
+    n = 200_003
+    text = f"""HloModule m
+ENTRY e {{
+  x = f32[{ROWS},{COLS}]{{1,0}} parameter(0)
+  v = f32[{n}] parameter(1)
+  c = f32[{ROWS},{COLS}]{{0,1}} copy(x)
+  s = f32[{ROWS},{COLS}]{{0,1}} multiply(c, c)
+  w = f32[{n}] multiply(v, v)
+  ROOT r = (f32[{ROWS},{COLS}]{{0,1}}, f32[{n}]) tuple(s, w)
+}}
+"""
+    exes = compile_all(text)
+    x, v = data(np.float32, ROWS, COLS), data(np.float32, n, seed=2)
+    want = exes[1](x, v)
+    assert threaded(exes[3])
+    for t in (2, 3, "interpreter"):
+        for g, w in zip(exes[t](x, v), want):
+            assert_bitwise(g, w)
+
+
+def test_multi_output_fusion_matches_bitwise():
+    text = f"""HloModule m
+fused {{
+  x = f32[{ROWS},{COLS}] parameter(0)
+  y = f32[{ROWS},{COLS}] parameter(1)
+  a = f32[{ROWS},{COLS}] add(x, y)
+  m = f32[{ROWS},{COLS}] multiply(a, y)
+  c = s32[{ROWS},{COLS}] convert(m)
+  ROOT t = (f32[{ROWS},{COLS}], s32[{ROWS},{COLS}]) tuple(a, c)
+}}
+ENTRY e {{
+  x = f32[{ROWS},{COLS}] parameter(0)
+  y = f32[{ROWS},{COLS}] parameter(1)
+  ROOT f = (f32[{ROWS},{COLS}], s32[{ROWS},{COLS}]) fusion(x, y), kind=kLoop, calls=fused
+}}
+"""
+    exes = compile_all(text)
+    x, y = data(np.float32, ROWS, COLS) * 100, data(np.float32, ROWS, COLS, seed=1)
+    want = exes[1](x, y)
+    assert threaded(exes[2])
+    for t in (2, 3, "interpreter"):
+        for g, w in zip(exes[t](x, y), want):
+            assert_bitwise(g, w)
+
+
+def reduce_module(ty: str, dims: str, out: str, reducer: str = "add", init: str = "0") -> str:
+    return "HloModule m\n" + ADD.replace("$T", ty) + f"""
+fused {{
+  x = {ty}[{ROWS},{COLS}] parameter(0)
+  y = {ty}[{ROWS},{COLS}] parameter(1)
+  p = {ty}[{ROWS},{COLS}] multiply(x, y)
+  s = {ty}[{ROWS},{COLS}] add(p, x)
+  z = {ty}[] constant({init})
+  ROOT r = {ty}{out} reduce(s, z), dimensions={{{dims}}}, to_apply={reducer}
+}}
+ENTRY e {{
+  x = {ty}[{ROWS},{COLS}] parameter(0)
+  y = {ty}[{ROWS},{COLS}] parameter(1)
+  ROOT f = {ty}{out} fusion(x, y), kind=kInput, calls=fused
+}}
+"""
+
+
+REDUCTIONS = [("0,1", "[]"), ("1", f"[{ROWS}]"), ("0", f"[{COLS}]")]
+
+
+@pytest.mark.parametrize("dims,out", REDUCTIONS, ids=["all", "rows", "columns"])
+def test_integer_reductions_match_bitwise(dims, out):
+    exes = compile_all(reduce_module("s32", dims, out))
+    x, y = data(np.int32, ROWS, COLS), data(np.int32, ROWS, COLS, seed=1)
+    want = exes[1](x, y)
+    assert threaded(exes[2]) and threaded(exes[3])
+    for t in (2, 3, "interpreter"):
+        assert_bitwise(exes[t](x, y), want)
+
+
+@pytest.mark.parametrize("dims,out", REDUCTIONS, ids=["all", "rows", "columns"])
+def test_float_reductions_match_within_reassociation(dims, out):
+    exes = compile_all(reduce_module("f32", dims, out))
+    x, y = data(np.float32, ROWS, COLS), data(np.float32, ROWS, COLS, seed=1)
+    axes = tuple(int(d) for d in dims.split(","))
+    s = x.astype(np.float64) * y + x
+    exact, scale = s.sum(axis=axes), np.abs(s).sum(axis=axes)
+    results = {t: exes[t](x, y) for t in exes}
+    for t, got in results.items():
+        assert np.all(np.abs(got - exact) <= 1e-5 * scale + 1e-6), t
+    if dims != "0,1":      # an output loop split: every element reduced exactly as with one thread
+        for t in (2, 3):
+            assert_bitwise(results[t], results[1])
+    for t in (2, 3):       # deterministic for a given thread count
+        assert_bitwise(exes[t](x, y), results[t])
+
+
+def test_max_reduction_over_everything_is_exact():
+    exes = compile_all(reduce_module("f32", "0,1", "[]", reducer="max", init="-inf"))
+    x, y = data(np.float32, ROWS, COLS), data(np.float32, ROWS, COLS, seed=1)
+    want = exes[1](x, y)
+    assert threaded(exes[3])
+    for t in (2, 3, "interpreter"):
+        assert_bitwise(exes[t](x, y), want)
+
+
+def test_reduction_with_non_identity_init_is_not_split():
+    """Each task would apply init 7 once more; such a scalar reduction stays on one thread."""
+    exes = compile_all(reduce_module("s32", "0,1", "[]", init="7"))
+    x, y = data(np.int32, ROWS, COLS), data(np.int32, ROWS, COLS, seed=1)
+    assert not threaded(exes[3])
+    assert_bitwise(exes[3](x, y), exes["interpreter"](x, y))
+
+
+def test_workers_flush_denormals():
+    n = 300_001
+    text = f"""HloModule m
+ENTRY e {{
+  x = f32[{n}] parameter(0)
+  y = f32[{n}] parameter(1)
+  ROOT r = f32[{n}] multiply(x, y)
+}}
+"""
+    module = xlapy.hlo.parse(text)
+    one, three = (xlapy.compile(module, backend="cpu", num_threads=t) for t in (1, 3))
+    x = np.full(n, 1e-39, np.float32)               # a denormal: read as zero (DAZ) on every thread
+    y = np.full(n, 3.0, np.float32)
+    assert threaded(three)
+    assert_bitwise(three(x, y), one(x, y))
+    assert not np.any(three(x, y))
+
+
+def test_small_kernels_and_one_thread_emit_no_threads(monkeypatch):
+    small = xlapy.hlo.parse("HloModule m\nENTRY e {\n  x = f32[1000] parameter(0)\n"
+                            "  ROOT r = f32[1000] add(x, x)\n}\n")
+    assert not threaded(xlapy.compile(small, backend="cpu", num_threads=8))
+    big = xlapy.hlo.parse(reduce_module("f32", "0,1", "[]"))
+    assert not threaded(xlapy.compile(big, backend="cpu", num_threads=1))
+    monkeypatch.setenv("XLAPY_NUM_THREADS", "1")
+    assert not threaded(xlapy.compile(big, backend="cpu"))
+    monkeypatch.setenv("XLAPY_NUM_THREADS", "2")
+    assert threaded(xlapy.compile(big, backend="cpu"))
+    assert parallel.resolve_num_threads(3) == 3      # the compile option wins over the environment
+    monkeypatch.setenv("XLAPY_NUM_THREADS", "zero")
+    with pytest.raises(XlapyError, match="XLAPY_NUM_THREADS"):
+        parallel.resolve_num_threads()
+    with pytest.raises(XlapyError, match="num_threads"):
+        parallel.resolve_num_threads(0)
+
+
+def test_task_count_follows_memory_traffic():
+    def inst(n):
+        return xlapy.hlo.parse(f"HloModule m\nENTRY e {{\n  x = f32[{n}] parameter(0)\n"
+                               f"  ROOT r = f32[{n}] negate(x)\n}}\n").entry.root
+    assert parallel.task_count(inst(10_000), 8) == 1
+    assert parallel.task_count(inst(1 << 16), 8) == 2            # 512 KiB of traffic
+    assert parallel.task_count(inst(1 << 24), 8) == 8
+    assert parallel.task_count(inst(1 << 24), 1) == 1
+    bounds = parallel.chunk_bounds(1001, 3)
+    assert bounds[0] == 0 and bounds[-1] == 1001 and bounds == sorted(bounds)

@@ -1,0 +1,145 @@
+"""Liveness-based buffer assignment for the emitter's scratch block, and its report.
+
+The emitter emits a computation in post order, which is the order the code runs. Every scratch slice handed out
+while one instruction is emitted is either part of that instruction's value (its result buffers) or internal to
+it (staging copies, im2col patches, the temporaries of a called computation that did not reach its root). The
+internal ones are released as soon as the instruction is emitted; a result slice is released after the last
+instruction that reads the value or an alias of it (a bitcast, a get-tuple-element, an in-place update) has been
+emitted. Root values are never released by their computation: they belong to the caller (a while copies them
+into its state, a call returns them). Parameters, constants and entry results are not in scratch at all.
+
+A released slice goes back to ScratchAllocator's free list and serves later values of any computation: a while
+body runs between its condition and the next condition, so its temporaries never overlap a live outer value.
+The emitter is one pass, so the slices are decided as it goes; the record below is what the
+`module_NNNN.NAME.cpu-buffer-assignment.txt` dump prints.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...hlo import Instruction
+from .aliasing import ComputationAliasing
+from .buffers import ScratchAllocator
+
+# Switches for comparisons and tests (the optimizations they disable are always correct to run).
+REUSE_TEMPORARIES = True
+IN_PLACE_UPDATES = True
+
+
+@dataclass
+class Allocation:
+    index: int
+    kind: str                  # parameter / constant / temp / output
+    size: int
+    offset: int | None = None  # in the scratch block, for temps
+    values: list[str] = field(default_factory=list)
+    released_at: str = ""
+
+
+class _Frame:
+    """One computation being emitted: its alias analysis and the live slices its values hold."""
+
+    def __init__(self, aliasing: ComputationAliasing):
+        self.aliasing = aliasing
+        self.position = -1
+        self.release_at: dict[int, int] = {}     # offset -> position after which the slice is dead
+
+
+class BufferAssignment:
+    def __init__(self, allocator: ScratchAllocator):
+        self.allocator = allocator
+        allocator.on_allocate = self._allocated
+        self.frames: list[_Frame] = []
+        self.pending: list[list[int]] = [[]]      # offsets allocated while the current instruction is emitted
+        self.allocations: list[Allocation] = []
+        self._by_offset: dict[int, Allocation] = {}   # live temp slices
+        self.pointers: dict[int, tuple[object, int]] = {}   # id(pointer) -> (pointer, offset), live slices only
+        self._analyses: dict[tuple[int, bool], ComputationAliasing] = {}
+
+    # -- recording ---------------------------------------------------------------------------------------
+    def _allocated(self, offset: int, size: int) -> None:
+        self.pending[-1].append(offset)
+        alloc = Allocation(len(self.allocations), "temp", size, offset)
+        self.allocations.append(alloc)
+        self._by_offset[offset] = alloc
+
+    def record(self, kind: str, size: int, value: str) -> None:
+        self.allocations.append(Allocation(len(self.allocations), kind, size, None, [value]))
+
+    def name_pointer(self, pointer, offset: int, what: str) -> None:
+        self.pointers[id(pointer)] = (pointer, offset)
+        self._by_offset[offset].values.append(what)
+
+    def _release(self, offset: int, where: str) -> None:
+        if offset not in self.allocator.live:
+            return
+        alloc = self._by_offset.pop(offset, None)
+        if alloc is not None:
+            alloc.released_at = where
+        for key in [k for k, (_, off) in self.pointers.items() if off == offset]:
+            del self.pointers[key]
+        if REUSE_TEMPORARIES:
+            self.allocator.release(offset)
+        else:
+            self.allocator.live.pop(offset, None)
+
+    # -- the emission protocol ---------------------------------------------------------------------------
+    def analysis(self, comp, writable_params: bool) -> ComputationAliasing:
+        key = (id(comp), writable_params)
+        if key not in self._analyses:
+            self._analyses[key] = ComputationAliasing(comp, writable_params)
+        return self._analyses[key]
+
+    def enter(self, comp, writable_params: bool) -> ComputationAliasing:
+        self.frames.append(_Frame(self.analysis(comp, writable_params)))
+        return self.frames[-1].aliasing
+
+    @property
+    def current(self) -> ComputationAliasing | None:
+        return self.frames[-1].aliasing if self.frames else None
+
+    def begin(self, position: int) -> None:
+        self.frames[-1].position = position
+        self.pending.append([])
+
+    def end(self, inst: Instruction, value_pointers: list) -> None:
+        """inst (at the frame's position) has been emitted with a value whose array leaves are at these pointers."""
+        frame = self.frames[-1]
+        here = frame.position
+        mine = self.pending.pop()
+        offsets = {self.pointers[id(p)][1] for p in value_pointers if id(p) in self.pointers}
+        last = frame.aliasing.last_use(inst)
+        where = f"{inst.name}"
+        for off in mine:
+            if off in offsets:
+                frame.release_at[off] = last
+            else:
+                self._release(off, where)
+        for off in offsets:      # an alias or in-place update extends the life of the slice underneath
+            if off in frame.release_at:
+                frame.release_at[off] = max(frame.release_at[off], last)
+        for off in [o for o, p in frame.release_at.items() if p <= here]:
+            del frame.release_at[off]
+            self._release(off, f"after {where}")
+
+    def leave(self) -> None:
+        """The computation is emitted: its root's slices pass to the instruction that emitted it (the caller)."""
+        frame = self.frames.pop()
+        self.pending[-1].extend(frame.release_at)
+
+    # -- report --------------------------------------------------------------------------------------------
+    def to_text(self, module_name: str) -> str:
+        lines = [f"BufferAssignment for module {module_name}",
+                 f"scratch bytes: {self.allocator.size} (reuse {'on' if REUSE_TEMPORARIES else 'off'}, "
+                 f"in-place updates {'on' if IN_PLACE_UPDATES else 'off'})", ""]
+        for a in self.allocations:
+            where = f" offset={a.offset}" if a.offset is not None else ""
+            lines.append(f"allocation {a.index}: size={a.size} kind={a.kind}{where}")
+            for v in a.values or ["(internal to one instruction)"]:
+                lines.append(f"  value: {v}")
+            if a.kind == "temp":
+                lines.append(f"  live until: {a.released_at or 'end of the computation (root value)'}")
+        total = sum(a.size for a in self.allocations if a.kind == "temp")
+        lines += ["", f"total scratch bytes: {self.allocator.size} (sum of temp slices {total}; "
+                      f"{total - self.allocator.size} bytes saved by reuse)"]
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,281 @@
+"""Parallel task assignment (XLA:CPU's ParallelTaskAssignment): a large loop is split into contiguous chunks,
+one per thread, in pure LLVM IR (no C compiler, no runtime library beyond libc's pthreads).
+
+`parallel_for` emits a chunk's code into an outlined worker function `i8* task(i8* arg)`: the caller's body
+callback runs with the shared IRBuilder positioned in the worker, so the loop emitter's generators emit
+there unchanged. Afterwards every value of the caller the worker uses (buffer pointers loaded from `params`,
+scratch offsets, partial-result slots) is captured: the caller stores it into a struct, the worker loads it
+at its entry. The caller starts tasks-1 pthreads, runs the last chunk itself, then joins them. Chunk bounds
+are compile-time constants, so the results for a given thread count are deterministic. Workers install the
+same MXCSR flush-to-zero / denormals-are-zero state as the entry function (compiler.py).
+
+The knob: the compile option `num_threads`, else the XLAPY_NUM_THREADS environment variable, else
+os.cpu_count(); 1 emits no threading at all. `task_count` is XLA's cost rule: one task per 256 KiB of
+memory traffic (an L2 cache's worth), at most num_threads, so small kernels stay single-threaded.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import os
+from typing import Callable, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from ...errors import XlapyError
+from ...hlo import ELIDED, Computation, Instruction
+from ...hlo.shape import Shape
+from . import scalar_ops
+from .buffers import byte_size
+from .irhelpers import I8, I8P, I32, I64, VOID, alloca_once, for_range, i64, if_then, intrinsic
+
+MIN_BYTES_PER_TASK = 256 << 10     # XLA's min_cost_per_thread: an L2 cache's worth of memory traffic
+CHUNK_QUANTUM = 16                 # chunk bounds are multiples of this many elements (whole cache lines)
+_MXCSR_FTZ_DAZ = 0x8040
+_TASK = ir.LiteralStructType([I64, I8P])      # (task index, captured values)
+_WORKER = "_xlapy_worker"                     # marks outlined functions: threads are not nested
+
+
+# -- the knob and the cost rule ----------------------------------------------------------------------
+def resolve_num_threads(option: int | None = None) -> int:
+    """The compile option if given, else XLAPY_NUM_THREADS, else os.cpu_count()."""
+    value, source = option, "num_threads"
+    if value is None:
+        value, source = os.environ.get("XLAPY_NUM_THREADS"), "XLAPY_NUM_THREADS"
+        if value is None or value.strip() == "":
+            return os.cpu_count() or 1
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise XlapyError(f"{source} must be a positive integer, got {value!r}") from None
+    if n < 1:
+        raise XlapyError(f"{source} must be a positive integer, got {n}")
+    return n
+
+
+def _bytes(shape: Shape) -> int:
+    try:
+        return sum(byte_size(s) for s in shape.leaves() if not s.is_token)
+    except Exception:       # an element type without a storage size: its op is rejected elsewhere
+        return 0
+
+
+def task_count(inst: Instruction, num_threads: int) -> int:
+    """How many threads inst's loop gets: its memory traffic (operands + result, or the largest value inside a
+    fusion) over MIN_BYTES_PER_TASK, at least 1 and at most num_threads."""
+    if num_threads <= 1:
+        return 1
+    cost = _bytes(inst.shape) + sum(_bytes(o.shape) for o in inst.operands)
+    comp = inst.attrs.get("calls") if inst.opcode == "fusion" else None
+    if isinstance(comp, Computation):
+        cost = max([cost] + [_bytes(i.shape) for i in comp.instructions])
+    return max(1, min(num_threads, cost // MIN_BYTES_PER_TASK))
+
+
+def chunk_bounds(total: int, tasks: int) -> list[int]:
+    """tasks+1 nondecreasing bounds splitting range(total) into near-equal contiguous chunks."""
+    inner = [t * total // tasks // CHUNK_QUANTUM * CHUNK_QUANTUM for t in range(1, tasks)]
+    return [0] + inner + [total]
+
+
+# -- which reductions may be split over their reduced dimensions ------------------------------------
+_IDEMPOTENT = ("maximum", "minimum", "and", "or")           # applying the init value again changes nothing
+_IDENTITY = {"add": 0, "xor": 0, "or": 0, "multiply": 1}
+
+
+def _constant_value(value: Instruction, inst: Instruction):
+    """The scalar value of `value` (a reduce's init, inside fusion `inst` or an operand of reduce `inst`) when it
+    is a constant, possibly passed into the fusion as a parameter; else None."""
+    if value.opcode == "parameter" and inst.opcode == "fusion":
+        value = inst.operands[value.parameter_number]
+    if value.opcode != "constant" or value.literal is None or value.literal is ELIDED:
+        return None
+    arr = np.asarray(value.literal)
+    return arr.reshape(-1)[0] if arr.size == 1 else None
+
+
+def splittable_reduction(inst: Instruction, reduce: Instruction, reducer_op: str | None) -> bool:
+    """Each task starts its partial from the init value, so the init is applied once per task: allowed when
+    that changes nothing (an idempotent reducer, or an init that is the reducer's identity)."""
+    if reducer_op is None or reduce.shape.is_tuple or len(reduce.operands) != 2:
+        return False
+    if reducer_op in _IDEMPOTENT:
+        return True
+    init = _constant_value(reduce.operands[1], inst)
+    return init is not None and reducer_op in _IDENTITY and init == _IDENTITY[reducer_op]
+
+
+# -- outlining and threads --------------------------------------------------------------------------
+_threads_loaded = False
+
+
+def _load_thread_symbols() -> None:
+    """MCJIT resolves external symbols in libraries loaded permanently; pthread_* live in libc (glibc >= 2.34)
+    or libpthread."""
+    global _threads_loaded
+    if not _threads_loaded:
+        import llvmlite.binding as llvm
+        for lib in ("pthread", "c"):
+            path = ctypes.util.find_library(lib)
+            if path:
+                llvm.load_library_permanently(path)
+        _threads_loaded = True
+
+
+def _is_x86(module: ir.Module) -> bool:
+    return module.triple.startswith(("x86_64", "i686", "i386"))
+
+
+def _enter_ftz(b: ir.IRBuilder) -> ir.Value:
+    """Install FTZ/DAZ as the entry function does; returns the slot holding the previous MXCSR."""
+    saved = alloca_once(b, I32, "mxcsr.saved")
+    intrinsic(b, "llvm.x86.sse.stmxcsr", VOID, [b.bitcast(saved, I8P)])
+    flushed = alloca_once(b, I32, "mxcsr.ftz")
+    b.store(b.or_(b.load(saved), ir.Constant(I32, _MXCSR_FTZ_DAZ)), flushed)
+    intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(flushed, I8P)])
+    ieee = alloca_once(b, I32, "mxcsr.ieee")
+    b.store(b.and_(b.load(saved), ir.Constant(I32, ~_MXCSR_FTZ_DAZ & 0xFFFFFFFF)), ieee)
+    scalar_ops.MXCSR_SLOTS[id(b.function)] = (ieee, flushed)
+    return saved
+
+
+def _map_values(value, fn):
+    if isinstance(value, (ir.Instruction, ir.Argument)):
+        return fn(value)
+    if isinstance(value, (list, tuple)):
+        mapped = [_map_values(v, fn) for v in value]
+        if all(m is v for m, v in zip(mapped, value)):
+            return value
+        return type(value)(mapped)
+    return value
+
+
+def _foreign_uses(worker: ir.Function, fn) -> None:
+    """Call fn on every instruction operand of worker (any attribute holding values: operands, call args, gep
+    indices, phi incomings) and store back what it returns."""
+    for block in worker.blocks:
+        for inst in block.instructions:
+            for key, value in list(vars(inst).items()):
+                if key == "parent":
+                    continue
+                mapped = _map_values(value, fn)
+                if mapped is not value:
+                    setattr(inst, key, mapped)
+                    inst._clear_string_cache()
+
+
+def _owner(value) -> ir.Function | None:
+    return value.parent if isinstance(value, ir.Argument) else value.function
+
+
+def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
+    fn = module.globals.get(name)
+    return fn if fn is not None else ir.Function(module, fnty, name)
+
+
+def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
+                 body: Callable[[ir.IRBuilder, ir.Value, ir.Value, ir.Value], None],
+                 shared: Sequence[ir.Value] = ()) -> bool:
+    """Run body(b, start, end, task) for the chunks [bounds[t], bounds[t+1]) on len(bounds)-1 threads.
+
+    `shared`: allocas of the caller the body may use (each task must write its own part). Returns False, having
+    emitted nothing into the caller, when threads cannot be used here: inside a worker already, or the body used
+    a caller value that is not safe to share (another alloca: per-call scratch state); the caller then emits
+    its loop sequentially."""
+    caller = b.function
+    module = b.module
+    tasks = len(bounds) - 1
+    if tasks < 2 or getattr(caller, _WORKER, False):
+        return False
+    old_block = b.block
+    worker = ir.Function(module, ir.FunctionType(I8P, [I8P]), module.get_unique_name("xlapy_task"))
+    setattr(worker, _WORKER, True)
+    worker.linkage = "internal"
+    worker.attributes.add("nounwind")
+    worker.attributes.add("noinline")
+    if _is_x86(module):
+        set.add(worker.attributes, '"denormal-fp-math"="preserve-sign,preserve-sign"')
+    table_ty = ir.ArrayType(I64, tasks + 1)
+    table = ir.GlobalVariable(module, table_ty, module.get_unique_name("xlapy_task.bounds"))
+    table.global_constant = True
+    table.linkage = "private"
+    table.initializer = ir.Constant(table_ty, list(bounds))
+
+    entry = worker.append_basic_block("entry")
+    b.position_at_end(entry)
+    task = b.bitcast(worker.args[0], _TASK.as_pointer())
+    index = b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, 0)]), name="task")
+    captures = b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, 1)]), name="captures")
+    start = b.load(b.gep(table, [i64(0), index]), name="start")
+    end = b.load(b.gep(table, [i64(0), b.add(index, i64(1))]), name="end")
+    saved = _enter_ftz(b) if _is_x86(module) else None
+    first = worker.append_basic_block("body")
+    b.branch(first)
+    b.position_at_end(first)
+    try:
+        body(b, start, end, index)
+        if saved is not None:
+            intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(saved, I8P)])
+        b.ret(ir.Constant(I8P, None))
+    finally:
+        scalar_ops.MXCSR_SLOTS.pop(id(worker), None)
+        b.position_at_end(old_block)
+
+    foreign: dict[int, ir.Value] = {}
+
+    def collect(v):
+        if _owner(v) is not worker:
+            foreign.setdefault(id(v), v)
+        return v
+    _foreign_uses(worker, collect)
+    allowed = {id(v) for v in shared}
+    if any(_owner(v) is not caller or (isinstance(v, ir.AllocaInstr) and id(v) not in allowed)
+           for v in foreign.values()):
+        del module.globals[worker.name]
+        del module.globals[table.name]
+        return False
+
+    # the worker loads its captures at entry
+    values = list(foreign.values())
+    struct = ir.LiteralStructType([v.type for v in values])
+    b.position_before(entry.terminator)
+    typed = b.bitcast(captures, struct.as_pointer())
+    loads = {id(v): b.load(b.gep(typed, [ir.Constant(I32, 0), ir.Constant(I32, k)]), name=f"cap{k}")
+             for k, v in enumerate(values)}
+    _foreign_uses(worker, lambda v: loads.get(id(v), v))
+    b.position_at_end(old_block)
+    _emit_launch(b, worker, tasks, struct, values)
+    return True
+
+
+def _emit_launch(b: ir.IRBuilder, worker: ir.Function, tasks: int, struct: ir.Type, values: list) -> None:
+    """In the caller: fill the captures and the task table, start tasks-1 threads, run the last task here, join."""
+    _load_thread_symbols()
+    module = b.module
+    zero = ir.Constant(I32, 0)
+    caps = alloca_once(b, struct, "par.captures")
+    for k, v in enumerate(values):
+        b.store(v, b.gep(caps, [zero, ir.Constant(I32, k)]))
+    table = alloca_once(b, ir.ArrayType(_TASK, tasks), "par.tasks")
+    threads = alloca_once(b, ir.ArrayType(I64, tasks), "par.threads")        # pthread_t
+    started = alloca_once(b, ir.ArrayType(I8, tasks), "par.started")
+    caps_i8 = b.bitcast(caps, I8P)
+    with for_range(b, tasks, "par.task") as t:
+        slot = b.gep(table, [i64(0), t])
+        b.store(t, b.gep(slot, [zero, zero]))
+        b.store(caps_i8, b.gep(slot, [zero, ir.Constant(I32, 1)]))
+    create = _declare(module, "pthread_create", ir.FunctionType(
+        I32, [I64.as_pointer(), I8P, worker.type, I8P]))
+    join = _declare(module, "pthread_join", ir.FunctionType(I32, [I64, I8P.as_pointer()]))
+    with for_range(b, tasks - 1, "par.spawn") as t:
+        arg = b.bitcast(b.gep(table, [i64(0), t]), I8P)
+        rc = b.call(create, [b.gep(threads, [i64(0), t]), ir.Constant(I8P, None), worker, arg])
+        failed = b.icmp_signed("!=", rc, ir.Constant(I32, 0))
+        b.store(b.zext(b.not_(failed), I8), b.gep(started, [i64(0), t]))
+        with if_then(b, failed, "par.inline"):      # no thread available: run the task here
+            b.call(worker, [arg])
+    b.call(worker, [b.bitcast(b.gep(table, [i64(0), i64(tasks - 1)]), I8P)])
+    with for_range(b, tasks - 1, "par.join") as t:
+        ok = b.icmp_unsigned("!=", b.load(b.gep(started, [i64(0), t])), ir.Constant(I8, 0))
+        with if_then(b, ok, "par.joinable"):
+            b.call(join, [b.load(b.gep(threads, [i64(0), t])), ir.Constant(I8P.as_pointer(), None)])
