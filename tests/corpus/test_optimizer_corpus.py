@@ -60,3 +60,15 @@ def test_each_pass_alone_preserves_meaning(hlo_path):
             _check(module, hlo_path)
         except AssertionError as e:
             raise AssertionError(f"after pass {name} alone: {e}") from None
+
+
+@pytest.mark.parametrize("hlo_path", _modules())
+def test_simplification_fixed_point_is_idempotent(hlo_path):
+    from xlapy.passes import FixedPoint
+    from xlapy.passes.pipelines import SIMPLIFICATION
+    module = xlapy.hlo.parse(hlo_path.read_text())
+    FixedPoint("simplification", [make_pass(n) for n in SIMPLIFICATION]).run(module, NO_DUMPS)
+    text = module.to_text()
+    again = FixedPoint("simplification", [make_pass(n) for n in SIMPLIFICATION])
+    assert not again.run(module, NO_DUMPS), f"{again.iterations_run} more iterations changed the module"
+    assert module.to_text() == text

@@ -9,7 +9,7 @@ from xlapy.backends.cpu import parallel
 from xlapy.errors import XlapyError
 
 THREADS = (1, 2, 3)
-ROWS, COLS = 419, 331            # 138,689 elements: above the threshold for 3 threads, not divisible by 2 or 3
+ROWS, COLS = 823, 547            # 450,181 elements: above the threshold for 3 threads, not divisible by 2 or 3
 
 ADD = """
 add {
@@ -224,7 +224,7 @@ def test_task_count_follows_memory_traffic():
         return xlapy.hlo.parse(f"HloModule m\nENTRY e {{\n  x = f32[{n}] parameter(0)\n"
                                f"  ROOT r = f32[{n}] negate(x)\n}}\n").entry.root
     assert parallel.task_count(inst(10_000), 8) == 1
-    assert parallel.task_count(inst(1 << 16), 8) == 2            # 512 KiB of traffic
+    assert parallel.task_count(inst(1 << 18), 8) == 2            # 2 MiB of traffic
     assert parallel.task_count(inst(1 << 24), 8) == 8
     assert parallel.task_count(inst(1 << 24), 1) == 1
     bounds = parallel.chunk_bounds(1001, 3)

@@ -54,6 +54,7 @@ class BufferAssignment:
         self.allocations: list[Allocation] = []
         self._by_offset: dict[int, Allocation] = {}   # live temp slices
         self.pointers: dict[int, tuple[object, int]] = {}   # id(pointer) -> (pointer, offset), live slices only
+        self._pointers_at: dict[int, list[int]] = {}          # offset -> ids of the pointers into that slice
         self._analyses: dict[tuple[int, bool], ComputationAliasing] = {}
 
     # -- recording ---------------------------------------------------------------------------------------
@@ -68,7 +69,14 @@ class BufferAssignment:
 
     def name_pointer(self, pointer, offset: int, what: str) -> None:
         self.pointers[id(pointer)] = (pointer, offset)
-        self._by_offset[offset].values.append(what)
+        self._pointers_at.setdefault(offset, []).append(id(pointer))
+        self._by_offset[offset].values.append(f"{what} defined at {self._where()}")
+
+    def _where(self) -> str:
+        if not self.frames:
+            return "entry"
+        frame = self.frames[-1]
+        return f"{frame.aliasing.comp.name}:{frame.position}"
 
     def _release(self, offset: int, where: str) -> None:
         if offset not in self.allocator.live:
@@ -76,8 +84,8 @@ class BufferAssignment:
         alloc = self._by_offset.pop(offset, None)
         if alloc is not None:
             alloc.released_at = where
-        for key in [k for k, (_, off) in self.pointers.items() if off == offset]:
-            del self.pointers[key]
+        for key in self._pointers_at.pop(offset, ()):
+            self.pointers.pop(key, None)
         if REUSE_TEMPORARIES:
             self.allocator.release(offset)
         else:
@@ -109,7 +117,7 @@ class BufferAssignment:
         mine = self.pending.pop()
         offsets = {self.pointers[id(p)][1] for p in value_pointers if id(p) in self.pointers}
         last = frame.aliasing.last_use(inst)
-        where = f"{inst.name}"
+        where = f"{inst.name} ({self._where()})"
         for off in mine:
             if off in offsets:
                 frame.release_at[off] = last
@@ -128,18 +136,41 @@ class BufferAssignment:
         self.pending[-1].extend(frame.release_at)
 
     # -- report --------------------------------------------------------------------------------------------
-    def to_text(self, module_name: str) -> str:
-        lines = [f"BufferAssignment for module {module_name}",
-                 f"scratch bytes: {self.allocator.size} (reuse {'on' if REUSE_TEMPORARIES else 'off'}, "
-                 f"in-place updates {'on' if IN_PLACE_UPDATES else 'off'})", ""]
-        for a in self.allocations:
+    def to_text(self, module) -> str:
+        """The assignment as text: parameters and outputs (caller-owned buffers), constants (globals) and every
+        scratch slice with its offset, the values assigned to it and where its live range ends."""
+        from .buffers import byte_size
+        entry = module.entry
+        fixed = [Allocation(0, "parameter", byte_size(s), None, [f"{p.name}{{{k}}} {s}" if p.shape.is_tuple
+                                                                   else f"{p.name} {s}"])
+                 for p in entry.parameters for k, s in enumerate(x for x in p.shape.leaves() if not x.is_token)]
+        tag = (lambda k: f"{{{k}}}") if entry.root.shape.is_tuple else (lambda k: "")
+        fixed += [Allocation(0, "output", byte_size(s), None, [f"{entry.root.name}{tag(k)} {s}"])
+                  for k, s in enumerate(x for x in entry.root.shape.leaves() if not x.is_token)]
+        lines = [f"BufferAssignment for module {module.name} (reuse of dead temporaries "
+                 f"{'on' if REUSE_TEMPORARIES else 'off'}, in-place updates {'on' if IN_PLACE_UPDATES else 'off'})",
+                 ""]
+        for index, a in enumerate(fixed + self.allocations):
             where = f" offset={a.offset}" if a.offset is not None else ""
-            lines.append(f"allocation {a.index}: size={a.size} kind={a.kind}{where}")
+            lines.append(f"allocation {index}: size={a.size} kind={a.kind}{where}")
             for v in a.values or ["(internal to one instruction)"]:
                 lines.append(f"  value: {v}")
             if a.kind == "temp":
-                lines.append(f"  live until: {a.released_at or 'end of the computation (root value)'}")
+                lines.append(f"  live until: {a.released_at or 'the end (a root value)'}")
         total = sum(a.size for a in self.allocations if a.kind == "temp")
-        lines += ["", f"total scratch bytes: {self.allocator.size} (sum of temp slices {total}; "
-                      f"{total - self.allocator.size} bytes saved by reuse)"]
+        lines += ["", f"total scratch bytes: {self.allocator.size}",
+                  f"sum of temp slices: {total} ({total - self.allocator.size} bytes saved by reuse)"]
         return "\n".join(lines) + "\n"
+
+
+def dump(module, assignment: BufferAssignment) -> None:
+    """Write PREFIX.cpu-buffer-assignment.txt when --xla_dump_to asks for this module (XLA: *-buffer-assignment.txt)."""
+    from pathlib import Path
+    from ... import debug
+    from ...passes.dump import file_prefix
+    options = debug.options()
+    if not options.dumps_module(module.name):
+        return
+    out = Path(options.dump_to)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{file_prefix(module)}.cpu-buffer-assignment.txt").write_text(assignment.to_text(module))

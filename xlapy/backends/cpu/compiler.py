@@ -21,6 +21,7 @@ from ...errors import XlapyError
 from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
+from . import buffer_assignment
 from .emitter import Emitter
 from .executable import Executable
 from .irhelpers import I8P, I32, VOID, alloca_once, i64, intrinsic
@@ -127,6 +128,7 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1) ->
         intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(saved, I8P)])
     b.ret_void()
     scalar_ops.MXCSR_SLOTS.pop(id(fn), None)
+    buffer_assignment.dump(module, em.assignment)
     return fn, em.scratch.size
 
 

@@ -68,6 +68,7 @@ class Emitter:
             g.align = 64
             g.initializer = ir.Constant(ty, bytearray(data))
             self._constants[id(inst)] = g
+            self.assignment.record("constant", len(data), f"{inst.name} {inst.shape} (global {g.name})")
         return self.b.bitcast(g, I8P)
 
     def new_buffer(self, shape: Shape, inst: Instruction | None = None, leaf: int = 0) -> BufferRef:

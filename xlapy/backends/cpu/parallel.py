@@ -10,8 +10,8 @@ are compile-time constants, so the results for a given thread count are determin
 same MXCSR flush-to-zero / denormals-are-zero state as the entry function (compiler.py).
 
 The knob: the compile option `num_threads`, else the XLAPY_NUM_THREADS environment variable, else
-os.cpu_count(); 1 emits no threading at all. `task_count` is XLA's cost rule: one task per 256 KiB of
-memory traffic (an L2 cache's worth), at most num_threads, so small kernels stay single-threaded.
+os.cpu_count(); 1 emits no threading at all. `task_count` is XLA's cost rule: one task per
+MIN_BYTES_PER_TASK of memory traffic, at most num_threads, so small kernels stay single-threaded.
 """
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ from . import scalar_ops
 from .buffers import byte_size
 from .irhelpers import I8, I8P, I32, I64, VOID, alloca_once, for_range, i64, if_then, intrinsic
 
-MIN_BYTES_PER_TASK = 256 << 10     # XLA's min_cost_per_thread: an L2 cache's worth of memory traffic
+# XLA's min_cost_per_thread is 256 KiB (an L2 cache's worth of traffic) for its persistent thread pool; our
+# threads are created per call (~30-50 us each), so a task must carry more work to pay for itself.
+MIN_BYTES_PER_TASK = 1 << 20
 CHUNK_QUANTUM = 16                 # chunk bounds are multiples of this many elements (whole cache lines)
 _MXCSR_FTZ_DAZ = 0x8040
 _TASK = ir.LiteralStructType([I64, I8P])      # (task index, captured values)
