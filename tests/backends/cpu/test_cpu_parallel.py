@@ -229,3 +229,21 @@ def test_task_count_follows_memory_traffic():
     assert parallel.task_count(inst(1 << 24), 1) == 1
     bounds = parallel.chunk_bounds(1001, 3)
     assert bounds[0] == 0 and bounds[-1] == 1001 and bounds == sorted(bounds)
+
+
+def test_reduction_with_fewer_outputs_than_threads_splits_the_reduced_dims():
+    """s32[2, n] reduced over dim 1 on 3 threads: two outputs, each combined from three partials."""
+    n = 400_009
+    text = "HloModule m\n" + ADD.replace("$T", "s32") + f"""
+ENTRY e {{
+  x = s32[2,{n}] parameter(0)
+  z = s32[] constant(0)
+  ROOT r = s32[2] reduce(x, z), dimensions={{1}}, to_apply=add
+}}
+"""
+    exes = compile_all(text)
+    x = data(np.int32, 2, n)
+    assert threaded(exes[3])
+    want = exes["interpreter"](x)
+    for t in THREADS:
+        assert_bitwise(exes[t](x), want)

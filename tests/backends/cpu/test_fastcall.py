@@ -112,3 +112,10 @@ def test_concurrent_calls_do_not_share_scratch():
     for t in threads:
         t.join()
     assert len(ok) == 1200 and all(ok)
+
+
+def test_the_builtin_keeps_its_executable_alive():
+    import gc
+    fast = cpu(SCALAR).fast_call
+    gc.collect()
+    assert fast(np.array(2, np.float32)) == -2

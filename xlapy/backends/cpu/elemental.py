@@ -420,6 +420,17 @@ def _dynamic_update_slice(em, inst, gens):
 
 
 # -- reductions and dot: an inner loop per element ----------------------------------------------------
+def accumulation(inst: Instruction):
+    """What reduce and reduce-window share: (result leaf shapes, the reducer, and for a single bf16/f16 input with
+    a simple reducer, the f32 rule to accumulate with — narrow floats are summed in f32 and rounded once)."""
+    out_shapes = inst.shape.tuple_shapes if inst.shape.is_tuple else (inst.shape,)
+    reducer = inst.attrs["to_apply"]
+    wide_rule = None
+    if len(out_shapes) == 1 and is_narrow_float(out_shapes[0].ptype) and simple_reducer(reducer) is not None:
+        wide_rule = scalar_ops.BINARY[simple_reducer(reducer)].get("float")
+    return out_shapes, reducer, wide_rule
+
+
 def _reduce(em, inst, gens):
     n = len(inst.operands) // 2
     inputs, inits = gens[:n], gens[n:]
@@ -427,13 +438,9 @@ def _reduce(em, inst, gens):
     reduced = set(int(d) for d in inst.attrs["dimensions"])
     kept = [d for d in range(in_shape.rank) if d not in reduced]
     order = [d for d in major_to_minor(in_shape) if d in reduced]
-    out_shapes = inst.shape.tuple_shapes if inst.shape.is_tuple else (inst.shape,)
-    reducer = inst.attrs["to_apply"]
+    out_shapes, reducer, wide_rule = accumulation(inst)
     b = em.b
     f32 = primitive_type("f32")
-    wide_rule = None
-    if n == 1 and is_narrow_float(out_shapes[0].ptype) and simple_reducer(reducer) is not None:
-        wide_rule = scalar_ops.BINARY[simple_reducer(reducer)].get("float")
 
     def gen(index):
         accs = [alloca_once(b, value_type(s.ptype), name="acc") for s in out_shapes]

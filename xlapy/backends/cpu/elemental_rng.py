@@ -17,6 +17,7 @@ import math
 from llvmlite import ir
 
 from ...errors import UnimplementedError
+from ..interpreter.prng import split_halves   # one definition of XLA's SplitShapeIntoHalves
 from .indexing import row_major_linear
 from .irhelpers import F32, I16, I32, I64, i64
 from .loops import emit_loop
@@ -72,17 +73,6 @@ def philox4x32(b, ctr, k0, k1):
     return x
 
 
-def _split_halves(dims):
-    """XLA's SplitShapeIntoHalves: the first even dim (else the largest) is halved (rounded up)."""
-    if not dims:
-        return -1, (1,)
-    even = [i for i, d in enumerate(dims) if d % 2 == 0]
-    split = even[0] if even else max(range(len(dims)), key=lambda i: (dims[i], -i))
-    half = list(dims)
-    half[split] = -(-dims[split] // 2)
-    return split, tuple(half)
-
-
 def _from_bits(b, pt, bits: ir.Value) -> ir.Value:
     """Raw bits (i32 or i64) as a value of element type pt (narrow types keep the low bits)."""
     if pt.name == "f32":
@@ -125,7 +115,7 @@ def rng_bit_generator(em, inst, operands):
     wide = pt.bits == 64
 
     if algorithm == "rng_three_fry":
-        split, half = _split_halves(dims)
+        split, half = split_halves(dims)
         count = n if wide else math.prod(half)
 
         def gen(index):

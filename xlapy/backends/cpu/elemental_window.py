@@ -16,9 +16,8 @@ from llvmlite import ir
 
 from ...hlo.attrs import window_of
 from ...hlo.shape import primitive_type
-from . import scalar_ops
 from .irhelpers import I1, I64, alloca_once, for_range, i64
-from .types import is_narrow_float, round_value, value_type
+from .types import round_value, value_type
 
 
 def _smax(b, x, y):
@@ -39,18 +38,14 @@ def _floor_div(b, x: ir.Value, d: int) -> ir.Value:
 
 
 def reduce_window(em, inst, gens):
-    from .elemental import simple_reducer      # elemental imports this module
+    from .elemental import accumulation      # elemental imports this module
     n = len(inst.operands) // 2
     inputs, inits = gens[:n], gens[n:]
     in_dims = inst.operands[0].shape.dims
     window = window_of(inst).dims
-    out_shapes = inst.shape.tuple_shapes if inst.shape.is_tuple else (inst.shape,)
-    reducer = inst.attrs["to_apply"]
+    out_shapes, reducer, wide_rule = accumulation(inst)
     b = em.b
     f32 = primitive_type("f32")
-    wide_rule = None
-    if n == 1 and is_narrow_float(out_shapes[0].ptype) and simple_reducer(reducer) is not None:
-        wide_rule = scalar_ops.BINARY[simple_reducer(reducer)].get("float")
 
     def gen(index):
         accs = [alloca_once(b, value_type(s.ptype), name="rw.acc") for s in out_shapes]

@@ -270,8 +270,15 @@ def _init() -> bool:
 class FastCall:
     """A builtin calling one executable natively; keeps alive everything its CallSpec points to."""
 
-    def __init__(self, spec: CallSpec, keep: list, function: Callable):
-        self.spec, self._keep, self.function = spec, keep, function
+    def __init__(self, spec: CallSpec, keep: list):
+        self.spec, self._keep = spec, keep
+        handle = _Handle(ctypes.addressof(spec))
+        handle.owner = self           # the builtin holds its `self`: so it keeps spec, fallback, machine code alive
+        self.function = _state["new"](ctypes.addressof(_state["method"]), handle, None)
+
+
+class _Handle(int):
+    """The builtin's `self`: an int (the CallSpec's address, read by PyLong_AsVoidPtr) that owns its FastCall."""
 
 
 def make(entry_address: int, scratch_address: int, scratch_alloc: int,
@@ -279,7 +286,7 @@ def make(entry_address: int, scratch_address: int, scratch_alloc: int,
          tuple_result: bool, fallback: Callable) -> FastCall | None:
     """The native caller for an entry with array parameters `params` and results `results` ((dims, dtype) each,
     row-major), or None where this Python/numpy cannot have one. `fallback(*args)` handles every call the
-    trampoline does not; `scratch_alloc` is the byte count a contended call mallocs (size + alignment)."""
+    trampoline does not (it should hold what owns the entry's machine code); `scratch_alloc` is the byte count a contended call mallocs (size + alignment)."""
     if not _init():
         return None
     keep: list = [fallback]
@@ -299,8 +306,7 @@ def make(entry_address: int, scratch_address: int, scratch_alloc: int,
                     n_results=len(results), tuple_result=int(tuple_result))
     spec.params = ctypes.cast(leaves(params), ctypes.POINTER(Leaf))
     spec.results = ctypes.cast(leaves(results), ctypes.POINTER(Leaf))
-    function = _state["new"](ctypes.addressof(_state["method"]), ctypes.addressof(spec), None)
-    return FastCall(spec, keep, function)
+    return FastCall(spec, keep)
 
 
 def available() -> bool:

@@ -71,7 +71,7 @@ def philox4x32(ctr: list[np.ndarray], k0: int, k1: int) -> list[np.ndarray]:
 
 # -- three-fry bit generator ------------------------------------------------------------------------
 
-def _split_halves(dims: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+def split_halves(dims: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
     """XLA's SplitShapeIntoHalves: the first even dim (else the largest) is halved (rounded up)."""
     if not dims:
         return -1, (1,)
@@ -83,7 +83,7 @@ def _split_halves(dims: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
 
 
 def _threefry_bits32(key: int, counter: int, dims: tuple[int, ...]) -> tuple[np.ndarray, int]:
-    split, half = _split_halves(dims)
+    split, half = split_halves(dims)
     n = math.prod(half)
     ctr = U64(counter) + np.arange(n, dtype=U64)
     y0, y1 = threefry2x32(_lo(ctr), _hi(ctr), key & 0xFFFFFFFF, key >> 32)
