@@ -509,6 +509,12 @@ def build_table():  # noqa: C901  (one long table)
       lambda r: [nrm(r, 2, 5, 5, 4), nrm(r, 3, 3, 2, 6), nrm(r, 2, 5, 5, 6)], keep_unused=True)
     T("conv2d_transpose", lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
       lambda r: [nrm(r, 1, 3, 3, 2), nrm(r, 3, 3, 2, 3)])
+    T("conv2d_transpose_valid_kernel", lambda x, w: lax.conv_transpose(x, w, (2, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                                                     transpose_kernel=True),
+      lambda r: [nrm(r, 2, 5, 6, 3), nrm(r, 3, 2, 4, 3)])
+    T("conv2d_transpose_pads_dilated", lambda x, w: lax.conv_transpose(x, w, (2, 2), ((1, 2), (0, 1)), rhs_dilation=(1, 2),
+                                                                     dimension_numbers=("NCHW", "OIHW", "NCHW")),
+      lambda r: [nrm(r, 1, 3, 4, 4), nrm(r, 2, 3, 3, 2)])
     T("conv1d", lambda x, w: lax.conv_general_dilated(x, w, (2,), ((1, 2),), dimension_numbers=("NWC", "WIO", "NWC")),
       lambda r: [nrm(r, 2, 9, 3), nrm(r, 4, 3, 5)])
     T("conv3d", lambda x, w: lax.conv_general_dilated(x, w, (1, 2, 1), "SAME", dimension_numbers=("NDHWC", "DHWIO", "NDHWC")),

@@ -597,6 +597,51 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
     return bind("convolution", [lhs, rhs], attrs, shape=shape, name="conv_general_dilated")
 
 
+
+_CONV_TRANSPOSE_DEFAULT_DIMS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"), 4: ("NHWC", "HWIO", "NHWC"),
+                                5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def _conv_transpose_padding(k: int, s: int, padding: str) -> tuple[int, int]:
+    """JAX's padding of the dilated input for a transposed convolution with kernel extent k and stride s."""
+    if padding == "SAME":
+        total = k + s - 2
+        low = k - 1 if s > k - 1 else -(-total // 2)
+    elif padding == "VALID":
+        total = k + s - 2 + builtins.max(k - s, 0)
+        low = k - 1
+    else:
+        raise _error("conv_transpose", f"unknown padding {padding!r}; use 'SAME', 'VALID' or pairs")
+    return low, total - low
+
+
+def conv_transpose(lhs, rhs, strides: Sequence[int], padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel: bool = False, precision=None, preferred_element_type=None):
+    """JAX's lax.conv_transpose: the gradient-of-convolution form, a convolution of the stride-dilated input
+    (lhs_dilation = strides) with padding chosen so that 'SAME'/'VALID' invert a forward convolution's shapes.
+    transpose_kernel flips the kernel's spatial dims and swaps its input and output feature dims."""
+    la, ra = aval(lhs), aval(rhs)
+    if la.ndim != ra.ndim or la.ndim < 2:
+        raise _error("conv_transpose", f"lhs {la} and rhs {ra} must have equal rank >= 2")
+    if dimension_numbers is None:
+        dimension_numbers = _CONV_TRANSPOSE_DEFAULT_DIMS.get(la.ndim)
+    _, rs, _ = _conv_specs(dimension_numbers, la.ndim)
+    nsp = la.ndim - 2
+    rhs_dil = tuple(rhs_dilation) if rhs_dilation else (1,) * nsp
+    kernel = [(ra.shape[d] - 1) * rhs_dil[i] + 1 for i, d in enumerate(rs[2:])]
+    if isinstance(padding, str):
+        pads = [_conv_transpose_padding(k, int(st), padding.upper()) for k, st in zip(kernel, strides)]
+    else:
+        pads = [tuple(p) for p in padding]
+    if transpose_kernel:
+        rhs = rev(rhs, rs[2:])
+        perm = list(range(ra.ndim))
+        perm[rs[0]], perm[rs[1]] = perm[rs[1]], perm[rs[0]]
+        rhs = transpose(rhs, perm)
+    return conv_general_dilated(lhs, rhs, (1,) * nsp, pads, lhs_dilation=tuple(strides), rhs_dilation=rhs_dil,
+                                dimension_numbers=dimension_numbers, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
 def stop_gradient(x):
     """The identity, marked for autodiff: emits `copy` with metadata op_name="stop_gradient" (an HLO marker
     that autodiff treats as a constant; optimization removes the copy)."""
