@@ -46,6 +46,7 @@ class Emitter:
 
     def __init__(self, module: Module, comp: Computation):
         self.module, self.comp = module, comp
+        self.tapes: dict[int, Any] = {}   # id of a taped forward loop -> loops.Tape (reverse mode)
 
     # -- generic -------------------------------------------------------------------------------------
     def emit(self, opcode: str, operands: Sequence[Instruction], attrs: dict[str, Any] | None = None,

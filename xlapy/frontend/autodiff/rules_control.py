@@ -6,7 +6,8 @@
                  VJP, primal + tangent for JVP) and one new conditional selects among them
     while        JVP: the carry becomes (carry, tangent carry) and the body its JVP.
                  VJP: loops with a static trip count <= vjp.MAX_UNROLL are unrolled by the driver before
-                 differentiation; any other loop raises (as JAX does for while_loop)
+                 differentiation; longer static loops are copied as a taped loop (loops.py) whose rule
+                 emits the reverse loop; any other loop raises (as JAX does for while_loop)
 """
 from __future__ import annotations
 
@@ -94,8 +95,12 @@ def _while_jvp(b, inst, ts):
 
 
 def _while_vjp(b, inst, ct):
+    from .loops import taped_loop_vjp
     from .vjp import WHILE_MESSAGE
-    raise AutodiffError(f"{WHILE_MESSAGE} (instruction {inst.name})")
+    tape = b.tapes.get(id(inst))
+    if tape is None:
+        raise AutodiffError(f"{WHILE_MESSAGE} (instruction {inst.name})")
+    return taped_loop_vjp(b, inst, tape, ct)
 
 
 VJP = {

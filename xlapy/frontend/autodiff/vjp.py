@@ -1,7 +1,8 @@
 """Reverse mode: one small driver over the VJP rule tables.
 
 The forward computation is first copied into the new computation (calls inlined, `while` loops with a
-static trip count <= MAX_UNROLL unrolled), then the copied instructions are walked in reverse order:
+static trip count <= MAX_UNROLL unrolled, longer static loops replaced by a loop that also saves its
+state for the backward pass: loops.py), then the copied instructions are walked in reverse order:
 each one that received a cotangent asks the rule of its opcode for its operands' cotangents, which are
 summed per operand. A rule is `rule(b, inst, ct) -> [ct or None per operand]`, where `b` is the
 Emitter of the computation being built, `inst` a forward instruction of that same computation, and
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...hlo import Computation, Instruction, Module, Shape
+from .loops import emit_taped_loop
 from .rules_common import AutodiffError, Emitter, is_float
 
 MAX_UNROLL = 64
@@ -40,9 +42,10 @@ def vjp_rules() -> dict[str, Any]:
 
 
 # -- copying the forward program ---------------------------------------------------------------------
-def static_trip_count(w: Instruction, init: Instruction) -> int | None:
-    """The trip count of a fori_loop-shaped `while` (carry[k] starts at a constant, `carry[k] < N`,
-    `carry[k] + 1` each iteration), else None. `init` is the loop's initial tuple as copied."""
+def static_loop(w: Instruction, init: Instruction) -> tuple[int, int, int] | None:
+    """(k, start, trip count) of a fori_loop-shaped `while` (carry[k] starts at the constant `start`,
+    `carry[k] < limit` with a constant limit, `carry[k] + 1` each iteration), else None. `init` is the
+    loop's initial tuple as copied."""
     cond, body = w.attrs["condition"], w.attrs["body"]
     root = cond.root
     if root.opcode != "compare" or root.attrs.get("direction") != "LT":
@@ -64,7 +67,13 @@ def static_trip_count(w: Instruction, init: Instruction) -> int | None:
     if not (a.opcode == "get-tuple-element" and a.attrs["index"] == k and a.operands[0].opcode == "parameter"
             and c.opcode == "constant" and int(c.literal) == 1):
         return None
-    return max(0, int(limit.literal) - int(start.literal))
+    return k, int(start.literal), max(0, int(limit.literal) - int(start.literal))
+
+
+def static_trip_count(w: Instruction, init: Instruction) -> int | None:
+    """The trip count of a fori_loop-shaped `while` (see static_loop), else None."""
+    found = static_loop(w, init)
+    return None if found is None else found[2]
 
 
 def copy_forward(b: Emitter, comp: Computation, args: Sequence[Instruction], unroll: bool = False) -> Instruction:
@@ -80,12 +89,16 @@ def copy_forward(b: Emitter, comp: Computation, args: Sequence[Instruction], unr
             mapping[id(inst)] = copy_forward(b, callees[0], ops, unroll)
             continue
         if unroll and inst.opcode == "while":
-            n = static_trip_count(inst, ops[0])
-            if n is not None and n <= MAX_UNROLL:
+            found = static_loop(inst, ops[0])
+            if found is not None and found[2] <= MAX_UNROLL:
                 carry = ops[0]
-                for _ in range(n):
+                for _ in range(found[2]):
                     carry = copy_forward(b, inst.attrs["body"], [carry], unroll)
                 mapping[id(inst)] = carry
+                continue
+            if found is not None:
+                k, start, n = found
+                mapping[id(inst)] = emit_taped_loop(b, inst, ops[0], n, k, start, b.tapes)
                 continue
         mapping[id(inst)] = b.add_inst(inst.clone_with(ops))
     return mapping[id(comp.root)]
