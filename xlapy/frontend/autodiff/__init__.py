@@ -19,7 +19,9 @@
 Differentiating with respect to an integer or bool parameter raises AutodiffError (an XlapyError); JAX
 returns a float0 zero there. A missing rule raises AutodiffError naming the opcode. Rules live in the
 `rules_*.py` tables by op family (each op's JVP and VJP side by side); `vjp.py` and `jvp.py` are the
-two drivers. The new computations use only ops that have rules themselves, so they can be
+two drivers. Reverse mode through a `while` loop needs a static trip count N (fori_loop with constant
+bounds, scan): N <= MAX_UNROLL is unrolled, a longer loop becomes a taped forward loop plus a reverse
+loop (`loops.py`; memory N x the carried state, as JAX's scan); a data-dependent loop raises. The new computations use only ops that have rules themselves, so they can be
 differentiated again (grad of grad).
 """
 from __future__ import annotations
