@@ -116,8 +116,13 @@ def _op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], 
     except _Unhashable:
         return None
     groups = tuple(len(o) if isinstance(o, Packed) else -1 for o in operands)
+    flags = tuple(vars(dtypes.config).values())       # every front-end flag (x64, ...) the op may depend on
+    try:
+        hash(flags)
+    except TypeError:
+        return None
     return (opcode, name, frozen, frozen_shape, groups, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
-            dtypes.config.enable_x64, backend)
+            flags, backend)
 
 
 def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, shape=None, name=None,
