@@ -19,7 +19,7 @@ from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import primitive_type
 from . import f8, scalar_complex, scalar_ops
 from .indexing import delinearize, linear_index, major_to_minor, row_major_linear
-from .irhelpers import I1, I64, alloca_once, i64, if_else_value, loop_nest
+from .irhelpers import I1, I64, alloca_once, dominates, i64, if_else_value, loop_nest
 from .types import is_narrow_float, load_element, round_value, value_type
 from .math_approx import APPROXIMATIONS
 from .elemental_gather import gather
@@ -67,18 +67,23 @@ class ElementalEmitter:
 
 
 def _memoized(builder: ir.IRBuilder, gen: Generator) -> Generator:
-    """A generator that emits each (index, basic block) once (XLA's generated-value cache). Without it a value
-    read twice in a fusion (y + y*y) is emitted twice, and a chain of such reuses grows exponentially. Reuse is
-    limited to the block the value was emitted in, which dominates the rest of that block."""
-    cache: dict[tuple, tuple] = {}
+    """A generator that emits each element once per index (XLA's generated-value cache). Without it a value
+    read twice in a fusion (y + y*y) is emitted twice, and a chain of such reuses grows exponentially. A cached
+    value is reused wherever its block dominates the current one (irhelpers records the dominators of the
+    blocks its branch and loop helpers create), so branches (pad, concatenate) do not defeat the cache."""
+    cache: dict[tuple, list] = {}
 
     def cached(index: Index):
-        key = (id(builder.block), tuple(id(v) for v in index))
-        hit = cache.get(key)
-        if hit is None:
-            # keep the index values and block alive so their ids cannot be reused by other objects
-            hit = cache[key] = (gen(index), tuple(index), builder.block)
-        return hit[0]
+        key = tuple(id(v) for v in index)
+        here = builder.block
+        entries = cache.setdefault(key, [])
+        for value, block, _ in entries:
+            if dominates(builder, block, here):
+                return value
+        value = gen(index)
+        # the index values are kept alive so their ids cannot be reused by other objects
+        entries.append((value, builder.block, tuple(index)))   # the block the value ends up defined in
+        return value
     return cached
 
 

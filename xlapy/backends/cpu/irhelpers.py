@@ -39,6 +39,32 @@ def alloca_once(builder: ir.IRBuilder, ty: ir.Type, name: str = "") -> ir.Alloca
         return builder.alloca(ty, name=name)
 
 
+# -- dominance -------------------------------------------------------------------------------------------
+# The helpers below record each block they create with its immediate dominator, so the element generators'
+# value cache can reuse a value emitted before a branch or loop after it (see elemental._memoized). Blocks
+# made elsewhere have no entry: only values from the same block are reused there.
+def _idom(builder: ir.IRBuilder) -> dict:
+    table = getattr(builder, "_xlapy_idom", None)
+    if table is None:
+        table = builder._xlapy_idom = {}
+    return table
+
+
+def dominated_by(builder: ir.IRBuilder, block, *new_blocks) -> None:
+    for nb in new_blocks:
+        _idom(builder)[nb] = block
+
+
+def dominates(builder: ir.IRBuilder, a, b) -> bool:
+    """True when block `a` is known to dominate block `b` (a == b, or a is on b's recorded dominator chain)."""
+    table = _idom(builder)
+    while b is not None:
+        if b is a:
+            return True
+        b = table.get(b)
+    return False
+
+
 @contextmanager
 def for_range(builder: ir.IRBuilder, count: ir.Value | int, name: str = "i") -> Iterator[ir.Value]:
     """`for i in range(count)` with an i64 induction variable; the body is emitted inside the `with`."""
@@ -48,6 +74,8 @@ def for_range(builder: ir.IRBuilder, count: ir.Value | int, name: str = "i") -> 
     header = builder.append_basic_block(f"{name}.header")
     body = builder.append_basic_block(f"{name}.body")
     done = builder.append_basic_block(f"{name}.done")
+    dominated_by(builder, pre, header)
+    dominated_by(builder, header, body, done)
     builder.branch(header)
     builder.position_at_end(header)
     index = builder.phi(I64, name=name)
@@ -77,6 +105,7 @@ def loop_nest(builder: ir.IRBuilder, counts: Sequence[int], name: str = "i") -> 
 def if_then(builder: ir.IRBuilder, cond: ir.Value, name: str = "if") -> Iterator[None]:
     then = builder.append_basic_block(f"{name}.then")
     done = builder.append_basic_block(f"{name}.end")
+    dominated_by(builder, builder.block, then, done)
     builder.cbranch(cond, then, done)
     builder.position_at_end(then)
     yield
@@ -90,6 +119,7 @@ def if_else_value(builder: ir.IRBuilder, cond: ir.Value, then_fn, else_fn, name:
     then = builder.append_basic_block(f"{name}.then")
     other = builder.append_basic_block(f"{name}.else")
     done = builder.append_basic_block(f"{name}.end")
+    dominated_by(builder, builder.block, then, other, done)
     builder.cbranch(cond, then, other)
     builder.position_at_end(then)
     a = then_fn()
