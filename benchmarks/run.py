@@ -22,6 +22,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# xlapy's column is the compiled (LLVM) backend unless XLAPY_BACKEND says otherwise
+os.environ.setdefault("XLAPY_BACKEND", "cpu")
 
 
 def median_time(fn, repeat: int, min_time: float = 0.2) -> float:
@@ -114,7 +116,8 @@ def _row_text(case, times) -> str:
 
 def write_results(rows, out: Path) -> None:
     date = datetime.date.today().isoformat()
-    lines = [f"# xlapy benchmarks ({date})", "", f"Machine: {machine_info()}", "",
+    lines = [f"# xlapy benchmarks ({date})", "", f"Machine: {machine_info()}",
+             f"xlapy backend: {os.environ.get('XLAPY_BACKEND')}, peers: {', '.join(_peers()) or 'none'}", "",
              "Medians; ratio = that implementation's time / xlapy's time (above 1: xlapy is faster).", "",
              "| case | " + " | ".join(IMPLS) + " | numpy/xlapy | jax/xlapy | torch/xlapy |",
              "|---|" + "---|" * (len(IMPLS) + 3)]

@@ -27,7 +27,8 @@ PY = _blocks("python")
 @pytest.mark.parametrize("command", SH, ids=[c[:60] for c in SH])
 def test_readme_shell_command(command, tmp_path):
     bin_dir = Path(sys.executable).parent
-    command = command.replace(".venv/bin/", f"{bin_dir}/").replace("/tmp/", f"{tmp_path}/")
+    # /tmp/ first: the venv itself may live under /tmp (a fresh clone there)
+    command = command.replace("/tmp/", f"{tmp_path}/").replace(".venv/bin/", f"{bin_dir}/")
     proc = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{command}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
 

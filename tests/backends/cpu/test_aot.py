@@ -126,9 +126,21 @@ ENTRY e {
     assert got[1] == 7
 
 
+def test_blas_without_a_fortran_interface_is_a_clear_error(monkeypatch):
+    """With no Fortran-ABI BLAS known (scipy absent), blas=True refuses instead of writing an object that calls
+    the JIT-only xlapy_* symbols (regression: a fresh environment without scipy produced such objects)."""
+    from xlapy.backends.cpu import runtime
+    real = runtime.use_provider
+    monkeypatch.setattr(runtime, "use_provider", lambda name=None: None if name == "scipy" else real(name))
+    module = xlapy.hlo.parse("HloModule m\n\nENTRY e {\n  ROOT p = f32[4] parameter(0)\n}\n")
+    with pytest.raises(xlapy.XlapyError, match="needs scipy"):
+        xlapy.aot.compile_module(module, name="m", blas=True)
+
+
 @needs_gcc
 def test_blas_object_links_against_a_fortran_blas(tmp_path):
     """blas=True: the object calls sgemm_ (the Fortran interface every BLAS exports); here a reference one."""
+    pytest.importorskip("scipy", reason="the Fortran BLAS interface comes from scipy")
     module = xlapy.hlo.parse("""HloModule bigconv
 ENTRY e {
   x = f32[2,16,16,32]{3,2,1,0} parameter(0)

@@ -161,10 +161,15 @@ def _blas_provider(blas: bool):
         yield
         return
     try:
-        if runtime.use_provider(wanted) is None and blas:
-            runtime.use_provider(before)     # no Fortran-ABI BLAS here: the process's own (named xlapy_*)
+        found = runtime.use_provider(wanted)
     except ValueError:
+        found = None
+    if found is None and blas:
+        # The process's own BLAS is registered under JIT-only names (xlapy_*): an object calling them would not
+        # link anywhere else, so say what is missing instead of writing one.
         runtime.use_provider(before)
+        raise XlapyError("aot with BLAS needs scipy (its Fortran BLAS interface tells the emitter how to call "
+                         "sgemm_); install scipy, or compile with --no-blas (loops only)")
     try:
         yield
     finally:
