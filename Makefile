@@ -7,13 +7,12 @@ BIN := $(VENV)/bin
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,demo]'
 	touch $@
 
 # The newcomer's first ten minutes: an HLO module through `xlapy run`, then examples/digits_demo.py trains an
 # MLP and a CNN on scikit-learn's digits with jit/grad and writes demo_out/ (plot, HLO, HTML graph).
 demo: $(BIN)/.installed
-	$(BIN)/python -c "import sklearn, tqdm, matplotlib" 2>/dev/null || $(BIN)/python -m pip install -q -e '.[test,demo]'
 	$(BIN)/xlapy run examples/seed_sum.hlo --inputs examples/seed_sum.npz
 	$(BIN)/python examples/digits_demo.py --out demo_out
 
@@ -22,7 +21,6 @@ test: $(BIN)/.installed
 
 # Benchmarks (never run by tests): numpy and xlapy side by side, and JAX / PyTorch where installed.
 bench: $(BIN)/.installed
-	$(BIN)/python -m pip install -q matplotlib
 	$(BIN)/python benchmarks/run.py
 
 # The same in a separate environment that also has JAX and PyTorch (CPU build of torch 2.13.0).
