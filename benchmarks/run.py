@@ -80,8 +80,8 @@ def main(argv=None) -> int:
         times = {}
         for impl, make in case.impls(peers).items():
             try:
-                fn = make()
-                times[impl] = median_time(fn, args.repeat) if not case.one_shot else fn()
+                # a one-shot case's make() returns the measured seconds itself
+                times[impl] = make() if case.one_shot else median_time(make(), args.repeat)
             except Exception as e:  # a peer that cannot run this case: say so, keep going
                 times[impl] = f"error: {type(e).__name__}: {str(e)[:80]}"
         rows.append((case, times))

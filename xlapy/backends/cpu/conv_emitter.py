@@ -301,3 +301,4 @@ def _emit_im2col(b: ir.IRBuilder, g: ConvGeometry, lhs: BufferRef, patches: ir.V
             with outside:
                 with loop_nest(b, [c_count], name="imz") as (c,):
                     store_element(b, patches, pt, b.add(dst, c), zero)
+

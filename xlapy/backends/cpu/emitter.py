@@ -22,6 +22,7 @@ from .buffer_assignment import BufferAssignment
 from .buffers import BufferRef, ScratchAllocator, ValueTree, byte_size, leaves
 from .elemental import TABLE, ElementalEmitter, Generator, _start_indices, unsupported
 from .elemental_rng import rng_bit_generator
+from . import dot_emitter
 from .conv_emitter import convolution
 from .sort_emitter import sort, topk
 from .indexing import is_row_major, linear_index, major_to_minor
@@ -315,6 +316,24 @@ def _call(em: Emitter, inst: Instruction, operands) -> ValueTree:
     return em.emit_computation(inst.attrs["to_apply"], operands)
 
 
+def _dot(em: Emitter, inst: Instruction, operands) -> BufferRef:
+    """A top-level dot: dot_emitter chooses GEMM/GEMV through the BLAS runtime for large f32/f64 shapes and
+    register-blocked loops otherwise. Complex dots keep the element generator."""
+    lhs, rhs = operands
+    rt = inst.shape.ptype
+    if "complex" in (lhs.shape.ptype.kind, rhs.shape.ptype.kind, rt.kind):
+        return em.materialize(inst, em.elemental.generator(inst, [em.generator_of(v) for v in operands]))
+    out = em.new_buffer(inst.shape, inst)
+    if inst.shape.numel == 0:
+        return out
+    plan = dot_emitter.plan_dot(lhs.shape, rhs.shape, out.shape, inst, rt)
+    tmp = em.b.gep(em.scratch_arg, [i64(em.scratch.allocate(plan.scratch_bytes))], inbounds=True) \
+        if plan.scratch_bytes else None
+    dot_emitter.emit_dot(em.b, em.b.module, lhs.pointer, rhs.pointer, out.pointer, lhs.shape, rhs.shape, out.shape,
+                         inst, rt, scratch=tmp)
+    return out
+
+
 HANDLERS: dict[str, Callable[[Emitter, Instruction, list], ValueTree]] = {
     "fusion": _fusion,
     "constant": _constant,
@@ -332,6 +351,7 @@ HANDLERS: dict[str, Callable[[Emitter, Instruction, list], ValueTree]] = {
     "after-all": lambda em, inst, ops: None,
     "rng-bit-generator": rng_bit_generator,
     "convolution": convolution,
+    "dot": _dot,
     "sort": sort,
     "topk": topk,
 }
