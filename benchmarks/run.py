@@ -122,7 +122,8 @@ def write_results(rows, out: Path) -> None:
              "| case | " + " | ".join(IMPLS) + " | numpy/xlapy | jax/xlapy | torch/xlapy |",
              "|---|" + "---|" * (len(IMPLS) + 3)]
     for case, times in rows:
-        cells = [_fmt(times[i]) if i in times else "not installed" for i in IMPLS]
+        installed = {"numpy", "xlapy", *_peers()}
+        cells = [_fmt(times[i]) if i in times else ("—" if i in installed else "not installed") for i in IMPLS]
         lines.append(f"| {case.id} {case.title} | " + " | ".join(cells) + " | "
                      + " | ".join(_ratio(times, i) for i in ("numpy", "jax", "torch")) + " |")
     out.write_text("\n".join(lines) + "\n")
