@@ -1,7 +1,6 @@
 """Fusion preserves semantics: every JAX corpus module, after [algsimp, cse, dce]* -> fusion -> fusion_merger ->
 multi_output_fusion -> dce (verified after each pass), still matches XLA's recorded outputs on the interpreter.
 A second run of the fusion passes changes nothing (idempotence)."""
-import time
 
 import pytest
 
@@ -14,8 +13,6 @@ from xlapy.passes.dce import HloDCE
 from xlapy.passes.fusion import cpu_fusion_passes
 from xlapy.testing import CORPUS, assert_same
 from xlapy.tools import npz
-
-SLOW_SECONDS = 2.0
 
 
 def optimize(module):
@@ -32,13 +29,10 @@ def run(module, args):
 def test_fusion_preserves_xla_outputs(path):
     data = npz.load(path.with_suffix(".npz"))
     args, expected = npz.numbered(data, "arg"), npz.numbered(data, "out")
-    start = time.perf_counter()
     try:
         run(xlapy.hlo.parse(path.read_text()), args)
     except XlapyError as e:
         pytest.skip(f"the interpreter cannot run the unfused module: {e}")
-    if time.perf_counter() - start > SLOW_SECONDS:
-        pytest.skip("interpreter run slower than 2 s")
     module = optimize(xlapy.hlo.parse(path.read_text()))
     result = run(module, args)
     assert len(result) == len(expected)
