@@ -174,23 +174,32 @@ def _numpy_mlp_step(params, x, y, lr=np.float32(0.01)):
     return new[::-1]
 
 
-def _xlapy_mlp_step():
-    import xlapy
-    import xlapy.numpy as xnp
-    from xlapy import nn
-
+def _mlp_loss(np_mod, nn_mod):
+    """The B5 loss written once against a numpy-like module and an nn module (xlapy's or JAX's)."""
     def loss(params, x, y):
         h = x
         for i, (w, b) in enumerate(params):
             h = h @ w + b
             if i < len(params) - 1:
-                h = nn.relu(h)
-        return -xnp.mean(xnp.sum(nn.log_softmax(h) * y, axis=1))
+                h = nn_mod.relu(h)
+        return -np_mod.mean(np_mod.sum(nn_mod.log_softmax(h) * y, axis=1))
+    return loss
+
+
+def _xlapy_mlp_step():
+    import xlapy
+    import xlapy.numpy as xnp
+    loss = _mlp_loss(xnp, xlapy.nn)
 
     def step(params, x, y):
         grads = xlapy.grad(loss)(params, x, y)
         return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, grads)]
     return xlapy.jit(step)
+
+
+def _jax_mlp_step(jax):
+    loss = _mlp_loss(jax.numpy, jax.nn)
+    return jax.jit(lambda p, x, y: jax.tree_util.tree_map(lambda a, g: a - 0.01 * g, p, jax.grad(loss)(p, x, y)))
 
 
 def b5(peers):
@@ -207,17 +216,7 @@ def b5(peers):
     if "jax" in peers:
         def jax_impl():
             jax = peers["jax"]
-            jnp = jax.numpy
-
-            def loss(params, x, y):
-                h = x
-                for i, (w, b) in enumerate(params):
-                    h = h @ w + b
-                    if i < len(params) - 1:
-                        h = jax.nn.relu(h)
-                return -jnp.mean(jnp.sum(jax.nn.log_softmax(h) * y, axis=1))
-            step = jax.jit(lambda p, x, y: jax.tree_util.tree_map(lambda a, g: a - 0.01 * g, p,
-                                                                  jax.grad(loss)(p, x, y)))
+            step = _jax_mlp_step(jax)
             p = jax.device_put(params)
             return lambda: jax.block_until_ready(step(p, x, y))
         impls["jax"] = jax_impl
@@ -287,17 +286,7 @@ def b7(peers):
     if "jax" in peers:
         def jax_impl():
             jax = peers["jax"]
-            jnp = jax.numpy
-
-            def loss(params, x, y):
-                h = x
-                for i, (w, b) in enumerate(params):
-                    h = h @ w + b
-                    if i < len(params) - 1:
-                        h = jax.nn.relu(h)
-                return -jnp.mean(jnp.sum(jax.nn.log_softmax(h) * y, axis=1))
-            step = jax.jit(lambda p, x, y: jax.tree_util.tree_map(lambda a, g: a - 0.01 * g, p,
-                                                                  jax.grad(loss)(p, x, y)))
+            step = _jax_mlp_step(jax)
             t0 = time.perf_counter()
             jax.block_until_ready(step(params, x, y))
             return time.perf_counter() - t0
