@@ -5,6 +5,7 @@ import pytest
 
 import xlapy
 from xlapy.backends.cpu import runtime
+from xlapy.testing import CONV_CASES
 
 RNG = np.random.default_rng(0)
 
@@ -48,23 +49,9 @@ def _attrs(labels, window, fgc, bgc):
     return f"{win}dim_labels={labels}, feature_group_count={fgc}, batch_group_count={bgc}"
 
 
-# (lhs dims, rhs dims, dim_labels, window, feature_group_count, batch_group_count)
-CASES = [
-    ((2, 5, 6, 3), (3, 3, 3, 4), "b01f_01io->b01f", "{size=3x3}", 1, 1),
-    ((2, 5, 6, 3), (3, 3, 3, 4), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1, 1),
-    ((2, 3, 7, 6), (4, 3, 3, 3), "bf01_oi01->bf01", "{size=3x3 stride=2x1 pad=1_1x0_2}", 1, 1),
-    ((2, 3, 5, 6), (4, 3, 3, 2), "bf01_oi01->bf01",
-     "{size=3x2 stride=2x1 pad=-1_2x1_-1 lhs_dilate=2x3 rhs_dilate=1x2 rhs_reversal=1x0}", 1, 1),
-    ((1, 6, 6, 2), (3, 3, 2, 3), "b01f_01io->b01f", "{size=3x3 pad=2_2x2_2 lhs_dilate=2x2}", 1, 1),
-    ((1, 7, 7, 6), (3, 3, 1, 6), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 6, 1),        # depthwise
-    ((1, 7, 7, 4), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 stride=2x2}", 4, 1),         # multiplier 2
-    ((1, 7, 7, 6), (3, 3, 2, 9), "b01f_01io->b01f", "{size=3x3 stride=2x2 pad=0_1x0_1}", 3, 1),
-    ((4, 5, 5, 3), (3, 3, 3, 6), "b01f_01io->b01f", "{size=3x3}", 1, 2),
-    ((2, 5, 5, 6), (2, 5, 5, 6), "f01b_i01o->01bf", "{size=5x5 pad=2_2x2_2}", 1, 3),       # kernel grad
-    ((2, 9, 3), (3, 3, 4), "b0f_0io->b0f", "{size=3 stride=2 rhs_dilate=2}", 1, 1),         # 1-D
-    ((2, 4, 5, 6, 3), (2, 2, 3, 3, 4), "b012f_012io->b012f", "{size=2x2x3 stride=1x2x1 pad=1_0x0_0x1_1}", 1, 1),
-    ((2, 3), (3, 4), "bf_io->bf", "{}", 1, 1),                                                 # no spatial dims
-    ((1, 2, 3, 2), (3, 3, 2, 2), "b01f_01io->b01f", "{size=3x3}", 1, 1),                     # empty output
+# (lhs dims, rhs dims, dim_labels, window, feature_group_count, batch_group_count): the interpreter's table
+# (xlapy.testing.CONV_CASES) plus cases that exercise the CPU backend's own paths
+CASES = [*CONV_CASES,
     ((1, 5, 5, 2), (4, 4, 2, 3), "b01f_01io->b01f", "{size=4x4 pad=-1_-1x0_0 rhs_reversal=1x1}", 1, 1),
     ((1, 6, 6, 4), (3, 3, 4, 1), "b01f_01oi->b01f", "{size=3x3 pad=1_1x1_1 rhs_dilate=2x2}", 4, 1),
     # big enough for im2col + GEMM

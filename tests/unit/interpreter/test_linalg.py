@@ -7,6 +7,7 @@ import pytest
 
 import xlapy
 from xlapy.hlo.attrs import ConvDimensionNumbers, Window
+from xlapy.testing import CONV_CASES   # shared with the CPU backend's conv tests
 
 RNG = np.random.default_rng(0)
 
@@ -151,24 +152,6 @@ def _shape_text(t, shape):
     return f"{t}[{','.join(map(str, shape))}]"
 
 
-# (lhs dims, rhs dims, dim_labels, window, feature_group_count, batch_group_count)
-CONV_CASES = [
-    ((2, 5, 6, 3), (3, 3, 3, 4), "b01f_01io->b01f", "{size=3x3}", 1, 1),
-    ((2, 5, 6, 3), (3, 3, 3, 4), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1, 1),
-    ((2, 3, 7, 6), (4, 3, 3, 3), "bf01_oi01->bf01", "{size=3x3 stride=2x1 pad=1_1x0_2}", 1, 1),
-    ((2, 3, 5, 6), (4, 3, 3, 2), "bf01_oi01->bf01",
-     "{size=3x2 stride=2x1 pad=-1_2x1_-1 lhs_dilate=2x3 rhs_dilate=1x2 rhs_reversal=1x0}", 1, 1),
-    ((1, 6, 6, 2), (3, 3, 2, 3), "b01f_01io->b01f", "{size=3x3 pad=2_2x2_2 lhs_dilate=2x2}", 1, 1),
-    ((1, 7, 7, 6), (3, 3, 1, 6), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 6, 1),        # depthwise
-    ((1, 7, 7, 4), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 stride=2x2}", 4, 1),         # multiplier 2
-    ((1, 7, 7, 6), (3, 3, 2, 9), "b01f_01io->b01f", "{size=3x3 stride=2x2 pad=0_1x0_1}", 3, 1),
-    ((4, 5, 5, 3), (3, 3, 3, 6), "b01f_01io->b01f", "{size=3x3}", 1, 2),
-    ((2, 5, 5, 6), (2, 5, 5, 6), "f01b_i01o->01bf", "{size=5x5 pad=2_2x2_2}", 1, 3),       # kernel grad
-    ((2, 9, 3), (3, 3, 4), "b0f_0io->b0f", "{size=3 stride=2 rhs_dilate=2}", 1, 1),         # 1-D
-    ((2, 4, 5, 6, 3), (2, 2, 3, 3, 4), "b012f_012io->b012f", "{size=2x2x3 stride=1x2x1 pad=1_0x0_0x1_1}", 1, 1),
-    ((2, 3), (3, 4), "bf_io->bf", "{}", 1, 1),                                                 # no spatial dims
-    ((1, 2, 3, 2), (3, 3, 2, 2), "b01f_01io->b01f", "{size=3x3}", 1, 1),                     # empty output
-]
 
 
 @pytest.mark.parametrize("ls, rs, labels, window, fgc, bgc", CONV_CASES,
