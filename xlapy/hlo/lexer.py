@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import Callable, TypeVar
 
 from ..errors import HloParseError
 
@@ -16,11 +17,14 @@ NAME = re.compile(r"%?[A-Za-z_][\w.\-]*|%[\w.\-]+")
 ATTR_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 INT = re.compile(r"[-+]?\d+")
 WORD = re.compile(r"[\w.\-+]+")
+FLOAT = re.compile(r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _TOKEN_FOR_ERROR = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[\w.%\-+]+|\S')
 
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 _CLOSE = {"}", ")", "]"}
+
+T = TypeVar("T")
 
 
 class Cursor:
@@ -51,6 +55,10 @@ class Cursor:
     # -- scanning ------------------------------------------------------------------------------------
     def skip(self) -> None:
         self.pos = _SKIP.match(self.text, self.pos).end()
+
+    def next_token_pos(self, pos: int) -> int:
+        """Where the next token at or after `pos` starts; the cursor does not move."""
+        return _SKIP.match(self.text, pos).end()
 
     def at_end(self) -> bool:
         self.skip()
@@ -88,6 +96,17 @@ class Cursor:
     def expect(self, literal: str, context: str = "") -> None:
         if not self.accept(literal):
             raise self.error(f"expected '{literal}'" + (f" {context}" if context else ""), f"'{literal}'")
+
+    def items(self, close: str, between: str, item: Callable[[], T]) -> list[T]:
+        """`item (, item)* close` or just `close`; the opening bracket is already taken."""
+        out: list[T] = []
+        if self.accept(close):
+            return out
+        while True:
+            out.append(item())
+            if self.accept(close):
+                return out
+            self.expect(",", between)
 
     def accept_keyword(self, word: str) -> bool:
         """`word` as a whole word (not a prefix of a longer name)."""

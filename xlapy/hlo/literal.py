@@ -21,6 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from .ir import ELIDED
+from .lexer import FLOAT, INT
 from .shape import Shape
 
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -82,7 +83,7 @@ def _convert_atoms(atoms: list[str], shape: Shape) -> np.ndarray:
             raise LiteralError(f"invalid pred value {e.args[0]!r}") from None
     if p.is_integral:
         if not _INTS.fullmatch(" ".join(atoms) + " "):
-            bad = next(a for a in atoms if not re.fullmatch(r"[-+]?\d+", a))
+            bad = next(a for a in atoms if not INT.fullmatch(a))
             raise LiteralError(f"invalid {shape.element_type} value {bad!r}")
         info = np.iinfo(dtype) if dtype.kind in "iu" else ml_dtypes.iinfo(dtype)
         lo, hi = int(info.min), int(info.max)
@@ -109,13 +110,12 @@ def _convert_atoms(atoms: list[str], shape: Shape) -> np.ndarray:
 
 def _parse_floats(atoms: list[str], dtype: np.dtype, type_name: str) -> np.ndarray:
     for a in atoms[:1] + atoms[-1:]:
-        if not re.fullmatch(r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", a):
+        if not FLOAT.fullmatch(a):
             raise LiteralError(f"invalid {type_name} value {a!r}")
     try:
         wide = np.array(atoms).astype(np.float64) if atoms else np.zeros(0)
     except ValueError:
-        bad = next(a for a in atoms if not re.fullmatch(
-            r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", a))
+        bad = next(a for a in atoms if not FLOAT.fullmatch(a))
         raise LiteralError(f"invalid {type_name} value {bad!r}") from None
     return _narrow_floats(wide, dtype, type_name)
 
