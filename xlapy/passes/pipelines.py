@@ -19,7 +19,7 @@ CPU_PIPELINE = [
                                       ("transpose-folding", {"fold_convolutions": False}), "cse", "dce"]),
     ("fixed-point", "simplification-2", SIMPLIFICATION),
     ("pipeline", "layout-assignment", ["layout-assignment"]),
-    ("pipeline", "fusion", ["fusion", "fusion_merger", "multi_output_fusion", "dce"]),
+    ("pipeline", "fusion", ["fusion", "fusion_merger", "multi_output_fusion", "row-fusion", "dce"]),
     ("pipeline", "copy-insertion", ["copy-insertion", "dce"]),
 ]
 
@@ -40,6 +40,17 @@ def cpu_pipeline(fast_math: bool = False, check_invariants: bool = False) -> Pip
     for kind, name, names in CPU_PIPELINE:
         passes = _passes(names, fast_math)
         top.add(FixedPoint(name, passes) if kind == "fixed-point" else Pipeline(name, passes))
+    return top
+
+
+def cpu_quick_pipeline(fast_math: bool = False) -> Pipeline:
+    """CPU_PIPELINE without its simplification fixed points: what lowering needs (expanders, canonicalization,
+    layouts, fusion, copies) and nothing that only makes code faster. For modules built around one op (eager
+    execution), where simplification finds nothing to do but costs most of the pipeline's time."""
+    top = Pipeline("cpu-quick-pipeline")
+    for kind, name, names in CPU_PIPELINE:
+        if kind != "fixed-point":
+            top.add(Pipeline(name, _passes(names, fast_math)))
     return top
 
 

@@ -35,6 +35,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "fusion": ("fusion", "InstructionFusion"),
     "fusion_merger": ("fusion", "FusionMerger"),
     "multi_output_fusion": ("fusion", "MultiOutputFusion"),
+    "row-fusion": ("fusion", "RowFusion"),
     "copy-insertion": ("copy_insertion", "CopyInsertion"),
 }
 

@@ -25,6 +25,7 @@ from .math_approx import APPROXIMATIONS
 from .elemental_gather import gather
 from .elemental_precision import reduce_precision
 from .elemental_window import reduce_window
+from .elemental_reduce import interleaved_reduce
 
 Index = Sequence[ir.Value]
 Generator = Callable[[Index], object]
@@ -118,8 +119,16 @@ FLUSH_EXPLICITLY = frozenset({"exponential", "log", "sine", "cosine", "tan", "ta
                               "exponential-minus-one", "cbrt", "erf", "atan2", "remainder", "maximum", "minimum"})
 
 
+# Approximated ops that are pure arithmetic on x86, where the entry function's MXCSR FTZ/DAZ already flushes
+# their denormal operands and results (their compares and selects never pass a denormal operand through).
+HARDWARE_FLUSHED = frozenset({"exponential"})
+
+
 def _flushing(em, inst, pt, rule):
     if pt.kind != "float" or inst.opcode not in FLUSH_EXPLICITLY:
+        return rule
+    if (inst.opcode in HARDWARE_FLUSHED and em.b.module.triple.startswith(("x86_64", "i686", "i386"))
+            and pt.name in ("f32", "f64")):
         return rule
     flush = scalar_ops.flush_denormal
     return lambda b, pt, *xs: flush(b, pt, rule(b, pt, *(flush(b, pt, x) for x in xs)))
@@ -444,6 +453,9 @@ def _reduce(em, inst, gens):
     kept = [d for d in range(in_shape.rank) if d not in reduced]
     order = [d for d in major_to_minor(in_shape) if d in reduced]
     out_shapes, reducer, wide_rule = accumulation(inst)
+    lanes = interleaved_reduce(em, inst, gens, simple_reducer(reducer), wide_rule)
+    if lanes is not None:
+        return lanes
     b = em.b
     f32 = primitive_type("f32")
 

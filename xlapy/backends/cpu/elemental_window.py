@@ -8,7 +8,9 @@ address and a select keeps the old accumulator, so LLVM can unroll and vectorize
 
 Along a dimension without base dilation the window loop runs only over the positions that land inside the
 operand (bounds computed per output element), so JAX's cumsum pattern (window = n, pad n-1) costs the
-n(n+1)/2 useful steps rather than n^2. It is still O(n^2); a prefix-scan emitter would make it O(n).
+n(n+1)/2 useful steps rather than n^2. A top-level reduce-window of that shape never gets here: scan_emitter.py
+runs it as an O(n) running accumulator; this loop remains for scans inside fusions and reverse scans with
+reducers that are not commutative combiners.
 """
 from __future__ import annotations
 

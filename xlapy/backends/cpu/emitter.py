@@ -25,6 +25,8 @@ from .elemental_rng import rng_bit_generator
 from . import dot_emitter
 from .conv_emitter import convolution
 from .sort_emitter import sort, topk
+from .row_emitter import row_fusion
+from . import fft_emitter, scan_emitter
 from .indexing import is_row_major, linear_index, major_to_minor
 from .irhelpers import I8, I8P, i64, loop_nest, memcpy
 from .loops import emit_loop, split_reduction
@@ -202,6 +204,8 @@ class Emitter:
 
 # -- handlers ---------------------------------------------------------------------------------------
 def _fusion(em: Emitter, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
+    if inst.attrs.get("kind") == "kCustom":       # a row fusion (or any fusion run as its computation)
+        return row_fusion(em, inst, operands)
     comp = inst.attrs["calls"]
     root = comp.root
     if root.opcode == "dynamic-update-slice":      # in-place DUS fusion: write only the update window
@@ -354,4 +358,6 @@ HANDLERS: dict[str, Callable[[Emitter, Instruction, list], ValueTree]] = {
     "dot": _dot,
     "sort": sort,
     "topk": topk,
+    "reduce-window": scan_emitter.reduce_window,
+    "fft": fft_emitter.fft,
 }

@@ -189,9 +189,13 @@ def _reduce_window(inst, args, ev):
         scan = _prefix_scan_axis(x.shape, geo.window)
         if scan is not None:     # cumsum and friends: O(n), not O(n^2)
             axis, reverse = scan
+            if not reverse:      # init first, then x[0], x[1], ...: the window loop's order, bit for bit
+                head = np.broadcast_to(inits[0].astype(cdt), x.shape[:axis] + (1,) + x.shape[axis + 1:])
+                partial = uf.accumulate(np.concatenate([head, x], axis=axis), axis=axis, dtype=cdt)
+                return np.delete(partial, 0, axis=axis).astype(dtypes[0])
+            # a suffix window: numpy's flip(cumsum(flip(x))) order, then init (XLA leaves the order open)
             flip = (slice(None),) * axis + (slice(None, None, -1),)
-            partial = (uf.accumulate(x[flip], axis=axis, dtype=cdt)[flip] if reverse
-                       else uf.accumulate(x, axis=axis, dtype=cdt))
+            partial = uf.accumulate(x[flip], axis=axis, dtype=cdt)[flip]
             return uf(inits[0].astype(cdt), partial).astype(dtypes[0])
         base = geo.embed(x, identity_of(kind, cdt), cdt)
         if geo.offset_count > _MAX_OFFSET_LOOP:   # big windows (global pooling): one reduce over a strided view
@@ -202,6 +206,11 @@ def _reduce_window(inst, args, ev):
             uf(acc, base[window_slice], out=acc)
         return acc.astype(dtypes[0])
 
+    scan = _prefix_scan_axis(inputs[0].shape, geo.window)
+    if scan is not None and not scan[1]:
+        done = _lifted_prefix_scan(ev, comp, inputs, inits, dtypes, scan[0])
+        if done is not None:
+            return _pack(done)
     bases = [geo.embed(x, np.zeros((), x.dtype), x.dtype) for x in inputs]
     valid = geo.valid()
     acc = [np.full(out_shape, i, dtype=dt) for i, dt in zip(inits, dtypes)]
@@ -214,6 +223,23 @@ def _reduce_window(inst, args, ev):
             new = [np.where(mask, nv, a) for nv, a in zip(new, acc)]
         acc = [nv.astype(dt) for nv, dt in zip(new, dtypes)]
     return _pack(acc)
+
+
+def _lifted_prefix_scan(ev, comp, inputs, inits, dtypes, axis) -> list[np.ndarray] | None:
+    """A forward scan with any elementwise reducer: acc = f(acc, x[..., k, ...]) for k = 0, 1, ... (n lifted
+    calls on slices, the window loop's order); None when the reducer cannot be lifted."""
+    row = inputs[0].shape[:axis] + inputs[0].shape[axis + 1:]
+    acc = [np.broadcast_to(np.asarray(i, dtype=dt), row) for i, dt in zip(inits, dtypes)]
+    outs = [np.empty(inputs[0].shape, dtype=dt) for dt in dtypes]
+    for k in range(inputs[0].shape[axis]):
+        at = (slice(None),) * axis + (k,)
+        new = call_lifted(ev, comp, acc + [x[at] for x in inputs], row)
+        if new is None:
+            return None
+        acc = [np.asarray(v).astype(dt) for v, dt in zip(new, dtypes)]
+        for o, a in zip(outs, acc):
+            o[at] = a
+    return outs
 
 
 def _reduce_window_scalar(ev, comp, geo, bases, valid, inits, dtypes) -> list[np.ndarray]:

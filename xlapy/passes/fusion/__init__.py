@@ -5,13 +5,15 @@
     instruction_fusion.py   `fusion`: producers into consumers, consumers in reverse post order
     fusion_merger.py        `fusion_merger`: a fusion into all its consumer fusions
     multi_output_fusion.py  `multi_output_fusion`: siblings / producer-consumer into one tuple-rooted fusion
+    row_fusion.py           `row-fusion`: a row reduction and its consumers run row by row (kCustom)
 """
 from .fuse import fuse_into, fused_computation, fused_instructions, is_fusion, wrap_in_fusion
 from .fusion_merger import FusionMerger
 from .instruction_fusion import InstructionFusion, decide
 from .multi_output_fusion import MultiOutputFusion
+from .row_fusion import RowFusion
 
-__all__ = ["InstructionFusion", "FusionMerger", "MultiOutputFusion", "cpu_fusion_passes", "decide", "fuse_into", "fused_computation", "fused_instructions", "is_fusion",
+__all__ = ["InstructionFusion", "FusionMerger", "MultiOutputFusion", "RowFusion", "cpu_fusion_passes", "decide", "fuse_into", "fused_computation", "fused_instructions", "is_fusion",
            "wrap_in_fusion"]
 
 
