@@ -33,7 +33,7 @@ def compile_all(text: str) -> dict:
 
 
 def threaded(exe) -> bool:
-    return "pthread_create" in exe.llvm_ir
+    return "xlapy_pool_run" in exe.llvm_ir
 
 
 def data(dtype, *shape, seed=0):
@@ -224,7 +224,8 @@ def test_task_count_follows_memory_traffic():
         return xlapy.hlo.parse(f"HloModule m\nENTRY e {{\n  x = f32[{n}] parameter(0)\n"
                                f"  ROOT r = f32[{n}] negate(x)\n}}\n").entry.root
     assert parallel.task_count(inst(10_000), 8) == 1
-    assert parallel.task_count(inst(1 << 18), 8) == 2            # 2 MiB of traffic
+    assert parallel.task_count(inst(1 << 15), 8) == 1            # 256 KiB of traffic
+    assert parallel.task_count(inst(1 << 16), 8) == 2            # 512 KiB of traffic
     assert parallel.task_count(inst(1 << 24), 8) == 8
     assert parallel.task_count(inst(1 << 24), 1) == 1
     bounds = parallel.chunk_bounds(1001, 3)

@@ -334,7 +334,7 @@ def _dot(em: Emitter, inst: Instruction, operands) -> BufferRef:
     tmp = em.b.gep(em.scratch_arg, [i64(em.scratch.allocate(plan.scratch_bytes))], inbounds=True) \
         if plan.scratch_bytes else None
     dot_emitter.emit_dot(em.b, em.b.module, lhs.pointer, rhs.pointer, out.pointer, lhs.shape, rhs.shape, out.shape,
-                         inst, rt, scratch=tmp)
+                         inst, rt, scratch=tmp, num_threads=em.num_threads)
     return out
 
 

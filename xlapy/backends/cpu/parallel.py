@@ -5,9 +5,11 @@ one per thread, in pure LLVM IR (no C compiler, no runtime library beyond libc's
 callback runs with the shared IRBuilder positioned in the worker, so the loop emitter's generators emit
 there unchanged. Afterwards every value of the caller the worker uses (buffer pointers loaded from `params`,
 scratch offsets, partial-result slots) is captured: the caller stores it into a struct, the worker loads it
-at its entry. The caller starts tasks-1 pthreads, runs the last chunk itself, then joins them. Chunk bounds
-are compile-time constants, so the results for a given thread count are deterministic. Workers install the
-same MXCSR flush-to-zero / denormals-are-zero state as the entry function (compiler.py).
+at its entry. The caller hands the tasks to the persistent thread pool (threadpool.py: workers created once,
+woken per loop), works on them itself and returns when all are done. Chunk bounds are compile-time constants,
+so the results for a given thread count are deterministic, whichever thread runs which chunk. Only the JIT
+emits parallel loops: AOT objects (aot.py) are compiled with num_threads=1 and stay self-contained. Workers
+install the same MXCSR flush-to-zero / denormals-are-zero state as the entry function (compiler.py).
 
 The knob: the compile option `num_threads`, else the XLAPY_NUM_THREADS environment variable, else
 os.cpu_count(); 1 emits no threading at all. `task_count` is XLA's cost rule: one task per
@@ -15,7 +17,6 @@ MIN_BYTES_PER_TASK of memory traffic, at most num_threads, so small kernels stay
 """
 from __future__ import annotations
 
-import ctypes.util
 import os
 from typing import Callable, Sequence
 
@@ -25,16 +26,17 @@ from llvmlite import ir
 from ...errors import XlapyError
 from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import Shape
-from . import scalar_ops
+from . import scalar_ops, threadpool
 from .buffers import byte_size
-from .irhelpers import I8, I8P, I32, I64, VOID, alloca_once, for_range, i64, if_then, intrinsic
+from .irhelpers import I8P, I32, I64, VOID, alloca_once, for_range, i64, intrinsic
 
-# XLA's min_cost_per_thread is 256 KiB (an L2 cache's worth of traffic) for its persistent thread pool; our
-# threads are created per call (~30-50 us each), so a task must carry more work to pay for itself.
-MIN_BYTES_PER_TASK = 1 << 20
+# XLA's min_cost_per_thread for its persistent thread pool is 256 KiB (an L2 cache's worth of traffic); waking
+# a spinning worker of ours costs well under a microsecond, a sleeping one a few (threadpool.py).
+MIN_BYTES_PER_TASK = 1 << 18
 CHUNK_QUANTUM = 16                 # chunk bounds are multiples of this many elements (whole cache lines)
 _MXCSR_FTZ_DAZ = 0x8040
 _TASK = ir.LiteralStructType([I64, I8P])      # (task index, captured values)
+_TASK_BYTES = 16                               # its size on 64-bit targets (the only ones the JIT runs on)
 _WORKER = "_xlapy_worker"                     # marks outlined functions: threads are not nested
 
 
@@ -108,22 +110,6 @@ def splittable_reduction(inst: Instruction, reduce: Instruction, reducer_op: str
 
 
 # -- outlining and threads --------------------------------------------------------------------------
-_threads_loaded = False
-
-
-def _load_thread_symbols() -> None:
-    """MCJIT resolves external symbols in libraries loaded permanently; pthread_* live in libc (glibc >= 2.34)
-    or libpthread."""
-    global _threads_loaded
-    if not _threads_loaded:
-        import llvmlite.binding as llvm
-        for lib in ("pthread", "c"):
-            path = ctypes.util.find_library(lib)
-            if path:
-                llvm.load_library_permanently(path)
-        _threads_loaded = True
-
-
 def _is_x86(module: ir.Module) -> bool:
     return module.triple.startswith(("x86_64", "i686", "i386"))
 
@@ -251,33 +237,19 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
 
 
 def _emit_launch(b: ir.IRBuilder, worker: ir.Function, tasks: int, struct: ir.Type, values: list) -> None:
-    """In the caller: fill the captures and the task table, start tasks-1 threads, run the last task here, join."""
-    _load_thread_symbols()
+    """In the caller: fill the captures and the task table, then hand the tasks to the thread pool
+    (threadpool.py), which runs them on its workers and this thread and returns when all are done."""
+    threadpool.ensure_workers(tasks - 1)
     module = b.module
     zero = ir.Constant(I32, 0)
     caps = alloca_once(b, struct, "par.captures")
     for k, v in enumerate(values):
         b.store(v, b.gep(caps, [zero, ir.Constant(I32, k)]))
     table = alloca_once(b, ir.ArrayType(_TASK, tasks), "par.tasks")
-    threads = alloca_once(b, ir.ArrayType(I64, tasks), "par.threads")        # pthread_t
-    started = alloca_once(b, ir.ArrayType(I8, tasks), "par.started")
     caps_i8 = b.bitcast(caps, I8P)
     with for_range(b, tasks, "par.task") as t:
         slot = b.gep(table, [i64(0), t])
         b.store(t, b.gep(slot, [zero, zero]))
         b.store(caps_i8, b.gep(slot, [zero, ir.Constant(I32, 1)]))
-    create = _declare(module, "pthread_create", ir.FunctionType(
-        I32, [I64.as_pointer(), I8P, worker.type, I8P]))
-    join = _declare(module, "pthread_join", ir.FunctionType(I32, [I64, I8P.as_pointer()]))
-    with for_range(b, tasks - 1, "par.spawn") as t:
-        arg = b.bitcast(b.gep(table, [i64(0), t]), I8P)
-        rc = b.call(create, [b.gep(threads, [i64(0), t]), ir.Constant(I8P, None), worker, arg])
-        failed = b.icmp_signed("!=", rc, ir.Constant(I32, 0))
-        b.store(b.zext(b.not_(failed), I8), b.gep(started, [i64(0), t]))
-        with if_then(b, failed, "par.inline"):      # no thread available: run the task here
-            b.call(worker, [arg])
-    b.call(worker, [b.bitcast(b.gep(table, [i64(0), i64(tasks - 1)]), I8P)])
-    with for_range(b, tasks - 1, "par.join") as t:
-        ok = b.icmp_unsigned("!=", b.load(b.gep(started, [i64(0), t])), ir.Constant(I8, 0))
-        with if_then(b, ok, "par.joinable"):
-            b.call(join, [b.load(b.gep(threads, [i64(0), t])), ir.Constant(I8P.as_pointer(), None)])
+    run = _declare(module, threadpool.RUN_SYMBOL, ir.FunctionType(VOID, [worker.type, I8P, I64, I64]))
+    b.call(run, [worker, b.bitcast(table, I8P), i64(_TASK_BYTES), i64(tasks)])

@@ -12,7 +12,9 @@ loaded. A provider is looked up once, in this order:
 `XLAPY_BLAS=numpy|scipy|none` forces a choice. Each function is registered with LLVM under a name of ours
 (`xlapy_<abi>_<routine>`, e.g. `xlapy_cblas64_sgemm`), so MCJIT resolves calls to it like a libc symbol.
 `XLAPY_NUM_THREADS=n` sets the BLAS thread count when a provider loads (numpy's BLAS is shared with numpy,
-so this also sets numpy's matmul threads); `set_num_threads` changes it later.
+so this also sets numpy's matmul threads); `set_num_threads` changes it later. Large GEMMs of multithreaded
+JIT code are split over xlapy's own thread pool instead, each part a single-threaded BLAS call (dot_blas.py,
+threadpool.py), so the provider's thread-count functions are also exported to compiled code.
 """
 from __future__ import annotations
 
@@ -52,6 +54,8 @@ class Provider:
     functions: dict[tuple[str, str], BlasFunction] = field(default_factory=dict)
     set_threads: Callable[[int], None] | None = None
     get_threads: Callable[[], int] | None = None
+    set_threads_address: int | None = None       # void set(int), int get(): for compiled code (threadpool.py)
+    get_threads_address: int | None = None
 
 
 # -- providers -----------------------------------------------------------------------------------------
@@ -123,6 +127,8 @@ def _attach_thread_control(p: Provider, lib: ctypes.CDLL, set_name: str, get_nam
     if getter is not None:
         getter.argtypes, getter.restype = [], ctypes.c_int
         p.get_threads = lambda: int(getter())
+        p.set_threads_address = ctypes.cast(setter, ctypes.c_void_p).value
+        p.get_threads_address = ctypes.cast(getter, ctypes.c_void_p).value
     return True
 
 

@@ -1,0 +1,280 @@
+"""Dots as emitted loops: small products, and every element type without a BLAS routine.
+
+  vector kernel  N one unit-stride run in rhs and out: ROWS output rows x VECS SIMD vectors of N accumulate in
+                 registers over k, then are stored (converted once for bf16/f16 results).
+  scalar loops   every other case: i-k-j order (the inner loop runs over N with unit stride, so LLVM vectorizes
+                 it), accumulating in the result type (integers wrap around) or, for bf16/f16/pred, in an
+                 f32/i1 row that is rounded once at the end. N == 1 uses k-innermost form.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...errors import UnimplementedError
+from ...hlo.shape import PrimitiveType, primitive_type
+from . import scalar_ops
+from .dot_plan import Operand, batch_loop, DotShape, elem_bytes, group, offset_of, row_major
+from .irhelpers import F16, I16, I32, alloca_once, i64, loop_nest
+from .types import load_element, storage_type, store_element, value_type
+
+ACC_ROW_MAX = 16384               # largest f32 accumulator row kept on the stack (narrow-float results)
+
+
+def _compute_type(pt: PrimitiveType) -> PrimitiveType:
+    """bf16/f16 accumulate in f32; every other type in itself (integers wrap around)."""
+    return primitive_type("f32") if pt.name in ("f16", "bf16") else pt
+
+
+def _arith(ct: PrimitiveType, reassoc: bool):
+    """(multiply, add) on compute-type registers. Float ones may contract to FMA; `reassoc` lets a k-innermost
+    sum vectorize (the i-k-j form must not have it, or LLVM vectorizes over k with gathers instead of over n)."""
+    if ct.kind == "pred":
+        return (lambda b, x, y: b.and_(x, y)), (lambda b, x, y: b.or_(x, y))
+    if ct.kind == "float":
+        fl = ["contract", "reassoc"] if reassoc else ["contract"]
+        return (lambda b, x, y: b.fmul(x, y, flags=fl)), (lambda b, x, y: b.fadd(x, y, flags=fl))
+    if ct.kind in ("int", "uint"):
+        return (lambda b, x, y: b.mul(x, y)), (lambda b, x, y: b.add(x, y))
+    raise UnimplementedError(f"cpu backend: dot on {ct.name} not supported yet")
+
+
+def _zero(ct: PrimitiveType) -> ir.Constant:
+    ty = value_type(ct)
+    return ir.Constant(ty, 0.0 if ct.kind == "float" else 0)
+
+
+def _vector_bytes() -> int:
+    """The widest SIMD register of this CPU (the JIT compiles for the host)."""
+    global _VECTOR_BYTES
+    if _VECTOR_BYTES is None:
+        import llvmlite.binding as llvm
+        llvm.initialize_native_target()
+        features = llvm.get_host_cpu_features()
+        _VECTOR_BYTES = 64 if features.get("avx512f") else 32 if features.get("avx") else 16
+    return _VECTOR_BYTES
+
+
+_VECTOR_BYTES: int | None = None
+ROWS = 4          # register block of the vector kernel: ROWS output rows x VECS vectors of N
+VECS = 2
+
+
+def emit_loops(b: ir.IRBuilder, d: DotShape, lhs_ptr, rhs_ptr, out_ptr) -> None:
+    ct = _compute_type(d.out.ptype)
+    if d.n > 1 and _vector_kernel_applies(d, ct):
+        _emit_vector_kernel(b, d, ct, lhs_ptr, rhs_ptr, out_ptr)
+    else:
+        _emit_scalar_loops(b, d, ct, lhs_ptr, rhs_ptr, out_ptr)
+
+
+def _indices(d: DotShape, bivs, mivs, kivs, nivs):
+    """Per-operand index lists (None where a dim is not bound yet) for batch/M/K/N induction variables."""
+    dd = d.dd
+    li, ri, oi = [None] * len(d.lhs.dims), [None] * len(d.rhs.dims), [None] * len(d.out.dims)
+    for x, y, o, iv in zip(dd.lhs_batch, dd.rhs_batch, d.ob, bivs):
+        li[x] = ri[y] = oi[o] = iv
+    for x, o, iv in zip(d.lf, d.om, mivs):
+        li[x] = oi[o] = iv
+    for y, o, iv in zip(d.rf, d.on, nivs):
+        ri[y] = oi[o] = iv
+    for x, y, iv in zip(dd.lhs_contracting, dd.rhs_contracting, kivs):
+        li[x] = ri[y] = iv
+    return li, ri, oi
+
+
+def _load(b, op: Operand, ptr, idx, ct: PrimitiveType) -> ir.Value:
+    v = load_element(b, ptr, op.ptype, offset_of(b, idx, op.strides))
+    return scalar_ops.convert(b, op.ptype, ct, v, flush=False)
+
+
+# -- the vector kernel: ROWS x (VECS vectors) accumulators in registers, k innermost ------------------------
+def _vector_kernel_applies(d: DotShape, ct: PrimitiveType) -> bool:
+    """N must be one unit-stride run in rhs and out, and rhs convertible to ct lane-wise."""
+    if group(d.rhs, d.rf) != (d.n, 1) or group(d.out, d.on) != (d.n, 1) or not _vector_kernel_stores(d.out, ct):
+        return False
+    src = d.rhs.ptype
+    if ct.kind == "float":
+        return src.name == ct.name or (ct.name == "f32" and src.name in ("bf16", "f16"))
+    return ct.kind in ("int", "uint") and src.kind in ("int", "uint")
+
+
+def _vector_load(b: ir.IRBuilder, op: Operand, ptr, offset: ir.Value, lanes: int, ct: PrimitiveType) -> ir.Value:
+    """`lanes` consecutive elements of op from element `offset`, converted to ct (a scalar when lanes == 1)."""
+    if lanes == 1:
+        return _load_linear(b, op, ptr, offset, ct)
+    st = storage_type(op.ptype)
+    vty = ir.VectorType(st, lanes)
+    p = b.gep(b.bitcast(ptr, st.as_pointer()), [offset], inbounds=True)
+    v = b.load(b.bitcast(p, vty.as_pointer()), align=elem_bytes(op.ptype))
+    if op.ptype.name == ct.name:
+        return v
+    cty = ir.VectorType(value_type(ct), lanes)
+    if op.ptype.name == "bf16":
+        wide = b.shl(b.zext(v, ir.VectorType(I32, lanes)), ir.Constant(ir.VectorType(I32, lanes), 16))
+        return b.bitcast(wide, cty)
+    if op.ptype.name == "f16":
+        return b.fpext(v, cty)
+    sw, dw = st.width, value_type(ct).width          # integer -> integer, as scalar_ops.convert
+    if sw == dw:
+        return v
+    if sw > dw:
+        return b.trunc(v, cty)
+    return b.sext(v, cty) if op.ptype.kind == "int" else b.zext(v, cty)
+
+
+def _vector_store(b: ir.IRBuilder, op: Operand, ptr, offset: ir.Value, value: ir.Value, ct: PrimitiveType) -> None:
+    """Store the ct lanes of `value` (or a scalar) as consecutive op elements from element `offset`."""
+    if not isinstance(value.type, ir.VectorType):
+        store_element(b, ptr, op.ptype, offset, scalar_ops.convert(b, ct, op.ptype, value, flush=False))
+        return
+    lanes = value.type.count
+    if op.ptype.name == "bf16":          # round to nearest even, NaN kept quiet (types.bf16_round_bits, lane-wise)
+        i32v = ir.VectorType(I32, lanes)
+        c = lambda v: ir.Constant(i32v, [v] * lanes)
+        bits = b.bitcast(value, i32v)
+        rounded = b.add(b.add(bits, c(0x7FFF)), b.and_(b.lshr(bits, c(16)), c(1)))
+        nan = b.fcmp_unordered("uno", value, value)
+        value = b.trunc(b.lshr(b.select(nan, b.or_(bits, c(0x00400000)), rounded), c(16)), ir.VectorType(I16, lanes))
+    elif op.ptype.name == "f16":
+        value = b.fptrunc(value, ir.VectorType(F16, lanes))
+    st = storage_type(op.ptype)
+    p = b.gep(b.bitcast(ptr, st.as_pointer()), [offset], inbounds=True)
+    b.store(value, b.bitcast(p, value.type.as_pointer()), align=elem_bytes(op.ptype))
+
+
+def _vector_kernel_stores(out: Operand, ct: PrimitiveType) -> bool:
+    return out.ptype.name == ct.name or out.ptype.name in ("bf16", "f16")
+
+
+def _load_linear(b, op: Operand, ptr, offset, ct):
+    return scalar_ops.convert(b, op.ptype, ct, load_element(b, ptr, op.ptype, offset), flush=False)
+
+
+def _splat(b: ir.IRBuilder, x: ir.Value, lanes: int) -> ir.Value:
+    if lanes == 1:
+        return x
+    vty = ir.VectorType(x.type, lanes)
+    v = b.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(I32, 0))
+    return b.shuffle_vector(v, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), None))
+
+
+def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr, rhs_ptr, out_ptr) -> None:
+    """for each block of rows and of columns: acc[r][c] = 0; for k: acc[r][c] += lhs[row r, k] * rhs[k, cols c];
+    store. Columns come in chunks of full vectors, then a scalar tail; everything is unrolled at compile time
+    except the loops over row blocks, column tiles and k."""
+    lanes = max(1, _vector_bytes() // elem_bytes(ct))
+    tile = lanes * VECS
+    full_tiles, rest = divmod(d.n, tile)
+    tail_chunks, offset, width = [], 0, lanes     # the last columns in ever narrower vectors: 7 = 4 + 2 + 1
+    while offset < rest:
+        if rest - offset >= width:
+            tail_chunks.append((offset, width))
+            offset += width
+        else:
+            width //= 2
+    m_dims = [d.lhs.dims[x] for x in d.lf]
+    rows = ROWS if d.m >= ROWS else 1
+
+    def block(bivs, row_ivs, n0, chunks):
+        """One register block: output rows given by their M index lists, columns n0 + chunk offsets."""
+        mul, add = _arith(ct, reassoc=False)
+        accs = [[alloca_once(b, ir.VectorType(value_type(ct), w) if w > 1 else value_type(ct)) for _, w in chunks]
+                for _ in row_ivs]
+        for row in accs:
+            for slot, (_, w) in zip(row, chunks):
+                b.store(ir.Constant(slot.type.pointee, None) if w > 1 else _zero(ct), slot)
+        with loop_nest(b, [d.lhs.dims[x] for x in d.dd.lhs_contracting], name="k") as kivs:
+            _, ri, _ = _indices(d, bivs, [], kivs, [])
+            rbase = b.add(offset_of(b, ri, d.rhs.strides), n0)
+            rvals = [_vector_load(b, d.rhs, rhs_ptr, b.add(rbase, i64(off)), w, ct) for off, w in chunks]
+            for mivs, row in zip(row_ivs, accs):
+                li, _, _ = _indices(d, bivs, mivs, kivs, [])
+                a = _load(b, d.lhs, lhs_ptr, li, ct)
+                splats = {}
+                for slot, (off, w), r in zip(row, chunks, rvals):
+                    if w not in splats:
+                        splats[w] = _splat(b, a, w)
+                    b.store(add(b, b.load(slot), mul(b, splats[w], r)), slot)
+        for mivs, row in zip(row_ivs, accs):
+            _, _, oi = _indices(d, bivs, mivs, [], [])
+            obase = b.add(offset_of(b, oi, d.out.strides), n0)
+            for slot, (off, w) in zip(row, chunks):
+                _vector_store(b, d.out, out_ptr, b.add(obase, i64(off)), b.load(slot), ct)
+
+    def columns(bivs, row_ivs):
+        if full_tiles:
+            with loop_nest(b, [full_tiles], name="nt") as (t,):
+                block(bivs, row_ivs, b.mul(t, i64(tile)), [(c * lanes, lanes) for c in range(VECS)])
+        if tail_chunks:
+            block(bivs, row_ivs, i64(0 if not full_tiles else full_tiles * tile), tail_chunks)
+
+    def unflatten(m: ir.Value) -> list:
+        """The M index list of flat row m."""
+        if len(m_dims) == 1:
+            return [m]
+        out, rest = [], m
+        for size in reversed(m_dims):
+            out.append(b.urem(rest, i64(size)))
+            rest = b.udiv(rest, i64(size))
+        return list(reversed(out))
+
+    with batch_loop(b, d) as bivs:
+        if rows == 1:
+            with loop_nest(b, m_dims, name="m") as mivs:
+                columns(bivs, [mivs])
+            return
+        blocks, left = divmod(d.m, rows)
+        with loop_nest(b, [blocks], name="mb") as (mb,):
+            first = b.mul(mb, i64(rows))
+            columns(bivs, [unflatten(b.add(first, i64(r))) for r in range(rows)])
+        if left:
+            with loop_nest(b, [left], name="mr") as (r,):
+                columns(bivs, [unflatten(b.add(r, i64(blocks * rows)))])
+
+
+# -- scalar loops: every other case --------------------------------------------------------------------------
+def _emit_scalar_loops(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr, rhs_ptr, out_ptr) -> None:
+    lhs, rhs, out, dd = d.lhs, d.rhs, d.out, d.dd
+    in_place = value_type(out.ptype) == storage_type(out.ptype)     # accumulate straight into the output
+    n_dims = [rhs.dims[x] for x in d.rf]
+    k_dims = [lhs.dims[x] for x in dd.lhs_contracting]
+    ikj = d.n > 1 and (in_place or d.n <= ACC_ROW_MAX)
+    mul, add = _arith(ct, reassoc=not ikj)
+    acc_row = None
+    if ikj and not in_place:
+        acc_row = alloca_once(b, ir.ArrayType(value_type(ct), d.n), name="dot.acc_row")
+    acc = alloca_once(b, value_type(ct), name="dot.acc")
+    out_elem = storage_type(out.ptype).as_pointer()
+
+    def row_slot(oi, nivs):
+        if acc_row is not None:
+            return b.gep(acc_row, [i64(0), offset_of(b, nivs, row_major(n_dims, range(len(n_dims))))], inbounds=True)
+        return b.gep(b.bitcast(out_ptr, out_elem), [offset_of(b, oi, out.strides)], inbounds=True)
+
+    with batch_loop(b, d) as bivs, loop_nest(b, [lhs.dims[x] for x in d.lf], name="m") as mivs:
+        if not ikj:      # k innermost: one accumulator per output element
+            with loop_nest(b, n_dims, name="n") as nivs:
+                b.store(_zero(ct), acc)
+                with loop_nest(b, k_dims, name="k") as kivs:
+                    li, ri, _ = _indices(d, bivs, mivs, kivs, nivs)
+                    b.store(add(b, b.load(acc), mul(b, _load(b, lhs, lhs_ptr, li, ct), _load(b, rhs, rhs_ptr, ri, ct))),
+                            acc)
+                _, _, oi = _indices(d, bivs, mivs, [], nivs)
+                store_element(b, out_ptr, out.ptype, offset_of(b, oi, out.strides),
+                              scalar_ops.convert(b, ct, out.ptype, b.load(acc), flush=False))
+        else:            # i-k-j: broadcast lhs[m, k] against the row rhs[k, :]
+            with loop_nest(b, n_dims, name="z") as nivs:
+                _, _, oi = _indices(d, bivs, mivs, [], nivs)
+                b.store(_zero(ct), row_slot(oi, nivs))
+            with loop_nest(b, k_dims, name="k") as kivs:
+                li, _, _ = _indices(d, bivs, mivs, kivs, [])
+                a = _load(b, lhs, lhs_ptr, li, ct)
+                with loop_nest(b, n_dims, name="n") as nivs:
+                    _, ri, oi = _indices(d, bivs, mivs, kivs, nivs)
+                    slot = row_slot(oi, nivs)
+                    b.store(add(b, b.load(slot), mul(b, a, _load(b, rhs, rhs_ptr, ri, ct))), slot)
+            if acc_row is not None:
+                with loop_nest(b, n_dims, name="w") as nivs:
+                    _, _, oi = _indices(d, bivs, mivs, [], nivs)
+                    store_element(b, out_ptr, out.ptype, offset_of(b, oi, out.strides),
+                                  scalar_ops.convert(b, ct, out.ptype, b.load(row_slot(oi, nivs)), flush=False))

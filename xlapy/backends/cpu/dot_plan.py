@@ -1,0 +1,249 @@
+"""How a dot is computed (dot_emitter.py emits it): the dimension bookkeeping, the BLAS views of the operands
+and the plan.
+
+Result dims are the batch dims, then the lhs free dims (M), then the rhs free dims (N), each in operand
+order; the contracting dims (K) pair up in the order the dimension numbers list them. Every operand is read
+through its element strides (from its layout), so transposed operands cost nothing when BLAS can take them:
+
+  gemm   f32/f64, every operand viewed as a strided matrix with one unit stride (lhs M x K, rhs K x N,
+         out M x N); a unit stride on the other side folds into the call's transpose flag. One call per
+         batch element, batch dims looped in IR (dot_blas.py).
+  gemv   the same when M or N is 1 (matrix-vector, vector-vector).
+  loops  small products, and every other element type (dot_loops.py).
+
+When an operand's M/K (or K/N) dims cannot be viewed as one strided matrix (the contracting dim sits
+between free dims), it is first copied into [batch, M, K] / [batch, K, N] order ("transpose copy"); the
+result likewise goes through a [batch, M, N] temporary. `plan_dot` says which copies a dot needs and how
+many scratch bytes they take.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from llvmlite import ir
+
+from ...errors import UnimplementedError
+from ...hlo.shape import PrimitiveType, Shape, primitive_type
+from . import runtime
+from .indexing import strides as layout_strides
+from .irhelpers import i64, loop_nest
+from .types import storage_type
+
+GEMM_MIN_FLOPS = 64 * 64 * 64     # M*N*K below this: the emitted register-blocked kernel beats a BLAS call
+GEMV_MIN_ELEMENTS = 128 * 128     # matrix elements below this: emitted loops
+ALIGN = 64
+
+
+@dataclass(frozen=True)
+class DotDims:
+    lhs_batch: tuple[int, ...] = ()
+    lhs_contracting: tuple[int, ...] = ()
+    rhs_batch: tuple[int, ...] = ()
+    rhs_contracting: tuple[int, ...] = ()
+
+    @staticmethod
+    def of(dnums) -> "DotDims":
+        """From a DotDims, an HLO attribute mapping (lhs_batch_dims, ...) or anything with such `.attrs`."""
+        if isinstance(dnums, DotDims):
+            return dnums
+        a: Mapping = dnums if isinstance(dnums, Mapping) else dnums.attrs
+        get = lambda key: tuple(int(d) for d in a.get(key, ()))
+        return DotDims(get("lhs_batch_dims"), get("lhs_contracting_dims"), get("rhs_batch_dims"),
+                       get("rhs_contracting_dims"))
+
+
+@dataclass(frozen=True)
+class Operand:
+    """An array as the dot reads it: logical dims, element strides per dim, element type."""
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    ptype: PrimitiveType
+
+    @staticmethod
+    def of(shape: Shape | Sequence[int], ptype: PrimitiveType) -> "Operand":
+        if isinstance(shape, Shape):
+            return Operand(tuple(shape.dims), tuple(layout_strides(shape)), shape.ptype)
+        dims = tuple(int(d) for d in shape)
+        return Operand(dims, row_major(dims, range(len(dims))), ptype)
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A 2-D strided view (element strides) as BLAS takes it: trans 'N' = row-major with leading dim ld,
+    'T' = the transpose of a row-major matrix with leading dim ld."""
+    rows: int
+    cols: int
+    trans: str
+    ld: int
+
+
+@dataclass(frozen=True)
+class DotPlan:
+    strategy: str                       # "gemm" | "gemv" | "loops"
+    batch: int
+    m: int
+    n: int
+    k: int
+    copies: tuple[str, ...] = ()        # operands that need a transpose copy: "lhs", "rhs", "out"
+    scratch_bytes: int = 0
+    symbol: str | None = None           # the BLAS routine called
+    reason: str = ""
+
+
+def row_major(dims: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
+    """Strides of an array of `dims` stored with dims `order` major to minor, densely."""
+    out = [0] * len(dims)
+    step = 1
+    for d in reversed(list(order)):
+        out[d] = step
+        step *= dims[d]
+    return tuple(out)
+
+
+def group(op: Operand, dims: Sequence[int]) -> tuple[int, int] | None:
+    """(size, stride) of dims viewed as one strided dimension (size-1 dims drop out), or None."""
+    live = [d for d in dims if op.dims[d] != 1]
+    size = math.prod(op.dims[d] for d in live)
+    for a, b in zip(live, live[1:]):
+        if op.strides[a] != op.strides[b] * op.dims[b]:
+            return None
+    return size, (op.strides[live[-1]] if live else 1)
+
+
+def _matrix(rows: tuple[int, int] | None, cols: tuple[int, int] | None) -> Matrix | None:
+    """The BLAS view of a matrix with (size, stride) rows and cols, or None if BLAS cannot take it. The stride
+    of a size-1 side is free, so vectors always fit."""
+    if rows is None or cols is None:
+        return None
+    (r, rs), (c, cs) = rows, cols
+    if r == 1:
+        return Matrix(r, c, "N", max(c, 1)) if cs == 1 or c == 1 else Matrix(r, c, "T", cs)
+    if c == 1:
+        return Matrix(r, c, "N", rs)
+    if cs == 1 and rs >= c:
+        return Matrix(r, c, "N", rs)
+    if rs == 1 and cs >= r:
+        return Matrix(r, c, "T", cs)
+    return None
+
+
+def transposed(m: Matrix) -> Matrix:
+    return Matrix(m.cols, m.rows, "T" if m.trans == "N" else "N", m.ld)
+
+
+class DotShape:
+    """One dot's dimension bookkeeping: which dims of each operand play batch/M/N/K."""
+
+    def __init__(self, lhs: Operand, rhs: Operand, out: Operand, dd: DotDims):
+        self.lhs, self.rhs, self.out, self.dd = lhs, rhs, out, dd
+        lb, lc, rb, rc = dd.lhs_batch, dd.lhs_contracting, dd.rhs_batch, dd.rhs_contracting
+        if len(lb) != len(rb) or len(lc) != len(rc):
+            raise UnimplementedError(f"dot: dimension numbers {dd} pair up unequal numbers of dims")
+        self.lf = [d for d in range(len(lhs.dims)) if d not in lb and d not in lc]
+        self.rf = [d for d in range(len(rhs.dims)) if d not in rb and d not in rc]
+        want = tuple([lhs.dims[d] for d in lb] + [lhs.dims[d] for d in self.lf] + [rhs.dims[d] for d in self.rf])
+        if want != out.dims or any(lhs.dims[x] != rhs.dims[y] for x, y in zip(lb + lc, rb + rc)):
+            raise UnimplementedError(f"dot: shapes {list(lhs.dims)} x {list(rhs.dims)} -> {list(out.dims)} "
+                                     f"do not agree with dimension numbers {dd}")
+        nb, nm = len(lb), len(self.lf)
+        self.ob = list(range(nb))
+        self.om = list(range(nb, nb + nm))
+        self.on = list(range(nb + nm, len(out.dims)))
+        self.batch = math.prod(lhs.dims[d] for d in lb)
+        self.m = math.prod(lhs.dims[d] for d in self.lf)
+        self.n = math.prod(rhs.dims[d] for d in self.rf)
+        self.k = math.prod(lhs.dims[d] for d in lc)
+
+    # BLAS views of each operand (None: needs a transpose copy first)
+    def lhs_matrix(self, op: Operand) -> Matrix | None:
+        return _matrix(group(op, self.lf), group(op, self.dd.lhs_contracting))
+
+    def rhs_matrix(self, op: Operand) -> Matrix | None:
+        return _matrix(group(op, self.dd.rhs_contracting), group(op, self.rf))
+
+    def out_matrix(self, op: Operand) -> Matrix | None:
+        return _matrix(group(op, self.om), group(op, self.on))
+
+    def canonical(self, which: str) -> Operand:
+        """The operand copied densely into [batch, M, K] / [batch, K, N] / [batch, M, N] order."""
+        dd = self.dd
+        op, order = {"lhs": (self.lhs, list(dd.lhs_batch) + self.lf + list(dd.lhs_contracting)),
+                     "rhs": (self.rhs, list(dd.rhs_batch) + list(dd.rhs_contracting) + self.rf),
+                     "out": (self.out, self.ob + self.om + self.on)}[which]
+        return Operand(op.dims, row_major(op.dims, order), op.ptype)
+
+
+def elem_bytes(pt: PrimitiveType) -> int:
+    ty = storage_type(pt)
+    width = ty.width if isinstance(ty, ir.IntType) else {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(ty)]
+    return max(1, width // 8)
+
+
+def operand_bytes(op: Operand) -> int:
+    return math.prod(op.dims) * elem_bytes(op.ptype)
+
+
+def operands_of(lhs_shape, rhs_shape, out_shape, element_type, lhs_type=None, rhs_type=None):
+    pt = element_type if isinstance(element_type, PrimitiveType) else primitive_type(str(element_type))
+    as_pt = lambda t: pt if t is None else (t if isinstance(t, PrimitiveType) else primitive_type(str(t)))
+    return (Operand.of(lhs_shape, as_pt(lhs_type)), Operand.of(rhs_shape, as_pt(rhs_type)),
+            Operand.of(out_shape, pt))
+
+
+def make_plan(d: DotShape) -> DotPlan:
+    lhs, rhs, out = d.lhs, d.rhs, d.out
+    dims = dict(batch=d.batch, m=d.m, n=d.n, k=d.k)
+    names = {lhs.ptype.name, rhs.ptype.name, out.ptype.name}
+    if len(names) != 1 or out.ptype.name not in ("f32", "f64"):
+        return DotPlan("loops", **dims, reason=f"element types {lhs.ptype.name} x {rhs.ptype.name} -> "
+                                               f"{out.ptype.name} have no BLAS routine")
+    if d.k == 0 or d.m == 0 or d.n == 0 or d.batch == 0:
+        return DotPlan("loops", **dims, reason="empty dot")
+    vector = d.m == 1 or d.n == 1
+    if vector and d.m * d.n * d.k < GEMV_MIN_ELEMENTS or not vector and d.m * d.n * d.k < GEMM_MIN_FLOPS:
+        return DotPlan("loops", **dims, reason="small enough for emitted loops")
+    routine = "gemv" if vector else "gemm"
+    fn = runtime.blas_function(routine, out.ptype.name)
+    if fn is None:
+        return DotPlan("loops", **dims, reason=f"no BLAS {routine} for {out.ptype.name} in this process")
+    if fn.int_bits == 32 and max(map(abs, lhs.strides + rhs.strides + out.strides + (d.m, d.n, d.k))) >= 2**31:
+        return DotPlan("loops", **dims, reason="sizes exceed the 32-bit BLAS interface")
+    copies, scratch = [], 0
+    for which, view in (("lhs", d.lhs_matrix(lhs)), ("rhs", d.rhs_matrix(rhs)), ("out", d.out_matrix(out))):
+        if view is None:
+            copies.append(which)
+            scratch += -(-operand_bytes(getattr(d, which)) // ALIGN) * ALIGN
+    return DotPlan(routine, **dims, copies=tuple(copies), scratch_bytes=scratch, symbol=fn.name,
+                   reason="transpose copy of " + ", ".join(copies) if copies else "")
+
+
+def plan_dot(lhs_shape, rhs_shape, out_shape, dnums, element_type, lhs_type=None, rhs_type=None) -> DotPlan:
+    """How `emit_dot` will compute this dot (same arguments, without the IR values): strategy, transpose
+    copies, scratch bytes."""
+    return make_plan(DotShape(*operands_of(lhs_shape, rhs_shape, out_shape, element_type, lhs_type, rhs_type),
+                      DotDims.of(dnums)))
+
+
+def dot_scratch_bytes(lhs_shape, rhs_shape, out_shape, dnums, element_type, lhs_type=None, rhs_type=None) -> int:
+    return plan_dot(lhs_shape, rhs_shape, out_shape, dnums, element_type, lhs_type, rhs_type).scratch_bytes
+
+
+def offset_of(b: ir.IRBuilder, index: Sequence[ir.Value | None], strides: Sequence[int]) -> ir.Value:
+    total = None
+    for i, s in zip(index, strides):
+        if i is None or s == 0:
+            continue
+        term = i if s == 1 else b.mul(i, i64(s), flags=["nsw", "nuw"])
+        total = term if total is None else b.add(total, term, flags=["nsw", "nuw"])
+    return total if total is not None else i64(0)
+
+
+def batch_loop(b: ir.IRBuilder, d: DotShape):
+    """Loop nest over the batch dims (lhs order); yields their induction variables."""
+    return loop_nest(b, [d.lhs.dims[x] for x in d.dd.lhs_batch], name="batch")
+
+
+__all__ = ["DotDims", "DotPlan", "Operand", "Matrix", "plan_dot", "dot_scratch_bytes", "GEMM_MIN_FLOPS",
+           "GEMV_MIN_ELEMENTS", "ALIGN"]
