@@ -26,6 +26,7 @@ from . import dot_emitter
 from .conv_emitter import convolution
 from .sort_emitter import sort, topk
 from .row_emitter import row_fusion
+from .column_reduce import column_reduction, is_column_reduction
 from . import fft_emitter, scan_emitter
 from .indexing import is_row_major, linear_index, major_to_minor
 from .irhelpers import I8, I8P, i64, loop_nest, memcpy
@@ -174,8 +175,8 @@ class Emitter:
             return handler(self, inst, operands)
         if inst.opcode in TABLE:
             gens = [self.generator_of(v) for v in operands]
-            split = split_reduction(self, inst, inst, gens) if inst.opcode == "reduce" else None
-            return split if split is not None else self.materialize(inst, self.elemental.generator(inst, gens))
+            special = reduction_loop(self, inst, inst, gens) if inst.opcode == "reduce" else None
+            return special if special is not None else self.materialize(inst, self.elemental.generator(inst, gens))
         raise unsupported(inst)
 
     def materialize(self, inst: Instruction, gen: Generator) -> ValueTree:
@@ -193,6 +194,10 @@ class Emitter:
             if inst.opcode == "parameter":
                 value = operands[inst.parameter_number]
                 gens[id(inst)] = self.generator_of(value)
+            elif inst.opcode == "reduce" and inst is not comp.root and is_column_reduction(inst):
+                # computed once up front by the vectorized column loop, then read by its users
+                buf = column_reduction(self, inst, inst, [gens[id(o)] for o in inst.operands])
+                gens[id(inst)] = self.generator_of(buf)
             elif inst.opcode in TABLE:
                 gens[id(inst)] = self.elemental.generator(inst, [gens[id(o)] for o in inst.operands])
             else:   # a non-elemental op inside a fusion: materialize its operands and itself
@@ -200,6 +205,13 @@ class Emitter:
                        else operands[o.parameter_number] for o in inst.operands]
                 gens[id(inst)] = self.generator_of(self.emit_instruction(inst, ops))
         return gens
+
+
+def reduction_loop(em: Emitter, inst: Instruction, reduce: Instruction, gens) -> ValueTree | None:
+    """A reduce (or a fusion rooted at one) with a loop of its own: split over threads along the reduced
+    dimensions when its output is tiny, or a column reduction; None: the element-at-a-time loop."""
+    split = split_reduction(em, inst, reduce, gens)
+    return split if split is not None else column_reduction(em, inst, reduce, gens)
 
 
 # -- handlers ---------------------------------------------------------------------------------------
@@ -216,7 +228,7 @@ def _fusion(em: Emitter, inst: Instruction, operands: list[ValueTree]) -> ValueT
             return BufferRef(operands[n].pointer, inst.shape)
     gens = em.fused_generators(comp, operands)
     if root.opcode != "tuple":
-        split = split_reduction(em, inst, root, [gens[id(o)] for o in root.operands]) \
+        split = reduction_loop(em, inst, root, [gens[id(o)] for o in root.operands]) \
             if root.opcode == "reduce" else None
         return split if split is not None else em.materialize(inst, gens[id(root)])
     # multi-output fusion: one loop per group of array outputs with equal dimensions
