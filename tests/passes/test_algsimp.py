@@ -56,6 +56,12 @@ ROOT a = f32[4] divide(p, tb)""", "CHECK: constant(0.5)\nCHECK: ROOT\nCHECK: mul
 p = f32[2,3,4] parameter(0)
 t = f32[4,2,3] transpose(p), dimensions={2,0,1}
 ROOT a = f32[2,3,4] transpose(t), dimensions={1,2,0}""", "CHECK: ROOT %p"),
+    ("transpose_of_dot_swaps_operands", """
+g = f32[128,512] parameter(0)
+x = f32[128,784] parameter(1)
+d = f32[512,784] dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+ROOT t = f32[784,512] transpose(d), dimensions={1,0}""",
+     "CHECK-NOT: transpose\nCHECK: ROOT\nCHECK: dot(f32[128,784] %x, f32[128,512] %g), lhs_contracting_dims={0}, rhs_contracting_dims={0}"),
     ("reshape_reshape", """
 p = f32[2,6] parameter(0)
 r = f32[12] reshape(p)
@@ -141,6 +147,17 @@ add {
   x = f32[] parameter(0)
   y = f32[] parameter(1)
   ROOT s = f32[] add(x, y)"""),
+    ("transpose_of_shared_dot", """
+g = f32[4,5] parameter(0)
+x = f32[4,3] parameter(1)
+d = f32[5,3] dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+t = f32[3,5] transpose(d), dimensions={1,0}
+ROOT r = (f32[5,3], f32[3,5]) tuple(d, t)"""),
+    ("transpose_of_batched_dot", """
+a = f32[2,4,5] parameter(0)
+b = f32[2,5,3] parameter(1)
+d = f32[2,4,3] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+ROOT t = f32[2,3,4] transpose(d), dimensions={0,2,1}"""),
 ]
 
 

@@ -2,16 +2,16 @@
 
 Rule files: logic.py (canonicalization, select, compare, convert), arith.py (identities and annihilators,
 IEEE-exact; fast-math rules apart), movement.py (reshape/broadcast/transpose/slice/pad/concat/reverse),
-reduce.py (reduce of unit dims and of broadcasts). Each rule's function carries its `# A + 0 => A` comment.
+reduce.py (reduce of unit dims and of broadcasts), dot.py (transpose of a dot). Each rule's function carries its `# A + 0 => A` comment.
 """
 from __future__ import annotations
 
 from ...hlo import Module
 from ..pipeline import Pass
 from ..rewrite import apply_rules
-from . import arith, logic, movement, reduce
+from . import arith, dot, logic, movement, reduce
 
-RULES = logic.RULES + arith.RULES + movement.RULES + reduce.RULES
+RULES = logic.RULES + arith.RULES + movement.RULES + reduce.RULES + dot.RULES
 
 
 class AlgebraicSimplifier(Pass):
