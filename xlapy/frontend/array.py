@@ -29,6 +29,23 @@ class _ArrayMeta(type):
         return type.__subclasscheck__(cls, sub) or (cls is Array and issubclass(sub, Tracer))
 
 
+_AVALS: dict[tuple, ShapedArray] = {}
+_MAX_AVALS = 1 << 14
+
+
+def interned_aval(shape: tuple, dtype: np.dtype, weak_type: bool = False) -> ShapedArray:
+    """The shared ShapedArray for (shape, dtype, weak_type). Concrete Arrays hold these, so a jitted call can
+    recognize an argument's signature by identity (`a.aval is expected`) instead of comparing fields. Past
+    _MAX_AVALS distinct signatures new ones are no longer kept (the result is then a fresh, equal aval)."""
+    key = (shape, dtype, weak_type)
+    aval = _AVALS.get(key)
+    if aval is None:
+        aval = ShapedArray(shape, dtype, weak_type)
+        if len(_AVALS) < _MAX_AVALS:
+            _AVALS[key] = aval
+    return aval
+
+
 def is_concrete_array(x: Any) -> bool:
     """True for an xlapy.Array holding a value (not a Tracer, which also passes isinstance(x, Array))."""
     return type.__instancecheck__(Array, x)
@@ -50,7 +67,7 @@ class Array(ArrayOps, metaclass=_ArrayMeta):
         if arr.dtype == object:
             raise XlapyError(f"cannot make an Array from {type(value).__name__}")
         self._value = arr
-        self.aval = ShapedArray(tuple(arr.shape), arr.dtype, weak_type)
+        self.aval = interned_aval(arr.shape, arr.dtype, bool(weak_type))
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)

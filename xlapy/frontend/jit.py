@@ -1,7 +1,10 @@
 """jit: trace a Python function on abstract values into an HLO module, compile it once per signature.
 
 The cache key is (pytree structure of the dynamic arguments, each leaf's (shape, dtype, weak_type), the
-static argument values, the backend): the same signature never retraces, a new one does.
+static argument values, the backend): the same signature never retraces, a new one does. A warm call does not
+build that key: each signature gets a Python function generated for it (`_make_fast`) that checks the arguments
+against it in straight-line code (an Array's aval by identity: concrete Arrays share interned avals) and calls the
+executable's native entry directly, so dispatch costs about a microsecond plus a fraction per pytree leaf.
 `jit(f).lower(*args)` gives the HLO before optimization; `.compile()` the optimized executable with
 `.as_text()` and `.cost_analysis()`. `jit(f, explain=True)` warns with the reason whenever f retraces;
 `explain_recompile(jitted_f, *args)` returns that reason as a string.
@@ -24,9 +27,9 @@ import numpy as np
 from ..errors import XlapyError
 from ..hlo import Module
 from . import dtypes
-from .array import Array, is_concrete_array
+from .array import Array, interned_aval, is_concrete_array
 from .eager import build_module
-from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
+from .pytree import _REGISTRY, PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 from .tracer import _TRACE_STACK, ShapedArray, Trace, Tracer, concrete_value, current_trace
 
 
@@ -115,41 +118,199 @@ def _run(executable: Any, leaves: Sequence[Any], lowered: Lowered) -> Any:
     return tree_unflatten(lowered.out_tree, [Array(o, weak_type=w) for o, w in zip(outs, lowered.out_weak)])
 
 
-class _FastEntry:
-    """A cached executable for calls whose arguments are all positional, concrete xlapy.Arrays: `run(args)`
-    calls it with their numpy values and wraps the results with avals computed once."""
-    __slots__ = ("run",)
+_MISS = object()        # what a warm-call function returns when the arguments are not its signature's
+_MAX_FAST = 16          # warm-call functions kept per jitted function; later signatures take the full path
 
-    def __init__(self, lowered: Lowered, executable: Any):
-        call = getattr(executable, "fast_call", None) or executable
-        out_tree, n = lowered.out_tree, lowered.out_tree.num_leaves
-        out_avals = [ShapedArray(tuple(s.dims), s.dtype, w) for s, w in zip(_result_shapes(lowered.module, n),
-                                                                               lowered.out_weak)]
-        trusted = getattr(executable, "fast_call", None) is not None   # results: fresh row-major ndarrays
-        new = Array.__new__
 
-        def wrap(value, aval):
-            if not trusted:
-                return Array(value, weak_type=aval.weak_type)
-            out = new(Array)                  # the executable made `value` with exactly this aval
-            out._value, out.aval = value, aval
-            return out
+def _no_match(args: tuple, kwargs: dict) -> Any:
+    return _MISS
 
-        if n == 1 and out_tree.num_nodes == 1 and trusted:
-            aval = out_avals[0]
 
-            def run(args):
-                out = new(Array)
-                out._value, out.aval = call(*[a._value for a in args]), aval
-                return out
-        elif n == 1 and out_tree.num_nodes == 1:
-            def run(args):
-                return wrap(call(*[a._value for a in args]), out_avals[0])
+def _static_eq(value: Any, expected: Any) -> bool:
+    """Whether a static argument is the one a warm-call function was made for (same type, equal)."""
+    if value is expected:
+        return True
+    try:
+        return type(value) is type(expected) and bool(value == expected)
+    except Exception:       # noqa: BLE001 - a value that cannot be compared takes the full path
+        return False
+
+
+def _make_fast(jitted: "Jitted", sig: Signature, args: tuple, kwargs: dict, leaves: Sequence[Any],
+               lowered: Lowered, executable: Any) -> Callable | None:
+    """The warm-call function of one signature: `run(args, kwargs)` checks, in straight-line Python generated for
+    this signature, that the arguments have its pytree structure (node types, lengths, dict keys), leaf types and
+    avals (an Array's aval by identity first: concrete Arrays share interned avals), static values, backend; then
+    calls the executable's native entry with the leaves' values, deletes donated Arrays, and builds the output
+    pytree of Arrays with avals computed here. Returns _MISS (having done nothing) when anything differs.
+    None when a leaf is of a kind it does not handle (a Tracer)."""
+    consts: dict[str, Any] = {}
+
+    def const(value: Any) -> str:
+        name = f"c{len(consts)}"
+        consts[name] = value
+        return name
+
+    body: list[str] = []
+    emit = body.append
+    names = iter(f"v{i}" for i in range(1 << 30))
+    values: list[str] = []          # per leaf, the expression of its numpy value
+    donated_arrays: list[str] = []
+    needs_x64 = False
+    leaf_iter = iter(zip(leaves, sig.avals))
+
+    def leaf(v: str, donated: bool) -> None:
+        nonlocal needs_x64
+        value, aval = next(leaf_iter)
+        t = type(value)
+        if t is Array:
+            a = const(interned_aval(aval.shape, aval.dtype, aval.weak_type))
+            emit(f"if type({v}) is not Array: return MISS")
+            emit(f"t = {v}.aval")
+            emit(f"if t is not {a} and (t.shape != {a}.shape or t.dtype != {a}.dtype or "
+                 f"t.weak_type != {a}.weak_type): return MISS")
+            values.append(f"{v}._value")
+            if donated:
+                donated_arrays.append(v)
+        elif t is np.ndarray:
+            needs_x64 = True
+            raw = value.dtype
+            emit(f"if type({v}) is not ndarray or {v}.dtype != {const(raw)} or {v}.shape != {const(aval.shape)}: "
+                 f"return MISS")
+            values.append(v if raw == aval.dtype else f"{v}.astype({const(aval.dtype)})")
+        elif t in (bool, int, float, complex):
+            needs_x64 = True
+            emit(f"if type({v}) is not {t.__name__}: return MISS")
+            values.append(f"asarray({v}, {const(aval.dtype)})")
+        elif isinstance(value, np.generic) and value.dtype.kind in "biufc" and type(value) is value.dtype.type:
+            needs_x64 = True                                # a numpy scalar: its type fixes its aval
+            emit(f"if type({v}) is not {const(t)}: return MISS")
+            values.append(f"asarray({v}, {const(aval.dtype)})")
+        elif isinstance(value, Tracer):
+            raise _Unsupported
         else:
-            def run(args):
-                out = call(*[a._value for a in args])
-                return tree_unflatten(out_tree, [wrap(o, v) for o, v in zip(out if n != 1 else (out,), out_avals)])
-        self.run = run
+            emit(f"if type({v}) is not {const(t)} or abstractify({v}) != {const(aval)}: return MISS")
+            values.append(f"concrete_value({v})")
+
+    def node(v: str, tree: PyTreeDef, donated: bool) -> None:
+        kind = tree.node_type
+        if kind is None:
+            return leaf(v, donated)
+        children = []
+        if kind is tuple or kind is list:
+            emit(f"if type({v}) is not {kind.__name__} or len({v}) != {len(tree.children)}: return MISS")
+            children = [f"{v}[{i}]" for i in range(len(tree.children))]
+        elif kind is dict:
+            emit(f"if type({v}) is not dict or len({v}) != {len(tree.children)}: return MISS")
+            for key in tree.aux:
+                child = next(names)
+                emit(f"{child} = {v}.get({const(key)}, MISS)")
+                emit(f"if {child} is MISS: return MISS")
+                children.append(child)
+        elif kind is type(None):
+            emit(f"if {v} is not None: return MISS")
+        elif kind in _REGISTRY:
+            flat, aux = next(names), next(names)
+            emit(f"if type({v}) is not {const(kind)}: return MISS")
+            emit(f"{flat}, {aux} = {const(_REGISTRY[kind][0])}({v})")
+            emit(f"if {aux} != {const(tree.aux)}: return MISS")
+            emit(f"{flat} = tuple({flat})")
+            emit(f"if len({flat}) != {len(tree.children)}: return MISS")
+            children = [f"{flat}[{i}]" for i in range(len(tree.children))]
+        else:                                               # a namedtuple
+            emit(f"if type({v}) is not {const(kind)}: return MISS")
+            children = [f"{v}[{i}]" for i in range(len(tree.children))]
+        for expr, child in zip(children, tree.children):
+            if "[" in expr:
+                name = next(names)
+                emit(f"{name} = {expr}")
+                expr = name
+            node(expr, child, donated)
+
+    def static_check(v: str, value: Any) -> None:
+        c = const(value)
+        emit(f"if {v} is not {c} and not static_eq({v}, {c}): return MISS")
+
+    static = dict(sig.static)
+    args_tree, kwargs_tree = sig.tree.children
+    donated_pos, donated_names = jitted._donated_keys(len(args))
+    try:
+        emit(f"if len(args) != {len(args)}: return MISS")
+        emit(f"if len(kwargs) != {len(kwargs)}: return MISS" if kwargs else "if kwargs: return MISS")
+        for i, child in enumerate(args_tree.children):
+            v = next(names)
+            emit(f"{v} = args[{i}]")
+            if i in static:
+                static_check(v, static[i])
+            else:
+                node(v, child, i in donated_pos)
+        dyn_keys = list(kwargs_tree.aux)
+        for key in dyn_keys + sorted(k for k in kwargs if k not in kwargs_tree.aux):
+            v = next(names)
+            emit(f"{v} = kwargs.get({const(key)}, MISS)")
+            emit(f"if {v} is MISS: return MISS")
+            if key in static:
+                static_check(v, static[key])
+            else:
+                node(v, kwargs_tree.children[dyn_keys.index(key)], key in donated_names)
+    except _Unsupported:
+        return None
+    guards = []
+    if jitted.backend is None:
+        guards.append(f"if CFG.default_backend != {const(sig.backend)}: return MISS")
+    if needs_x64:
+        guards.append(f"if CFG.enable_x64 != {const(dtypes.config.enable_x64)}: return MISS")
+
+    fast = getattr(executable, "fast_call", None)
+    call = fast or executable
+    out_tree, n = lowered.out_tree, lowered.out_tree.num_leaves
+    shapes = _result_shapes(lowered.module, n)
+    emit(f"o = CALL({', '.join(values)})")
+    for v in donated_arrays:
+        emit(f"{v}.delete()")
+    for k, (shape, weak) in enumerate(zip(shapes, lowered.out_weak)):
+        o = "o" if n == 1 else f"o[{k}]"
+        if fast is not None:       # results are fresh row-major ndarrays of exactly these avals
+            emit(f"r{k} = new(Array)")
+            emit(f"r{k}._value = {o}")
+            emit(f"r{k}.aval = {const(interned_aval(tuple(shape.dims), shape.dtype, bool(weak)))}")
+        else:
+            emit(f"r{k} = Array({o}, weak_type={bool(weak)})")
+    results = iter(range(n))
+
+    def out(tree: PyTreeDef) -> str:
+        kind = tree.node_type
+        if kind is None:
+            return f"r{next(results)}"
+        parts = [out(c) for c in tree.children]
+        if kind is tuple:
+            return "(" + "".join(p + ", " for p in parts) + ")"
+        if kind is list:
+            return "[" + ", ".join(parts) + "]"
+        if kind is dict:
+            return "{" + ", ".join(f"{const(k)}: {p}" for k, p in zip(tree.aux, parts)) + "}"
+        if kind is type(None):
+            return "None"
+        if kind in _REGISTRY:
+            return f"{const(_REGISTRY[kind][1])}({const(tree.aux)}, [{', '.join(parts)}])"
+        return f"{const(kind)}({', '.join(parts)})"
+    emit(f"return {out(out_tree)}")
+
+    fixed = dict(MISS=_MISS, Array=Array, new=object.__new__, ndarray=np.ndarray, asarray=np.asarray,
+                 abstractify=abstractify, concrete_value=concrete_value, static_eq=_static_eq, CFG=dtypes.config,
+                 CALL=call)
+    params = list(fixed) + list(consts)
+    source = (f"def factory({', '.join(params)}):\n    def run(args, kwargs):\n"
+              + "".join(f"        {line}\n" for line in guards + body) + "    return run\n")
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<xlapy.jit warm call of {jitted.module_name}>", "exec"), namespace)
+    run = namespace["factory"](*fixed.values(), *consts.values())
+    run.source = source
+    return run
+
+
+class _Unsupported(Exception):
+    """A leaf the warm-call function does not handle."""
 
 
 def _result_shapes(module: Module, n: int) -> list:
@@ -161,9 +322,9 @@ def _result_shapes(module: Module, n: int) -> list:
 class Jitted:
     """The result of jit(f): call it like f.
 
-    Warm calls whose arguments are all positional, concrete xlapy.Arrays (no static or donated arguments) take
-    a fast path: the cache key is the tuple of each argument's (shape, dtype, weak_type) and the backend; the
-    full signature (pytree, avals, static values) is built only when that misses."""
+    Warm calls take a fast path: each compiled signature gets a function generated for it (`_make_fast`) that
+    checks the arguments against that signature in straight-line code and calls the executable; the full
+    signature (pytree flattening, avals, static values, the cache lookup) is built only when none matches."""
 
     def __init__(self, fun: Callable, static_argnums: int | Iterable[int] = (), static_argnames: str |
                  Iterable[str] = (), donate_argnums: int | Iterable[int] = (), backend: str | None = None,
@@ -177,9 +338,8 @@ class Jitted:
         self.explain = explain
         self.trace_count = 0
         self._cache: dict[Signature, tuple[Lowered, Any]] = {}
-        self._fast: dict[tuple, _FastEntry] = {}
-        self._fast_ok = not (self.static_argnums or self.static_argnames or self.donate_argnums
-                             or self.donate_argnames)
+        self._fast: list[Callable] = []        # warm-call functions, newest first
+        self._dispatch: Callable = _no_match    # tries them: the result, or _MISS
         try:
             self._params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
@@ -237,8 +397,11 @@ class Jitted:
 
     def _signature(self, args: tuple, kwargs: dict):
         static, dyn, leaves, tree = self._split(args, kwargs)
-        names = self._leaf_names(tree)
-        avals = tuple(abstractify(leaf, f" {name}") for leaf, name in zip(leaves, names))
+        try:
+            avals = tuple(abstractify(leaf) for leaf in leaves)
+        except XlapyError:          # again, naming the argument
+            names = self._leaf_names(tree)
+            avals = tuple(abstractify(leaf, f" {name}") for leaf, name in zip(leaves, names))
         backend = self.backend or dtypes.config.default_backend
         return Signature(tree, avals, static, backend), dyn, leaves
 
@@ -265,28 +428,11 @@ class Jitted:
         return self._trace(sig, args, kwargs)
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and not _TRACE_STACK and self._fast_ok:
-            key = [self.backend or dtypes.config.default_backend]     # inline _fast_key: this is the hot path
-            for a in args:
-                if type(a) is not Array:
-                    break
-                aval = a.aval
-                key += (aval.shape, aval.dtype, aval.weak_type)
-            else:
-                entry = self._fast.get(tuple(key))
-                if entry is not None:
-                    return entry.run(args)
+        if not _TRACE_STACK:
+            out = self._dispatch(args, kwargs)
+            if out is not _MISS:
+                return out
         return self._call_slow(args, kwargs)
-
-    def _fast_key(self, args: tuple) -> tuple | None:
-        """(backend, shape, dtype, weak_type, ...) when every argument is a concrete xlapy.Array, else None."""
-        key = [self.backend or dtypes.config.default_backend]
-        for a in args:
-            if type(a) is not Array:
-                return None
-            aval = a.aval
-            key += (aval.shape, aval.dtype, aval.weak_type)
-        return tuple(key)
 
     def _call_slow(self, args: tuple, kwargs: dict):
         if current_trace() is not None:       # jit inside jit: inline
@@ -302,23 +448,47 @@ class Jitted:
             entry = (lowered, compile_module(lowered.module, backend=sig.backend))
             self._cache[sig] = entry
         lowered, executable = entry
-        if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
-            key = self._fast_key(args)
-            if key not in self._fast:
-                self._fast[key] = _FastEntry(lowered, executable)
+        if len(self._fast) < _MAX_FAST:
+            run = _make_fast(self, sig, args, kwargs, leaves, lowered, executable)
+            if run is not None:
+                self._add_fast(run)
+                out = run(args, kwargs)
+                if out is not _MISS:
+                    return out
         out = _run(executable, leaves, lowered)
         self._donate(args, kwargs)
         return out
+
+    def _add_fast(self, run: Callable) -> None:
+        self._fast.insert(0, run)
+        runs = tuple(self._fast)
+        if len(runs) == 1:
+            self._dispatch = run
+            return
+
+        def dispatch(args: tuple, kwargs: dict) -> Any:
+            for r in runs:
+                out = r(args, kwargs)
+                if out is not _MISS:
+                    return out
+            return _MISS
+        self._dispatch = dispatch
+
+    def _donated_keys(self, n: int) -> tuple[set[int], set[str]]:
+        """The donated positions (of n positional arguments) and keyword names."""
+        if not (self.donate_argnums or self.donate_argnames):
+            return set(), set()
+        positions = {i % n for i in self.donate_argnums if -n <= i < n}
+        names = set(self.donate_argnames) | {self._argnames[i] for i in self.donate_argnums
+                                             if 0 <= i < len(self._argnames)}
+        positions |= {i for i, name in enumerate(self._argnames[:n]) if name in names}
+        return positions, names
 
     def _donate(self, args: tuple, kwargs: dict) -> None:
         """Delete the xlapy.Arrays of donated arguments (JAX: their buffers may now belong to the result)."""
         if not (self.donate_argnums or self.donate_argnames):
             return
-        n = len(args)
-        positions = {i % n for i in self.donate_argnums if -n <= i < n}
-        names = set(self.donate_argnames) | {self._argnames[i] for i in self.donate_argnums
-                                             if 0 <= i < len(self._argnames)}
-        positions |= {i for i, name in enumerate(self._argnames[:n]) if name in names}
+        positions, names = self._donated_keys(len(args))
         donated = [args[i] for i in sorted(positions)] + [v for k, v in kwargs.items() if k in names]
         for leaf in tree_flatten(donated)[0]:
             if is_concrete_array(leaf):
@@ -331,6 +501,7 @@ class Jitted:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._fast.clear()
+        self._dispatch = _no_match
 
     def _explain(self, sig: Signature) -> str:
         if sig in self._cache:

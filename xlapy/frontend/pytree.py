@@ -8,7 +8,6 @@ types, dict keys, namedtuple types, registered aux data) — jit uses it in its 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable
 
 from ..errors import XlapyError
@@ -41,22 +40,36 @@ def _handler(x: Any):
     return None
 
 
-@dataclass(frozen=True)
 class PyTreeDef:
-    """The structure of a pytree. `node_type` None marks a leaf."""
-    node_type: type | None
-    aux: Hashable
-    children: tuple["PyTreeDef", ...]
+    """The structure of a pytree. `node_type` None marks a leaf. An immutable value: equal structures are equal
+    and hash alike (the hash is computed once, on first use)."""
+    __slots__ = ("node_type", "aux", "children", "num_leaves", "_hash")
 
-    @property
-    def num_leaves(self) -> int:
-        if self.node_type is None:
-            return 1
-        return sum(c.num_leaves for c in self.children)
+    def __init__(self, node_type: type | None, aux: Hashable, children: tuple["PyTreeDef", ...]):
+        self.node_type, self.aux, self.children = node_type, aux, children
+        self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
+        self._hash = None
 
     @property
     def num_nodes(self) -> int:
         return 1 + sum(c.num_nodes for c in self.children)
+
+    def __eq__(self, other: Any) -> bool:
+        if self is other:
+            return True
+        if type(other) is not PyTreeDef:
+            return NotImplemented
+        return (self.node_type is other.node_type and self.num_leaves == other.num_leaves
+                and self.aux == other.aux and self.children == other.children)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.node_type, self.aux, self.children))
+        return h
+
+    def __reduce__(self):
+        return (PyTreeDef, (self.node_type, self.aux, self.children))
 
     def unflatten(self, leaves: Iterable[Any]) -> Any:
         return tree_unflatten(self, leaves)
