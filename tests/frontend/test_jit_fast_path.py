@@ -243,3 +243,16 @@ def test_arrays_of_one_signature_share_their_aval():
     f = xlapy.jit(lambda x: x + 1, backend="cpu")
     assert f(a).aval is a.aval
     assert xlapy.Array(np.ones(2), weak_type=True).aval is not xlapy.Array(np.ones(2)).aval
+
+
+def test_x64_flag_is_part_of_the_signature(monkeypatch):
+    """As in JAX, switching jax_enable_x64 retraces even when every argument is an Array."""
+    import xlapy.numpy as xnp
+    from xlapy.frontend.dtypes import config
+    f = xlapy.jit(lambda a: a + xnp.arange(3))
+    x = xlapy.device_put(np.ones(3, np.int32))
+    assert f(x).dtype == np.int32
+    monkeypatch.setattr(config, "enable_x64", True)
+    assert f(x).dtype == np.int64          # retraced: arange is int64 now
+    monkeypatch.setattr(config, "enable_x64", False)
+    assert f(x).dtype == np.int32

@@ -57,6 +57,7 @@ class Signature:
     avals: tuple[ShapedArray, ...]
     static: tuple[tuple[Any, Any], ...]
     backend: str
+    x64: bool = False       # jax_enable_x64 at trace time: it changes what the function traces to, as in JAX
 
 
 def _sanitize(name: str) -> str:
@@ -156,11 +157,9 @@ def _make_fast(jitted: "Jitted", sig: Signature, args: tuple, kwargs: dict, leav
     names = iter(f"v{i}" for i in range(1 << 30))
     values: list[str] = []          # per leaf, the expression of its numpy value
     donated_arrays: list[str] = []
-    needs_x64 = False
     leaf_iter = iter(zip(leaves, sig.avals))
 
     def leaf(v: str, donated: bool) -> None:
-        nonlocal needs_x64
         value, aval = next(leaf_iter)
         t = type(value)
         if t is Array:
@@ -173,17 +172,14 @@ def _make_fast(jitted: "Jitted", sig: Signature, args: tuple, kwargs: dict, leav
             if donated:
                 donated_arrays.append(v)
         elif t is np.ndarray:
-            needs_x64 = True
             raw = value.dtype
             emit(f"if type({v}) is not ndarray or {v}.dtype != {const(raw)} or {v}.shape != {const(aval.shape)}: "
                  f"return MISS")
             values.append(v if raw == aval.dtype else f"{v}.astype({const(aval.dtype)})")
         elif t in (bool, int, float, complex):
-            needs_x64 = True
             emit(f"if type({v}) is not {t.__name__}: return MISS")
             values.append(f"asarray({v}, {const(aval.dtype)})")
         elif isinstance(value, np.generic) and value.dtype.kind in "biufc" and type(value) is value.dtype.type:
-            needs_x64 = True                                # a numpy scalar: its type fixes its aval
             emit(f"if type({v}) is not {const(t)}: return MISS")
             values.append(f"asarray({v}, {const(aval.dtype)})")
         elif isinstance(value, Tracer):
@@ -258,8 +254,7 @@ def _make_fast(jitted: "Jitted", sig: Signature, args: tuple, kwargs: dict, leav
     guards = []
     if jitted.backend is None:
         guards.append(f"if CFG.default_backend != {const(sig.backend)}: return MISS")
-    if needs_x64:
-        guards.append(f"if CFG.enable_x64 != {const(dtypes.config.enable_x64)}: return MISS")
+    guards.append(f"if CFG.enable_x64 != {const(sig.x64)}: return MISS")
 
     fast = getattr(executable, "fast_call", None)
     call = fast or executable
@@ -403,7 +398,7 @@ class Jitted:
             names = self._leaf_names(tree)
             avals = tuple(abstractify(leaf, f" {name}") for leaf, name in zip(leaves, names))
         backend = self.backend or dtypes.config.default_backend
-        return Signature(tree, avals, static, backend), dyn, leaves
+        return Signature(tree, avals, static, backend, bool(dtypes.config.enable_x64)), dyn, leaves
 
     # -- tracing -------------------------------------------------------------------------------------
     def _trace(self, sig: Signature, args: tuple, kwargs: dict) -> Lowered:
