@@ -13,13 +13,13 @@ from .backends import compile
 from .frontend import Array, config, device_get, device_put, explain_recompile, jit
 from .frontend import pytree as tree_util
 from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp
-from . import lax, nn, numpy, random
+from . import dlpack, lax, nn, numpy, random
 
 __version__ = "0.1.0"
 __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",
            "ConcretizationError", "hlo", "compile", "Array", "config", "device_get", "device_put",
            "explain_recompile", "jit", "tree_util", "grad", "value_and_grad", "vjp", "jvp", "stop_gradient",
-           "lax", "nn", "numpy", "random"]
+           "dlpack", "lax", "nn", "numpy", "random"]
 
 
 def __getattr__(name: str):

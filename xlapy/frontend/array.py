@@ -99,6 +99,18 @@ class Array(ArrayOps, metaclass=_ArrayMeta):
         arr = self._value
         return arr if dtype is None else arr.astype(dtype)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The DLPack capsule of the value (host memory; xlapy.dlpack has the import side)."""
+        if stream is not None:
+            raise BufferError("xlapy arrays live in host memory: a DLPack stream does not apply")
+        try:
+            return self._value.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
+        except (BufferError, TypeError) as e:
+            raise BufferError(f"cannot export {self.aval} through DLPack: {e}") from None
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)       # kDLCPU, device 0
+
     def block_until_ready(self) -> "Array":
         return self
 

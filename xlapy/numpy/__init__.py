@@ -22,6 +22,7 @@ from ..frontend.array import Array
 from .creation import (arange, array, asarray, copy, diag, empty, empty_like, eye, full, full_like, identity,
                        linspace, logspace, meshgrid, ndim, ones, ones_like, shape, size, tri, tril, triu, zeros,
                        zeros_like)
+from ..dlpack import from_dlpack
 from .elementwise import (abs, absolute, acos, acosh, add, allclose, arccos, arccosh, arcsin, arcsinh, arctan,
                           arctan2, arctanh, around, array_equal, asin, asinh, atan, atan2, atanh, bitwise_and,
                           bitwise_invert, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift,
