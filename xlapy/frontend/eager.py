@@ -69,14 +69,26 @@ def build_module(name: str, entry: Computation) -> Module:
     return module
 
 
-def get_executable(module: Module, backend: str, key: tuple | None = None):
-    """The cached executable for `module` on `backend`, under `key` (default: the module's text)."""
+def compile_op_module(module: Module, backend: str):
+    """Compile a module built for one eager op; the module is consumed. On the CPU backend it gets the quick
+    pipeline (cpu_quick_pipeline: lowering without simplification, which finds nothing in one op) in place, with
+    no defensive copy, and the LLVM level fits its size (small: no LLVM optimization, compile_plan.py)."""
     from ..backends import compile as compile_module
+    if backend != "cpu":
+        return compile_module(module, backend=backend)
+    from ..passes.optimize import optimize
+    from ..passes.pipelines import cpu_quick_pipeline
+    return compile_module(optimize(module, cpu_quick_pipeline()), backend=backend, run_pipeline=False)
+
+
+def get_executable(module: Module, backend: str, key: tuple | None = None):
+    """The cached executable for `module` on `backend`, under `key` (default: the module's text). On a miss
+    the module is compiled and consumed (compile_op_module)."""
     if key is None:
         key = (module.to_text(), backend)
     exe = _CACHE.get(key)
     if exe is None:
-        exe = compile_module(module, backend=backend)
+        exe = compile_op_module(module, backend)
         _CACHE[key] = exe
         _STATS["compiles"] += 1
     else:
@@ -151,4 +163,4 @@ def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, sha
     return Array(out, weak_type=weak_type)
 
 
-__all__ = ["eager_stats", "clear_eager_cache", "build_module", "run_eagerly", "Tracer"]
+__all__ = ["eager_stats", "clear_eager_cache", "build_module", "compile_op_module", "run_eagerly", "Tracer"]

@@ -23,7 +23,7 @@ class Pattern:
 
     def match(self, inst: Instruction) -> dict[str, Instruction] | None:
         caps: dict[str, Instruction] = {}
-        return caps if self._match(inst, caps, []) else None
+        return caps if self._match(inst, caps, None) else None
 
     def explain(self, inst: Instruction) -> str:
         why: list[str] = []
@@ -32,19 +32,22 @@ class Pattern:
         reasons = list(dict.fromkeys(why))   # every failed attempt (both orders of a commutative op), deduplicated
         return f"{inst.name} does not match {self}: " + ("; ".join(reasons) if reasons else "no reason recorded")
 
-    def _bind(self, inst: Instruction, caps: dict, why: list) -> bool:
+    def _bind(self, inst: Instruction, caps: dict, why: list | None) -> bool:
         if self.one_user and len(inst.users) != 1:
-            why.append(f"{inst.name} has {len(inst.users)} users, pattern {self} wants one")
+            if why is not None:
+                why.append(f"{inst.name} has {len(inst.users)} users, pattern {self} wants one")
             return False
         if self.name is not None:
             bound = caps.get(self.name)
             if bound is not None and bound is not inst:
-                why.append(f"capture {self.name!r} already bound to {bound.name}, not {inst.name}")
+                if why is not None:
+                    why.append(f"capture {self.name!r} already bound to {bound.name}, not {inst.name}")
                 return False
             caps[self.name] = inst
         return True
 
-    def _match(self, inst: Instruction, caps: dict, why: list) -> bool:
+    def _match(self, inst: Instruction, caps: dict, why: list | None) -> bool:
+        """Whether inst matches, binding captures; `why` collects failure reasons (None: match() needs none)."""
         raise NotImplementedError
 
 
@@ -57,7 +60,8 @@ class Any(Pattern):
 
     def _match(self, inst, caps, why):
         if self.pred is not None and not self.pred(inst):
-            why.append(f"{inst.name} fails the predicate of {self}")
+            if why is not None:
+                why.append(f"{inst.name} fails the predicate of {self}")
             return False
         return self._bind(inst, caps, why)
 
@@ -76,14 +80,17 @@ class Op(Pattern):
 
     def _match(self, inst, caps, why):
         if self.opcodes is not None and inst.opcode not in self.opcodes:
-            why.append(f"{inst.name} is {inst.opcode}, not {'/'.join(sorted(self.opcodes))}")
+            if why is not None:
+                why.append(f"{inst.name} is {inst.opcode}, not {'/'.join(sorted(self.opcodes))}")
             return False
         if self.pred is not None and not self.pred(inst):
-            why.append(f"{inst.name} fails the predicate of {self}")
+            if why is not None:
+                why.append(f"{inst.name} fails the predicate of {self}")
             return False
         if self.operands:
             if len(inst.operands) != len(self.operands):
-                why.append(f"{inst.name} has {len(inst.operands)} operands, pattern wants {len(self.operands)}")
+                if why is not None:
+                    why.append(f"{inst.name} has {len(inst.operands)} operands, pattern wants {len(self.operands)}")
                 return False
             orders = [inst.operands]
             if len(inst.operands) == 2 and inst.info.is_commutative:
@@ -129,7 +136,8 @@ class ConstantScalar(Pattern):
     def _match(self, inst, caps, why):
         v = literal_scalar(inst)
         if v is None:
-            why.append(f"{inst.name} ({inst.opcode}) is not a uniform constant")
+            if why is not None:
+                why.append(f"{inst.name} ({inst.opcode}) is not a uniform constant")
             return False
         if self.value is not None:
             try:
@@ -138,7 +146,8 @@ class ConstantScalar(Pattern):
             except (TypeError, ValueError):
                 equal = False
             if not equal:
-                why.append(f"{inst.name} holds {v}, not {self.value}")
+                if why is not None:
+                    why.append(f"{inst.name} holds {v}, not {self.value}")
                 return False
         return self._bind(inst, caps, why)
 

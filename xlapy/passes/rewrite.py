@@ -25,12 +25,25 @@ def _adopt(comp: Computation, inst: Instruction) -> None:
     comp.add_instruction(inst)
 
 
+def _by_opcode(rules: Sequence[Rule]) -> tuple[dict[str, list[Rule]], list[Rule]]:
+    """The rules that can match each opcode, in table order (a rule whose pattern names its root opcodes is
+    listed under those only), and the rules for any other opcode: matching skips the rules that cannot apply."""
+    keyed: dict[str, list[Rule]] = {}
+    for pattern, _ in rules:
+        for op in (getattr(pattern, "opcodes", None) or ()):
+            keyed.setdefault(op, [])
+    for op, table in keyed.items():
+        table.extend(r for r in rules if getattr(r[0], "opcodes", None) is None or op in r[0].opcodes)
+    return keyed, [r for r in rules if getattr(r[0], "opcodes", None) is None]
+
+
 def apply_rules_to(comp: Computation, rules: Sequence[Rule], trace: list | None = None) -> bool:
     changed = False
+    keyed, generic = _by_opcode(rules)
     for inst in comp.post_order():
         if inst.parent is not comp:      # removed by an earlier rewrite in this sweep
             continue
-        for pattern, fn in rules:
+        for pattern, fn in keyed.get(inst.opcode, generic):
             caps = pattern.match(inst)
             if caps is None:
                 continue

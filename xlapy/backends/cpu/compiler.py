@@ -1,5 +1,6 @@
 """The CPU compiler: optimize the HLO (cpu_pipeline), emit one LLVM module with one native entry function
-for the whole HLO module, optimize it with LLVM's O3 pipeline for the host CPU, and JIT it with MCJIT.
+for the whole HLO module, optimize it with LLVM's O3 pipeline for the host CPU, and JIT it with MCJIT. Small
+modules (an eager op) skip LLVM's optimizer and share one O0 engine (compile_plan.py, llvm_jit.py).
 
     void entry(i8** params, i8** results, i8* scratch)
 
@@ -21,7 +22,7 @@ from ...errors import XlapyError
 from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
-from . import buffer_assignment
+from . import buffer_assignment, compile_plan, llvm_jit
 from .emitter import Emitter
 from .executable import Executable
 from .irhelpers import I8P, I32, VOID, alloca_once, i64, intrinsic
@@ -44,10 +45,8 @@ def _init_llvm() -> None:
 
 
 def target_machine():
-    _init_llvm()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(), opt=3)
+    """A fresh O3 target machine for this host (an MCJIT engine takes ownership of the one it is given)."""
+    return llvm_jit.new_target_machine(3)
 
 
 def _is_optimized(module: Module) -> bool:
@@ -134,10 +133,15 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1) ->
 
 # -- LLVM ------------------------------------------------------------------------------------------
 def optimize_llvm(mod, tm) -> None:
+    """LLVM's O3 pipeline with the loop and SLP vectorizers (vectorized loops are interleaved) but without the
+    loop unroller: full unrolling turned short reduction loops into straight-line blocks of thousands of
+    instructions (gathered into vectors), which made the MLP step's optimization and code generation 3-5x slower
+    for no measured speed (benchmarks B1-B5 unchanged)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
-    pto.loop_unrolling = True
+    pto.loop_interleaving = True
+    pto.loop_unrolling = False
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
 
@@ -189,27 +193,36 @@ def parse_llvm(module: Module, text: str):
 
 
 def compile_module(module: Module, run_pipeline: bool | None = None, verify: bool = True,
-                   fast_math: bool = False, num_threads: int | None = None) -> Executable:
+                   fast_math: bool = False, num_threads: int | None = None, llvm_level: str | None = None) -> Executable:
     """Compile `module` for this CPU. run_pipeline: None runs cpu_pipeline() unless the module is already
     optimized (scheduled or fused); the caller's module is never modified. num_threads: large loops are split
-    over this many threads (None: $XLAPY_NUM_THREADS, else os.cpu_count(); 1: no threads)."""
+    over this many threads (None: $XLAPY_NUM_THREADS, else os.cpu_count(); 1: no threads). llvm_level:
+    "optimized" (LLVM O3) or "quick" (no LLVM optimization, for small modules); None chooses by the module's
+    size (compile_plan.py)."""
+    if llvm_level is not None and llvm_level not in compile_plan.LEVELS:
+        raise XlapyError(f"llvm_level must be one of {', '.join(compile_plan.LEVELS)}, got {llvm_level!r}")
     options = debug.options()
-    tm = target_machine()
+    tm = llvm_jit.shared_target_machine()
     module, llvm_module, scratch_size = emit_llvm(module, tm, llvm.get_process_triple(), run_pipeline, verify,
                                                   fast_math, options, resolve_num_threads(num_threads))
+    level = llvm_level or compile_plan.choose_level(module)
     text = str(llvm_module)
     _dump(module, "ir-no-opt.ll", text, options)
     parsed = parse_llvm(module, text)
-    optimize_llvm(parsed, tm)
-    opt_text = str(parsed)
+    if level == compile_plan.QUICK:
+        opt_text = text
+    else:
+        optimize_llvm(parsed, tm)
+        opt_text = str(parsed)
     _dump(module, "ir-with-opt.ll", opt_text, options)
     if options.dumps_module(module.name):
         _dump(module, "s", tm.emit_assembly(parsed), options)
-    engine = llvm.create_mcjit_compiler(parsed, tm)
-    engine.finalize_object()
-    address = engine.get_function_address(ENTRY_NAME)
+    jit = llvm_jit.jit_quick if level == compile_plan.QUICK else llvm_jit.jit_optimized
+    engine, address = jit(parsed, ENTRY_NAME)
 
     def assembly() -> str:
         m = llvm.parse_assembly(opt_text)
         return target_machine().emit_assembly(m)
-    return Executable(module, engine, address, scratch_size, text, opt_text, assembly)
+    exe = Executable(module, engine, address, scratch_size, text, opt_text, assembly)
+    exe.llvm_level = level
+    return exe

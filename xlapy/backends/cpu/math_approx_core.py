@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
+from decimal import Decimal, getcontext, localcontext
 from fractions import Fraction
 
 from llvmlite import ir
@@ -59,7 +59,8 @@ def _atan_inverse(n: int) -> Decimal:
     """atan(1/n) by its Taylor series, at the current decimal precision."""
     x, x2, total, k, sign = Decimal(1) / n, Decimal(n * n), Decimal(0), 1, 1
     term = x
-    while term:
+    tiny = Decimal(10) ** -(getcontext().prec + 5)      # far below half an ulp of the sum: adds nothing
+    while term > tiny:      # (`while term` would run until the exponent underflows: ~700k terms, seconds)
         total += sign * term / k
         term /= x2
         k += 2

@@ -1,0 +1,79 @@
+"""How hard to optimize a module's LLVM code: "optimized" (LLVM O3, the default) or "quick" (no IR optimization,
+O0 code generation in a shared engine: llvm_jit.py).
+
+An O3 pipeline plus an optimizing code generator costs ~20 ms even for a ten-line function, which dominates an
+eager op (one small module per op and signature). Code for a module whose whole run touches at most
+QUICK_WORK_LIMIT elements is fast enough unoptimized (tens of microseconds), so such modules go the quick way.
+The estimate, per instruction: the largest array it reads or writes (times EXPENSIVE_WEIGHT for
+transcendentals); dots and convolutions count their multiply-adds, reductions and windows their inputs times the
+reducer, fusions and calls their bodies. A module with a `while` (unknown trip count) is never quick.
+"""
+from __future__ import annotations
+
+import math
+
+from ...hlo import Computation, Instruction, Module
+
+QUICK_WORK_LIMIT = 1 << 15
+EXPENSIVE_WEIGHT = 16
+OPTIMIZED, QUICK = "optimized", "quick"
+LEVELS = (OPTIMIZED, QUICK)
+
+_PER_ELEMENT_CALLERS = {"reduce", "reduce-window", "map", "scatter", "select-and-scatter", "sort", "all-reduce",
+                        "reduce-scatter"}
+
+
+class _Unbounded(Exception):
+    pass
+
+
+def _numel(shape) -> int:
+    if shape.is_tuple:
+        return max((_numel(s) for s in shape.tuple_shapes), default=0)
+    return shape.numel if shape.is_array else 0
+
+
+def _work(inst: Instruction) -> int:
+    op = inst.opcode
+    base = max([_numel(inst.shape)] + [_numel(o.shape) for o in inst.operands])
+    if op == "while":
+        raise _Unbounded
+    if op == "dot":
+        lhs = inst.operands[0].shape
+        k = math.prod(lhs.dims[d] for d in inst.attrs.get("lhs_contracting_dims", ()))
+        return _numel(inst.shape) * max(k, 1) + base
+    if op == "convolution":
+        return _numel(inst.shape) * max(_numel(inst.operands[1].shape), 1) + base
+    if op == "sort":
+        return base * max(1, math.ceil(math.log2(max(base, 2)))) * (1 + _calls(inst))
+    if op == "reduce-window":
+        window = inst.attrs.get("window")
+        size = math.prod(d.size for d in getattr(window, "dims", ()))
+        return max(base, _numel(inst.shape) * size) * (1 + _calls(inst))
+    if op in _PER_ELEMENT_CALLERS:
+        return base * (1 + _calls(inst))
+    if inst.info.is_expensive:                   # transcendentals: a polynomial of a few dozen ops per element
+        base *= EXPENSIVE_WEIGHT
+    return base + sum(_computation_work(c) for c in inst.called_computations())
+
+
+def _calls(inst: Instruction) -> int:
+    """Instructions run per element by the computations inst calls (a reducer, a comparator)."""
+    return sum(len(c.instructions) for c in inst.called_computations())
+
+
+def _computation_work(comp: Computation) -> int:
+    return sum(_work(inst) for inst in comp.instructions)
+
+
+def work_estimate(module: Module) -> float:
+    """Element operations one run of `module` performs, roughly; inf where a loop makes it unbounded."""
+    try:
+        return float(_computation_work(module.entry))
+    except _Unbounded:
+        return math.inf
+
+
+def choose_level(module: Module) -> str:
+    """QUICK for modules whose run is cheap (see the module docstring), else OPTIMIZED."""
+    return QUICK if work_estimate(module) <= QUICK_WORK_LIMIT else OPTIMIZED
