@@ -172,9 +172,10 @@ def test_grad_under_jit_and_jit_of_grad_agree():
     eager = xlapy.grad(mlp_loss)(params, x, LABELS)
     jitted = xlapy.jit(xlapy.grad(mlp_loss))(params, x, LABELS)
     inside = xlapy.grad(xlapy.jit(mlp_loss))(params, x, LABELS)
+    # equal up to reassociation: a compiled reduction or dot may sum in another order than op-by-op (as in JAX)
     for key in params:
-        np.testing.assert_array_equal(np.asarray(jitted[key]), np.asarray(eager[key]))
-        np.testing.assert_array_equal(np.asarray(inside[key]), np.asarray(eager[key]))
+        np.testing.assert_allclose(np.asarray(jitted[key]), np.asarray(eager[key]), rtol=2e-6, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(inside[key]), np.asarray(eager[key]), rtol=2e-6, atol=1e-7)
     text = xlapy.jit(xlapy.grad(mlp_loss)).lower(params, x, LABELS).compile().as_text()
     assert " call(" not in text      # the optimizer inlined the derived computation
 

@@ -22,12 +22,12 @@ import numpy as np
 
 class Config:
     """Global front-end flags (JAX's names where they exist): `enable_x64`, `default_backend`.
-    The environment sets their start values: XLAPY_BACKEND=cpu|interpreter, JAX_ENABLE_X64=1."""
+    The environment sets their start values: XLAPY_BACKEND=cpu|interpreter (default cpu), JAX_ENABLE_X64=1."""
 
     def __init__(self):
         import os
         self.enable_x64 = os.environ.get("JAX_ENABLE_X64", "").lower() in ("1", "true")
-        self.default_backend = os.environ.get("XLAPY_BACKEND", "interpreter")
+        self.default_backend = os.environ.get("XLAPY_BACKEND", "cpu")     # native code; "interpreter": reference
 
     def update(self, name: str, value: Any) -> None:
         """`config.update("jax_enable_x64", True)` as in JAX; also accepts the bare attribute name."""

@@ -16,7 +16,7 @@ effects or control edges in the body or condition block dead-element removal.
 from __future__ import annotations
 
 from ..hlo import Computation, Instruction, Module, Shape
-from .build import make
+from .build import constant, make
 from .control_util import (add_computation_before, drop_if_uncalled, has_control_edges, has_side_effects,
                            inline_computation, orders_others, prune_to_root)
 from .pipeline import Pass
@@ -83,6 +83,19 @@ def _live_indices(inst: Instruction) -> list[int] | None:
     return sorted(used)
 
 
+def _placeholder(comp: Computation, shape: Shape) -> Instruction:
+    """A value of `shape` (zeros) for an operand whose value is never used."""
+    if shape.is_tuple:
+        parts = [_placeholder(comp, s) for s in shape.tuple_shapes]
+        return comp.add_instruction(make("tuple", parts, shape=shape))
+    if shape.is_token:
+        return comp.add_instruction(make("after-all", [], shape=shape))
+    zero = constant(comp, 0, shape.element_type)
+    if shape.rank == 0:
+        return zero
+    return comp.add_instruction(make("broadcast", [zero], {"dimensions": ()}, shape=shape))
+
+
 def _narrowed(comp: Computation, live: list[int], new_shape: Shape, is_body: bool) -> Computation:
     """A copy of the body or condition reading (and for the body, producing) only the `live` elements."""
     new = comp.clone(suffix="")
@@ -95,6 +108,10 @@ def _narrowed(comp: Computation, live: list[int], new_shape: Shape, is_body: boo
         if i in position:
             gte.replace_all_uses_with(new.add_instruction(
                 make("get-tuple-element", [param], {"index": position[i]}, shape=gte.shape, name=gte.name)))
+        elif gte.users:
+            # a dead element can still be read into a tuple (or call) whose live parts ignore it, which
+            # element_deps sees through: stand a zero in for it so the old parameter goes away
+            gte.replace_all_uses_with(_placeholder(new, gte.shape))
     if is_body:
         root = new.root
         if root.opcode == "tuple":

@@ -49,7 +49,8 @@ class ElementalEmitter:
 
     def buffer_generator(self, pointer: ir.Value, shape) -> Generator:
         pt = shape.ptype
-        return lambda index: load_element(self.b, pointer, pt, linear_index(self.b, index, shape))
+        invariant = _is_entry_parameter(self.b, pointer)
+        return lambda index: load_element(self.b, pointer, pt, linear_index(self.b, index, shape), invariant)
 
     def emit_scalar(self, comp: Computation, args: Sequence[ir.Value], reassoc: bool = False):
         """Emit a scalar computation (a reducer, a map's function) inline; returns its value (or tuple)."""
@@ -65,6 +66,22 @@ class ElementalEmitter:
             return values[id(comp.root)]([])
         finally:
             self.reassoc = saved
+
+
+ENTRY_NAME = "xlapy_entry"      # compiler.ENTRY_NAME: void entry(i8** params, i8** results, i8* scratch)
+
+
+def _is_entry_parameter(b: ir.IRBuilder, pointer: ir.Value) -> bool:
+    """Is `pointer` an entry parameter buffer, params[k] loaded in the entry function? Those are only read
+    while the entry runs (results and temporaries live in other buffers). Without !invariant.load on their
+    element loads LLVM cannot hoist them past the loop's stores, and its loop vectorizer ran for minutes on a
+    loop recomputing a loop-invariant threefry hash from them (random.randint's key split fused into a
+    broadcast)."""
+    fn = b.function
+    if fn.name != ENTRY_NAME or not isinstance(pointer, ir.LoadInstr):
+        return False
+    src = pointer.operands[0]
+    return isinstance(src, ir.GEPInstr) and src.operands[0] is fn.args[0]
 
 
 def _memoized(builder: ir.IRBuilder, gen: Generator) -> Generator:

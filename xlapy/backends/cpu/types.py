@@ -82,9 +82,14 @@ def round_value(b: ir.IRBuilder, pt: PrimitiveType, x: ir.Value) -> ir.Value:
     return x
 
 
-def load_element(b: ir.IRBuilder, base: ir.Value, pt: PrimitiveType, linear: ir.Value) -> ir.Value:
-    """Element `linear` of the i8* buffer `base` holding pt elements, in pt's register type."""
+def load_element(b: ir.IRBuilder, base: ir.Value, pt: PrimitiveType, linear: ir.Value,
+                 invariant: bool = False) -> ir.Value:
+    """Element `linear` of the i8* buffer `base` holding pt elements, in pt's register type. `invariant`: the
+    buffer is never written while the function runs (an entry parameter), so the load carries
+    !invariant.load and LLVM may hoist it out of loops (XLA marks entry parameters the same way)."""
     stored = b.load(element_pointer(b, base, storage_type(pt), linear))
+    if invariant:
+        stored.set_metadata("invariant.load", b.module.add_metadata([]))
     if pt.name == "pred":
         return b.icmp_unsigned("!=", stored, ir.Constant(I8, 0))
     if pt.name == "bf16":
