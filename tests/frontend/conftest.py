@@ -1,7 +1,7 @@
 """Which backend the front-end tests run on: `--backend=interpreter|cpu|both` (or the environment variable
 XLAPY_TEST_BACKEND with the same values). Without either, they run on both: the compiled default (cpu) and
-the reference interpreter. With `both`, every test runs once per backend; the backend is a module-scoped parameter, so each file
-runs through on one backend and then on the other (ids end in [interpreter] / [cpu]).
+the reference interpreter. With `both`, every test runs once per backend; the backend is a module-scoped
+parameter, so each file runs through on one backend and then on the other (ids end in [interpreter] / [cpu]).
 
 Every test sees `xlapy.config.default_backend` set to its backend (eager ops and jit both read it); the
 `xlapy_backend` fixture gives its name. A test that only makes sense on some backends says so with
