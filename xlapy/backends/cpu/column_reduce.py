@@ -11,6 +11,9 @@ anything: every output element sees init, x[0], x[1], ... in the same order as t
 so the result is bit-identical to it for any reducer. The element-at-a-time loop instead walks a column with a
 stride of a whole row per step, one dependent op after another.
 
+With several threads the outputs are split into contiguous chunks, one per task (each task runs the whole
+loop above over its chunk), so results do not depend on the thread count.
+
 Applies to single-output reduces of types held in their own register type (narrow floats accumulate in f32
 elsewhere) with at least MIN_COLUMNS outputs.
 """
@@ -22,6 +25,8 @@ from ...hlo import Instruction
 from .buffers import BufferRef
 from .indexing import linear_index, major_to_minor
 from .irhelpers import loop_nest
+from .loops import chunk_nest
+from .parallel import chunk_bounds, parallel_for, task_count
 from .types import is_narrow_float, load_element, store_element
 
 MIN_COLUMNS = 8
@@ -58,21 +63,33 @@ def column_reduction(em, inst: Instruction, reduce: Instruction, gens) -> Buffer
     out_order = major_to_minor(out_shape)
     out = em.new_buffer(out_shape, inst)
     pt, reducer = out_shape.ptype, reduce.attrs["to_apply"]
-    start = init([])
-    with loop_nest(b, [out_shape.dims[d] for d in out_order], name="cinit") as ovs:
-        index = _place(out_order, ovs, out_shape.rank)
-        store_element(b, out.pointer, pt, linear_index(b, index, out_shape), start)
-    with loop_nest(b, [in_shape.dims[d] for d in order[:len(reduced)]], name="crow") as rvs:
-        with loop_nest(b, [out_shape.dims[d] for d in out_order], name="ccol") as ovs:
+    counts = [out_shape.dims[d] for d in out_order]
+
+    def columns(b, start, end, name):
+        """the columns [start, end) in layout order; the whole range when start is None"""
+        return loop_nest(b, counts, name=name) if start is None else chunk_nest(b, counts, start, end, name)
+
+    def body(b, start=None, end=None, task=None) -> None:
+        first = init([])
+        with columns(b, start, end, "cinit") as ovs:
             index = _place(out_order, ovs, out_shape.rank)
-            full: list = [None] * in_shape.rank
-            for d, i in zip(order, rvs):
-                full[d] = i
-            for d, i in enumerate(index):
-                full[kept[d]] = i
-            slot = linear_index(b, index, out_shape)
-            acc = load_element(b, out.pointer, pt, slot)
-            store_element(b, out.pointer, pt, slot, em.elemental.emit_scalar(reducer, [acc, source(full)]))
+            store_element(b, out.pointer, pt, linear_index(b, index, out_shape), first)
+        with loop_nest(b, [in_shape.dims[d] for d in order[:len(reduced)]], name="crow") as rvs:
+            with columns(b, start, end, "ccol") as ovs:
+                index = _place(out_order, ovs, out_shape.rank)
+                full: list = [None] * in_shape.rank
+                for d, i in zip(order, rvs):
+                    full[d] = i
+                for d, i in enumerate(index):
+                    full[kept[d]] = i
+                slot = linear_index(b, index, out_shape)
+                acc = load_element(b, out.pointer, pt, slot)
+                store_element(b, out.pointer, pt, slot, em.elemental.emit_scalar(reducer, [acc, source(full)]))
+
+    total = math.prod(counts)
+    tasks = task_count(inst, em.num_threads)
+    if not (tasks > 1 and total >= 16 * tasks and parallel_for(b, chunk_bounds(total, tasks), body)):
+        body(b)
     return out
 
 
