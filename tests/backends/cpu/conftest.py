@@ -89,3 +89,12 @@ def check_ops(params, rows, *args, pipeline: bool = False) -> None:
     got, want = run_both(multi_op_module(params, valid), *args, pipeline=pipeline)
     for (label, _, _), g, w in zip(valid, got, want):
         assert_same(g, w, where=label)
+
+
+@pytest.fixture(autouse=True)
+def _llvm_optimized(request, monkeypatch):
+    """The CPU backend's tests compile at LLVM O3, as jitted real work is, rather than the quick O0 level small
+    modules get otherwise: O3 is where wrong flags (nsw, inbounds, invariant loads) turn into wrong code.
+    test_compile_plan.py tests the choice itself."""
+    if request.path.name != "test_compile_plan.py":
+        monkeypatch.setenv("XLAPY_LLVM_LEVEL", "optimized")

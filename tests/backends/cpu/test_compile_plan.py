@@ -173,3 +173,12 @@ def test_eager_ops_compile_quick_and_hit_the_cache():
     finally:
         xlapy.config.default_backend = prev
         eager.clear_eager_cache()
+
+
+def test_environment_override(monkeypatch):
+    small = xlapy.hlo.parse(ELEMENTWISE)
+    monkeypatch.setenv("XLAPY_LLVM_LEVEL", "optimized")
+    assert compile_plan.choose_level(small) == compile_plan.OPTIMIZED
+    monkeypatch.setenv("XLAPY_LLVM_LEVEL", "O7")
+    with pytest.raises(xlapy.errors.XlapyError, match="XLAPY_LLVM_LEVEL must be one of"):
+        compile_plan.choose_level(small)

@@ -11,7 +11,9 @@ reducer, fusions and calls their bodies. A module with a `while` (unknown trip c
 from __future__ import annotations
 
 import math
+import os
 
+from ...errors import XlapyError
 from ...hlo import Computation, Instruction, Module
 
 QUICK_WORK_LIMIT = 1 << 15
@@ -75,5 +77,11 @@ def work_estimate(module: Module) -> float:
 
 
 def choose_level(module: Module) -> str:
-    """QUICK for modules whose run is cheap (see the module docstring), else OPTIMIZED."""
+    """QUICK for modules whose run is cheap (see the module docstring), else OPTIMIZED; the environment
+    variable XLAPY_LLVM_LEVEL=optimized|quick overrides the choice (the CPU backend's tests run optimized)."""
+    forced = os.environ.get("XLAPY_LLVM_LEVEL", "").strip()
+    if forced:
+        if forced not in LEVELS:
+            raise XlapyError(f"XLAPY_LLVM_LEVEL must be one of {', '.join(LEVELS)}, got {forced!r}")
+        return forced
     return QUICK if work_estimate(module) <= QUICK_WORK_LIMIT else OPTIMIZED
