@@ -13,6 +13,8 @@ import itertools
 import re
 from typing import Any, Iterable, Iterator
 
+import numpy as np
+
 from .opcodes import OpInfo, opinfo
 from .shape import Shape
 
@@ -260,10 +262,14 @@ class Module:
             self._names.add(base)
             return base
         stem = re.sub(r"\.\d+$", "", base)
-        for n in itertools.count(1):
+        # names are only ever added, so the smallest free N never decreases: resume from the last one found
+        # per stem (probing from 1 every time made building a module of n instructions O(n^2))
+        hints = self.__dict__.setdefault("_name_hints", {})
+        for n in itertools.count(hints.get(stem, 1)):
             cand = f"{stem}.{n}"
             if cand not in self._names:
                 self._names.add(cand)
+                hints[stem] = n + 1
                 return cand
         raise AssertionError("unreachable")
 
@@ -328,9 +334,120 @@ class Module:
         return module_to_text(self, **options)
 
     def clone(self) -> "Module":
-        """A deep copy via the text format (exact: parse(print) is a fixed point)."""
+        """A deep copy, built directly: the same module parse(self.to_text()) gives (names, attributes, layouts,
+        computation and instruction order, attribute print order), without printing and parsing it."""
+        return _clone_module(self)
+
+    def clone_via_text(self) -> "Module":
+        """The reference deep copy through the text format (parse(print) is a fixed point); tests compare
+        clone() with it."""
         from .parser import parse
         return parse(self.to_text())
 
     def __repr__(self) -> str:
         return f"<Module {self.name}: {len(self.computations)} computations>"
+
+
+# -- structural clone ---------------------------------------------------------------------------------------
+def _norm_ints(v):
+    """An `ints` attribute as the parser reads it back: nested tuples of ints."""
+    if isinstance(v, (list, tuple)):
+        return tuple(_norm_ints(x) for x in v)
+    return int(v)
+
+
+def _clone_attr(key: str, v: Any, kind: str, comps: dict[int, "Computation"], printer) -> Any:
+    """The value attribute `key` has after a print-parse round trip, computations remapped through `comps`."""
+    if isinstance(v, Computation):
+        return comps[id(v)]
+    if isinstance(v, (list, tuple)) and v and all(isinstance(c, Computation) for c in v):
+        return [comps[id(c)] for c in v]
+    if kind == "raw":
+        return v if isinstance(v, str) else printer.value(key, v)
+    if kind == "ints":
+        return _norm_ints(v)
+    if kind == "words" or kind == "slice" or kind == "padding":
+        return tuple(v)
+    if kind == "int" and not isinstance(v, bool):
+        return int(v)
+    if kind == "float" and not isinstance(v, (bool, float)):
+        return float(v)
+    return v        # bool, word, string, float, window, dim_labels, shape: immutable values
+
+
+def _printed_attr_order(inst: "Instruction") -> tuple[str, ...]:
+    """The attribute names in the order the printer writes them (what the parser records as _attr_order)."""
+    from .attr_table import print_rank
+    keys = list(inst.attrs)
+    if inst.control_predecessors:
+        keys.append("control-predecessors")
+    order = getattr(inst, "_attr_order", None)
+    if order is not None:
+        pos = {k: i for i, k in enumerate(order)}
+        if all(k in pos for k in keys):
+            return tuple(sorted(keys, key=pos.__getitem__))
+    return tuple(sorted(keys, key=print_rank))
+
+
+def _clone_module(module: "Module") -> "Module":
+    from .attr_table import kind_of
+    from .printer import _Printer, _options, _sugar_wrapped
+    printer = _Printer(_options({}))
+    new = Module(module.name)
+    new.attrs = {k: v if isinstance(v, str) else str(v) for k, v in module.attrs.items()}
+    new.tables = module.tables.rstrip() if module.tables else ""
+    order = module.computation_post_order()
+    comps: dict[int, Computation] = {}
+    for c in order:                      # shells first: attributes may name any computation
+        nc = Computation(c.name)
+        nc.parent = new
+        nc.attrs = {"execution_thread": c.attrs["execution_thread"]} if "execution_thread" in c.attrs else {}
+        if getattr(c, "_async_sugar", False):
+            nc._async_sugar = True
+        comps[id(c)] = nc
+    names = new._names
+    for c in order:
+        nc = comps[id(c)]
+        names.add(c.name)
+        mapping: dict[int, Instruction] = {}
+        insts = nc.instructions
+        for inst in c.post_order():
+            attrs = inst.attrs
+            if attrs:
+                if _sugar_wrapped(inst) is not None:      # printed as X-start/-update/-done sugar
+                    order_keys = tuple(k for k in _printed_attr_order(inst) if k != "calls")
+                    if inst.opcode == "async-start":
+                        order_keys = tuple(k for k in order_keys if k == "async_execution_thread") + ("calls",)
+                else:
+                    order_keys = _printed_attr_order(inst)
+                attrs = {k: _clone_attr(k, v, kind_of(k), comps, printer) for k, v in attrs.items()}
+            else:
+                order_keys = ("control-predecessors",) if inst.control_predecessors else ()
+            ni = Instruction.__new__(Instruction)
+            ni.info = inst.info
+            ni.opcode = inst.opcode
+            ni.shape = inst.shape
+            ops = [mapping[id(o)] for o in inst.operands]
+            ni.operands = ops
+            ni.users = []
+            for o in ops:
+                if not o.users or o.users[-1] is not ni:
+                    if ni not in o.users:
+                        o.users.append(ni)
+            ni.attrs = attrs if attrs is not inst.attrs else {}
+            ni.name = inst.name
+            lit = inst.literal
+            ni.literal = lit.copy() if isinstance(lit, np.ndarray) else lit
+            ni.parameter_number = inst.parameter_number
+            ni.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors]
+            ni.parent = nc
+            ni._attr_order = order_keys
+            mapping[id(inst)] = ni
+            insts.append(ni)
+            names.add(inst.name)
+        nc.root = mapping[id(c.root)] if c.root is not None else (insts[0] if insts else None)
+        new.computations.append(nc)
+    new.entry = comps[id(module.entry)] if module.entry is not None else \
+        (new.computations[-1] if new.computations else None)
+    return new
+

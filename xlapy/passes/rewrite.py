@@ -7,6 +7,7 @@ inside a FixedPoint, so rules compose without the driver looping itself.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Callable, Sequence
 
 from ..errors import XlapyError
@@ -37,9 +38,23 @@ def _by_opcode(rules: Sequence[Rule]) -> tuple[dict[str, list[Rule]], list[Rule]
     return keyed, [r for r in rules if getattr(r[0], "opcodes", None) is None]
 
 
+_TABLES: dict[tuple, tuple] = {}     # rule tables by the ids of their rules (which the entry keeps alive)
+
+
+def _tables(rules: Sequence[Rule]) -> tuple[dict[str, list[Rule]], list[Rule]]:
+    """_by_opcode(rules), computed once per rule list (every pass run sweeps every computation with it)."""
+    key = tuple(map(id, itertools.chain.from_iterable(rules)))
+    hit = _TABLES.get(key)
+    if hit is None:
+        if len(_TABLES) > 64:
+            _TABLES.clear()
+        hit = _TABLES[key] = (_by_opcode(rules), list(rules))
+    return hit[0]
+
+
 def apply_rules_to(comp: Computation, rules: Sequence[Rule], trace: list | None = None) -> bool:
     changed = False
-    keyed, generic = _by_opcode(rules)
+    keyed, generic = _tables(rules)
     for inst in comp.post_order():
         if inst.parent is not comp:      # removed by an earlier rewrite in this sweep
             continue

@@ -138,18 +138,65 @@ def _map_values(value, fn):
     return value
 
 
-def _foreign_uses(worker: ir.Function, fn) -> None:
+def _foreign_uses(worker: ir.Function, fn, insts=None) -> None:
     """Call fn on every instruction operand of worker (any attribute holding values: operands, call args, gep
-    indices, phi incomings) and store back what it returns."""
+    indices, phi incomings) and store back what it returns. `insts`: only these instructions of worker."""
+    if insts is None:
+        insts = [inst for block in worker.blocks for inst in block.instructions]
+    for inst in insts:
+        for key, value in list(vars(inst).items()):
+            if key == "parent":
+                continue
+            mapped = _map_values(value, fn)
+            if mapped is not value:
+                setattr(inst, key, mapped)
+                inst._clear_string_cache()
+
+
+# llvmlite instruction classes whose every value operand is in `operands` (GEP's pointer and indices, extract- and
+# insertvalue's aggregate and element are the same objects); phis keep theirs in `incomings`. Any other class
+# (a subclass, a landingpad, ...) is searched attribute by attribute.
+_OPERANDS_ONLY = frozenset(c for c in vars(ir.instructions).values()
+                           if isinstance(c, type) and issubclass(c, ir.Instruction)
+                           and c not in (ir.PhiInstr, ir.LandingPadInstr, ir.IndirectBranch))
+
+
+def _foreign_values(worker: ir.Function) -> tuple[dict[int, ir.Value], list]:
+    """The values of other functions that worker's instructions use (by id, in order of first use), and the
+    instructions that use them. One pass over the operands, linear in the worker's size."""
+    foreign: dict[int, ir.Value] = {}
+    users: list = []
+    Inst, Arg, Phi = ir.Instruction, ir.Argument, ir.PhiInstr
+
+    def foreign_value(v) -> bool:
+        if isinstance(v, Inst):
+            if v.parent.parent is worker:
+                return False
+        elif not isinstance(v, Arg) or v.parent is worker:
+            return False
+        foreign.setdefault(id(v), v)
+        return True
     for block in worker.blocks:
         for inst in block.instructions:
-            for key, value in list(vars(inst).items()):
-                if key == "parent":
-                    continue
-                mapped = _map_values(value, fn)
-                if mapped is not value:
-                    setattr(inst, key, mapped)
-                    inst._clear_string_cache()
+            cls = type(inst)
+            hit = False
+            if cls in _OPERANDS_ONLY:
+                for v in inst.operands:
+                    if foreign_value(v):
+                        hit = True
+            elif cls is Phi:
+                for v, _ in inst.incomings:
+                    if foreign_value(v):
+                        hit = True
+            else:
+                found = []
+                _foreign_uses(worker, lambda v: (found.append(v), v)[1], [inst])
+                for v in found:
+                    if foreign_value(v):
+                        hit = True
+            if hit:
+                users.append(inst)
+    return foreign, users
 
 
 def _owner(value) -> ir.Function | None:
@@ -209,13 +256,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
         scalar_ops.MXCSR_SLOTS.pop(id(worker), None)
         b.position_at_end(old_block)
 
-    foreign: dict[int, ir.Value] = {}
-
-    def collect(v):
-        if _owner(v) is not worker:
-            foreign.setdefault(id(v), v)
-        return v
-    _foreign_uses(worker, collect)
+    foreign, users = _foreign_values(worker)
     allowed = {id(v) for v in shared}
     if any(_owner(v) is not caller or (isinstance(v, ir.AllocaInstr) and id(v) not in allowed)
            for v in foreign.values()):
@@ -230,7 +271,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     typed = b.bitcast(captures, struct.as_pointer())
     loads = {id(v): b.load(b.gep(typed, [ir.Constant(I32, 0), ir.Constant(I32, k)]), name=f"cap{k}")
              for k, v in enumerate(values)}
-    _foreign_uses(worker, lambda v: loads.get(id(v), v))
+    _foreign_uses(worker, lambda v: loads.get(id(v), v), users)
     b.position_at_end(old_block)
     _emit_launch(b, worker, tasks, struct, values)
     return True
