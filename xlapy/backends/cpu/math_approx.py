@@ -66,15 +66,17 @@ def _reduce_ln2(e: Emit, x):
     """x = n ln2 + r, |r| <= ln2/2 (x finite and clamped); returns (r, n as int)."""
     hi, lo = _LN2_SPLIT[e.fmt.name]
     n_f, n = e.round_int(e.mul(x, e.f(_LOG2E)))
-    r = e.sub(e.sub(x, e.mul(n_f, e.f(hi))), e.mul(n_f, e.f(lo)))
+    r = e.muladd(n_f, e.f(-lo), e.muladd(n_f, e.f(-hi), x))    # x - n hi (exact) - n lo
     return r, n
 
 
 def exp(e: Emit, x):
+    # NaN flows through the clamp and the arithmetic (the integer n it yields is garbage, the product NaN), so
+    # unlike the others exp needs no final NaN select
     lo, hi = _EXP_CLAMP[e.fmt.name]
-    r, n = _reduce_ln2(e, e.clamp(x, lo, hi))
+    r, n = _reduce_ln2(e, e.clamp_passing_nan(x, lo, hi))
     p = e.poly(r, taylor("exp", _EXP_DEGREE[e.fmt.name]))
-    return _finish(e, x, e.scale(p, n))
+    return e.scale(p, n)
 
 
 def expm1(e: Emit, x):

@@ -188,6 +188,11 @@ class Emit:
     def sel(self, cond, x, y):
         return self.b.select(cond, x, y)
 
+    def clamp_passing_nan(self, x, lo: float, hi: float):
+        """x limited to [lo, hi]; NaN passes through (every compare with it is false)."""
+        x = self.sel(self.cmp("<", x, self.f(lo)), self.f(lo), x)
+        return self.sel(self.cmp(">", x, self.f(hi)), self.f(hi), x)
+
     def clamp(self, x, lo: float, hi: float):
         """x limited to [lo, hi]; NaN becomes lo, so no NaN reaches integer conversions (callers select NaN back)."""
         x = self.sel(self.cmp(">=", x, self.f(lo)), x, self.f(lo))
