@@ -4,7 +4,8 @@
     make bench-peers    # also JAX and PyTorch (installed into .venv-bench)
 
 Prints a table of medians and ratios (peer time / xlapy time: above 1 means xlapy is faster) and writes
-benchmarks/results.md and benchmarks/results.png. Timings are medians over repeated runs after warm-up.
+benchmarks/results.md and benchmarks/results.png. Timings are medians over interleaved rounds after warm-up:
+each round times every implementation once, so the machine's slow phases hit them all alike.
 """
 from __future__ import annotations
 
@@ -26,20 +27,52 @@ sys.path.insert(0, str(HERE))
 os.environ.setdefault("XLAPY_BACKEND", "cpu")
 
 
-def median_time(fn, repeat: int, min_time: float = 0.2) -> float:
-    """Median seconds per call of fn() over `repeat` samples; each sample loops until it takes min_time/repeat."""
-    fn()  # warm-up (compiles)
-    t0 = time.perf_counter()
-    fn()
-    one = max(time.perf_counter() - t0, 1e-7)
-    inner = max(1, int(min_time / repeat / one))
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(inner):
+# Pause before each sample: the thread pools of the implementation timed just before (OpenBLAS, OpenMP, XLA's
+# and xlapy's own) spin for a while after their last job and would steal cores from the next one.
+SETTLE = 0.25
+
+
+def interleaved_medians(fns: dict, repeat: int, min_time: float) -> dict:
+    """Median seconds per call of each fn, measured in `repeat` rounds that take one sample of every fn in turn
+    (each sample loops until it takes about min_time/repeat, after a SETTLE pause), so a slow phase of the
+    machine hits every implementation alike rather than whichever ran during it. A fn that raises gets its
+    error text."""
+    inner, out = {}, {}
+    for name, fn in fns.items():
+        try:
+            fn()  # warm-up (compiles)
+            t0 = time.perf_counter()
             fn()
-        samples.append((time.perf_counter() - t0) / inner)
-    return statistics.median(samples)
+            one = max(time.perf_counter() - t0, 1e-7)
+            inner[name] = max(1, int(min_time / repeat / one))
+        except Exception as e:  # a peer that cannot run this case: say so, keep going
+            out[name] = f"error: {type(e).__name__}: {str(e)[:80]}"
+    samples: dict = {name: [] for name in inner}
+    for _ in range(repeat):
+        for name, n in inner.items():
+            fn = fns[name]
+            time.sleep(SETTLE)
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / n)
+    out.update({name: statistics.median(v) for name, v in samples.items()})
+    return out
+
+
+def one_shot_medians(makers: dict, repeat: int) -> dict:
+    """For cases that measure themselves (compile time): `repeat` rounds, each running every maker once."""
+    samples: dict = {name: [] for name in makers}
+    errors = {}
+    for _ in range(repeat):
+        for name, make in makers.items():
+            if name in errors:
+                continue
+            try:
+                samples[name].append(make())
+            except Exception as e:
+                errors[name] = f"error: {type(e).__name__}: {str(e)[:80]}"
+    return {**{n: statistics.median(v) for n, v in samples.items() if v}, **errors}
 
 
 def _peers() -> dict[str, object]:
@@ -68,7 +101,9 @@ def main(argv=None) -> int:
     import cases
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", help="comma-separated case ids (B1,B2,...)")
-    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--repeat", type=int, default=11, help="interleaved rounds per case")
+    p.add_argument("--min-time", type=float, default=1.0, help="seconds of timing per implementation and case")
+    p.add_argument("--one-shot-repeat", type=int, default=3, help="rounds for compile-time cases")
     p.add_argument("--out", default=str(HERE / "results.md"))
     args = p.parse_args(argv)
     peers = _peers()
@@ -77,13 +112,18 @@ def main(argv=None) -> int:
     for case in cases.CASES:
         if wanted and case.id not in wanted:
             continue
-        times = {}
-        for impl, make in case.impls(peers).items():
-            try:
-                # a one-shot case's make() returns the measured seconds itself
-                times[impl] = make() if case.one_shot else median_time(make(), args.repeat)
-            except Exception as e:  # a peer that cannot run this case: say so, keep going
-                times[impl] = f"error: {type(e).__name__}: {str(e)[:80]}"
+        makers = case.impls(peers)
+        if case.one_shot:       # make() returns the measured seconds itself
+            times = one_shot_medians(makers, args.one_shot_repeat)
+        else:
+            fns, times = {}, {}
+            for impl, make in makers.items():
+                try:
+                    fns[impl] = make()
+                except Exception as e:
+                    times[impl] = f"error: {type(e).__name__}: {str(e)[:80]}"
+            times.update(interleaved_medians(fns, args.repeat, args.min_time))
+        times = {impl: times[impl] for impl in makers if impl in times}
         rows.append((case, times))
         print(_row_text(case, times), flush=True)
     write_results(rows, Path(args.out))

@@ -4,8 +4,9 @@ With num_threads > 1 the JIT owns the threading: every BLAS call runs with the B
 (threadpool.xlapy_blas_serial around the dot), so the BLAS's own spinning threads never compete with the
 pool's, and a GEMM of at least MIN_MNK_PER_TASK multiply-adds per task is split over the thread pool
 (parallel.py): C's columns (or rows, when M > N: the split side's operand is the smaller one to pack twice)
-into contiguous chunks of SPLIT_QUANTUM-multiples, one BLAS call per chunk. With num_threads == 1 (and in AOT
-objects) the calls are plain, the BLAS choosing its own thread count.
+into contiguous chunks of SPLIT_QUANTUM-multiples, one BLAS call per chunk. GEMMs of BLAS_OWN_THREADS_MNK
+multiply-adds or more, and every call with num_threads == 1 (and in AOT objects), are plain calls, the BLAS
+choosing its own thread count.
 
 Every element of C is summed over the whole K by one call; the chunk bounds are compile-time constants, so
 results are fixed for a given thread count. (They may differ in the last bits between thread counts: a BLAS
@@ -22,6 +23,9 @@ from .parallel import parallel_for
 from .types import storage_type
 
 MIN_MNK_PER_TASK = 1 << 18     # ~0.5 MFLOP: 5-10 us of one core's GEMM, well above the pool's wake-up cost
+# A GEMM this big (~20 ms of one core) runs as one call with the BLAS's own threads: its packing and
+# partitioning across cores beats per-chunk calls, and their start-up cost no longer matters.
+BLAS_OWN_THREADS_MNK = 1 << 28
 SPLIT_QUANTUM = 16             # chunk bounds are multiples of this many rows/columns
 
 
@@ -37,7 +41,8 @@ def emit_blas(b: ir.IRBuilder, d: DotShape, plan: DotPlan, ops: dict[str, Operan
     fn = runtime.blas_function(plan.strategy, d.out.ptype.name)
     elem = storage_type(d.out.ptype)
     dd = d.dd
-    serial = num_threads > 1 and threadpool.serial_blas_available()
+    serial = num_threads > 1 and threadpool.serial_blas_available() and \
+        not (plan.strategy == "gemm" and d.m * d.n * d.k >= BLAS_OWN_THREADS_MNK)
     if serial:
         b.call(_declare(b, threadpool.SERIAL_BLAS_SYMBOL, [I32]), [ir.Constant(I32, 1)])
     with batch_loop(b, d) as bivs:
