@@ -41,6 +41,21 @@ def assert_same(actual, expected, where: str = "", rtol: float | None = None, at
     np.testing.assert_allclose(a, e, rtol=r, atol=tol_abs, equal_nan=True, err_msg=where)
 
 
+def assert_same_semantics(original_text: str, rewritten, seed: int = 1) -> None:
+    """A pass test's semantics check: the module `original_text` and its rewritten Module give the same
+    results on the interpreter for random f32 arguments."""
+    import xlapy
+    from xlapy.tools import npz
+    before = xlapy.hlo.parse(original_text)
+    rng = np.random.default_rng(seed)
+    args = [rng.standard_normal(p.shape.dims).astype(np.float32) for p in before.entry.parameters]
+    want = npz.flatten(xlapy.compile(before, backend="interpreter")(*args))
+    got = npz.flatten(xlapy.compile(rewritten, backend="interpreter")(*args))
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert_same(g, w, where=f"output {i}")
+
+
 def filecheck(text: str, checks: str) -> None:
     """A small FileCheck. `CHECK: s` must match after the previous match (later on the same line counts);
     `CHECK-NEXT: s` must be on the line after the previous match; `CHECK-NOT: s` must not appear between
