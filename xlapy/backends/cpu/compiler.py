@@ -10,6 +10,8 @@ x86 MXCSR flush-to-zero / denormals-are-zero bits set, as XLA:CPU does, and rest
 """
 from __future__ import annotations
 
+import os
+
 import ctypes.util
 import re
 from pathlib import Path
@@ -22,7 +24,7 @@ from ...errors import XlapyError
 from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
-from . import buffer_assignment, compile_plan, llvm_jit
+from . import buffer_assignment, compile_plan, llvm_jit, llvm_parallel
 from .emitter import Emitter
 from .executable import Executable
 from .irhelpers import I8P, I32, VOID, alloca_once, i64, intrinsic
@@ -137,13 +139,17 @@ def optimize_llvm(mod, tm) -> None:
     loop unroller: full unrolling turned short reduction loops into straight-line blocks of thousands of
     instructions (gathered into vectors), which made the MLP step's optimization and code generation 3-5x slower
     for no measured speed (benchmarks B1-B5 unchanged)."""
+    pb = llvm.create_pass_builder(tm, pipeline_tuning())
+    pb.getModulePassManager().run(mod, pb)
+
+
+def pipeline_tuning():
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pto.loop_interleaving = True
     pto.loop_unrolling = False
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    return pto
 
 
 def _dump(module: Module, suffix: str, text: str, options: debug.DebugOptions) -> None:
@@ -192,6 +198,17 @@ def parse_llvm(module: Module, text: str):
     return parsed
 
 
+# Two-thread LLVM (llvm_parallel.py) once one optimized compile has run serially in this process (LLVM's lazily
+# initialized global state is then set up); XLAPY_PARALLEL_LLVM=0 turns it off.
+_WARM = False
+
+
+def _parallel_split(text: str):
+    if not _WARM or (os.cpu_count() or 1) < 2 or os.environ.get("XLAPY_PARALLEL_LLVM", "1") == "0":
+        return None
+    return llvm_parallel.split(text)
+
+
 def compile_module(module: Module, run_pipeline: bool | None = None, verify: bool = True,
                    fast_math: bool = False, num_threads: int | None = None, llvm_level: str | None = None) -> Executable:
     """Compile `module` for this CPU. run_pipeline: None runs cpu_pipeline() unless the module is already
@@ -209,20 +226,25 @@ def compile_module(module: Module, run_pipeline: bool | None = None, verify: boo
     text = str(llvm_module)
     _dump(module, "ir-no-opt.ll", text, options)
     parsed = parse_llvm(module, text)
-    if level == compile_plan.QUICK:
-        opt_text = text
+    split = _parallel_split(text) if level == compile_plan.OPTIMIZED else None
+    if split is not None:
+        engine, address, opt_parts = llvm_parallel.compile_split(split[0], split[1], optimize_llvm,
+                                                                 lambda: llvm_jit.new_target_machine(3), ENTRY_NAME)
     else:
-        optimize_llvm(parsed, tm)
-        opt_text = str(parsed)
+        if level == compile_plan.OPTIMIZED:
+            optimize_llvm(parsed, tm)
+        opt_parts = [str(parsed) if level == compile_plan.OPTIMIZED else text]
+        jit = llvm_jit.jit_quick if level == compile_plan.QUICK else llvm_jit.jit_optimized
+        engine, address = jit(parsed, ENTRY_NAME)
+        global _WARM
+        _WARM = _WARM or level == compile_plan.OPTIMIZED
+    opt_text = "\n; ---- the parallel loops' module ----\n".join(opt_parts)
     _dump(module, "ir-with-opt.ll", opt_text, options)
-    if options.dumps_module(module.name):
-        _dump(module, "s", tm.emit_assembly(parsed), options)
-    jit = llvm_jit.jit_quick if level == compile_plan.QUICK else llvm_jit.jit_optimized
-    engine, address = jit(parsed, ENTRY_NAME)
 
     def assembly() -> str:
-        m = llvm.parse_assembly(opt_text)
-        return target_machine().emit_assembly(m)
+        return "\n".join(target_machine().emit_assembly(llvm.parse_assembly(part)) for part in opt_parts)
+    if options.dumps_module(module.name):
+        _dump(module, "s", assembly(), options)
     exe = Executable(module, engine, address, scratch_size, text, opt_text, assembly)
     exe.llvm_level = level
     return exe

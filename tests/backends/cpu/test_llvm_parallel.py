@@ -1,0 +1,58 @@
+"""Two-thread LLVM compilation (llvm_parallel.py): the split of the printed IR, and modules compiled that way
+give the same results as the serial path, for several executables alive at once."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xlapy
+from xlapy.backends.cpu import compiler, llvm_parallel
+
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
+
+
+def mlp_step():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import cases
+    finally:
+        sys.path.remove(str(BENCH))
+    return cases
+
+
+@pytest.fixture
+def warm(monkeypatch):
+    monkeypatch.setattr(compiler, "_WARM", True)
+
+
+def test_split_moves_workers_and_declares_them(warm):
+    cases = mlp_step()
+    params, (x, y) = cases._mlp_params(), cases._mlp_data()
+    module = cases._xlapy_mlp_step().lower(params, x, y).module
+    _, llvm_module, _ = compiler.emit_llvm(module, compiler.llvm_jit.shared_target_machine(),
+                                           compiler.llvm.get_process_triple(), None, True, False,
+                                           compiler.debug.options(), 2)
+    a, b, moved = llvm_parallel.split(str(llvm_module))
+    assert moved and 'define void @"xlapy_entry"' in a and "xlapy_entry" not in b
+    for name in moved:
+        assert f'define internal i8* @"{name}"' not in a
+    assert a.count("declare i8* @\"xlapy_p") == len(moved) == b.count("define i8* @\"xlapy_p")
+
+
+def test_parallel_compile_matches_serial(warm, monkeypatch):
+    cases = mlp_step()
+    params, (x, y) = cases._mlp_params(), cases._mlp_data()
+    runs = {}
+    for mode in ("1", "0"):
+        monkeypatch.setenv("XLAPY_PARALLEL_LLVM", mode)
+        step = cases._xlapy_mlp_step()
+        runs[mode] = [step(params, x, y) for _ in range(2)]
+    flat = {m: [np.asarray(a) for r in v for pair in r for a in pair] for m, v in runs.items()}
+    for got, want in zip(flat["1"], flat["0"]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_small_modules_are_not_split():
+    text = "define void @\"xlapy_entry\"()\n{\nentry:\n  ret void\n}\n"
+    assert llvm_parallel.split(text) is None
