@@ -118,6 +118,8 @@ def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
         opt_a = str(mod_a)
     finally:
         worker.join()
+        mpm_b.close()           # the pass manager before the builder whose analyses it used
+        pb_b.close()
     if "exception" in out:
         raise out["exception"]
     buffer = out.get("buffer")
