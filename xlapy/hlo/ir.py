@@ -211,21 +211,26 @@ class Computation:
         """All instructions, each after its operands and control predecessors (XLA's MakeInstructionPostOrder)."""
         order: list[Instruction] = []
         seen: set[int] = set()
+        mark, emit = seen.add, order.append
+
+        def edges(inst: Instruction):
+            preds = inst.control_predecessors
+            return iter(inst.operands + preds if preds else inst.operands)
         for start in self.instructions:
             if id(start) in seen:
                 continue
-            stack: list[tuple[Instruction, Iterator[Instruction]]] = [
-                (start, iter(itertools.chain(start.operands, start.control_predecessors)))]
-            seen.add(id(start))
+            mark(id(start))
+            stack = [(start, edges(start))]
             while stack:
                 node, it = stack[-1]
-                nxt = next(it, None)
-                if nxt is None:
-                    order.append(node)
+                for nxt in it:                  # the next unseen edge: descend into it
+                    if id(nxt) not in seen:
+                        mark(id(nxt))
+                        stack.append((nxt, edges(nxt)))
+                        break
+                else:                           # every edge done
+                    emit(node)
                     stack.pop()
-                elif id(nxt) not in seen:
-                    seen.add(id(nxt))
-                    stack.append((nxt, iter(itertools.chain(nxt.operands, nxt.control_predecessors))))
         return order
 
     def clone(self, suffix: str = "clone") -> "Computation":
