@@ -26,7 +26,7 @@ from typing import Callable
 from ...hlo import Computation, Instruction, Module
 from ..pipeline import Pass
 from . import fusible as F
-from .fuse import fuse_into, fused_computation, fused_instructions, is_fusion
+from .fuse import fuse_into, fused_computation, is_fusion
 
 MAX_CONCATENATE_ARGUMENTS = 8
 MAX_REDUCTIONS_IN_FUSION = 5
@@ -80,9 +80,16 @@ def _always_duplicable(producer: Instruction) -> bool:
     return not producer.operands and producer.shape.is_array and producer.shape.numel <= 1
 
 
+def _size(inst: Instruction) -> int:
+    """Instructions a fusion holds besides its parameters (1 for an unfused instruction); counted, not walked:
+    this runs for every candidate pair."""
+    if not is_fusion(inst):
+        return 1
+    return sum(1 for i in fused_computation(inst).instructions if i.opcode != "parameter")
+
+
 def _too_large(producer: Instruction, consumer: Instruction) -> bool:
-    inside = fused_instructions(consumer) if is_fusion(consumer) else [consumer]
-    grown = len(inside) + (len(fused_instructions(producer)) if is_fusion(producer) else 1)
+    grown = _size(consumer) + _size(producer)
     params = set(map(id, consumer.operands)) - {id(producer)}
     params |= set(map(id, producer.operands))
     return grown > MAX_FUSED_INSTRUCTIONS or len(params) > MAX_FUSION_PARAMETERS
@@ -91,7 +98,7 @@ def _too_large(producer: Instruction, consumer: Instruction) -> bool:
 def _too_many_reductions(producer: Instruction, consumer: Instruction) -> bool:
     if producer.opcode != "reduce" or not is_fusion(consumer):
         return False
-    return sum(i.opcode == "reduce" for i in fused_instructions(consumer)) > MAX_REDUCTIONS_IN_FUSION
+    return sum(i.opcode == "reduce" for i in fused_computation(consumer).instructions) > MAX_REDUCTIONS_IN_FUSION
 
 
 def can_be_output_fused(producer: Instruction, consumer: Instruction) -> bool:
