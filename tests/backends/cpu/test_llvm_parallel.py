@@ -56,3 +56,15 @@ def test_parallel_compile_matches_serial(warm, monkeypatch):
 def test_small_modules_are_not_split():
     text = "define void @\"xlapy_entry\"()\n{\nentry:\n  ret void\n}\n"
     assert llvm_parallel.split(text) is None
+
+
+def test_dumps_and_ir_text_cover_both_halves(warm, tmp_path, monkeypatch):
+    cases = mlp_step()
+    params, (x, y) = cases._mlp_params(), cases._mlp_data()
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_dump_to={tmp_path}")
+    exe = xlapy.compile(cases._xlapy_mlp_step().lower(params, x, y).module, backend="cpu", num_threads=2)
+    text = exe.llvm_ir_optimized
+    assert compiler.PART_SEPARATOR in text and "x float>" in text
+    asm = (next(tmp_path.glob("*step*.s"))).read_text()
+    assert "xlapy_entry" in asm and "xlapy_p" in asm
+    assert next(tmp_path.glob("*step*ir-with-opt.ll")).read_text() == text

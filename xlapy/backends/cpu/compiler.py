@@ -201,6 +201,7 @@ def parse_llvm(module: Module, text: str):
 # Two-thread LLVM (llvm_parallel.py) once one optimized compile has run serially in this process (LLVM's lazily
 # initialized global state is then set up); XLAPY_PARALLEL_LLVM=0 turns it off.
 _WARM = False
+PART_SEPARATOR = "\n; ---- the parallel loops' module (llvm_parallel.py) ----\n"
 
 
 def _parallel_split(text: str):
@@ -225,25 +226,33 @@ def compile_module(module: Module, run_pipeline: bool | None = None, verify: boo
     level = llvm_level or compile_plan.choose_level(module)
     text = str(llvm_module)
     _dump(module, "ir-no-opt.ll", text, options)
-    parsed = parse_llvm(module, text)
     split = _parallel_split(text) if level == compile_plan.OPTIMIZED else None
     if split is not None:
-        engine, address, opt_parts = llvm_parallel.compile_split(split[0], split[1], optimize_llvm,
-                                                                 lambda: llvm_jit.new_target_machine(3), ENTRY_NAME)
+        try:
+            engine, address, opt_parts = llvm_parallel.compile_split(
+                split[0], split[1], optimize_llvm, lambda: llvm_jit.new_target_machine(3), ENTRY_NAME)
+        except llvm_parallel.InvalidIR as e:
+            raise XlapyError(f"cpu backend produced invalid LLVM IR for module {module.name}: {e}") from e
     else:
+        parsed = parse_llvm(module, text)
         if level == compile_plan.OPTIMIZED:
             optimize_llvm(parsed, tm)
-        opt_parts = [str(parsed) if level == compile_plan.OPTIMIZED else text]
+        opt_parts = [str(parsed) if level == compile_plan.OPTIMIZED else text]   # before the engine owns it
         jit = llvm_jit.jit_quick if level == compile_plan.QUICK else llvm_jit.jit_optimized
         engine, address = jit(parsed, ENTRY_NAME)
         global _WARM
         _WARM = _WARM or level == compile_plan.OPTIMIZED
-    opt_text = "\n; ---- the parallel loops' module ----\n".join(opt_parts)
-    _dump(module, "ir-with-opt.ll", opt_text, options)
+
+    def texts() -> list[str]:     # the optimized IR, printed on first use: nobody reads it on the hot path
+        return [p if isinstance(p, str) else str(p) for p in opt_parts]
+
+    def opt_text() -> str:
+        return PART_SEPARATOR.join(texts())
 
     def assembly() -> str:
-        return "\n".join(target_machine().emit_assembly(llvm.parse_assembly(part)) for part in opt_parts)
+        return "\n".join(target_machine().emit_assembly(llvm.parse_assembly(part)) for part in texts())
     if options.dumps_module(module.name):
+        _dump(module, "ir-with-opt.ll", opt_text(), options)
         _dump(module, "s", assembly(), options)
     exe = Executable(module, engine, address, scratch_size, text, opt_text, assembly)
     exe.llvm_level = level

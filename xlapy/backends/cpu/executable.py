@@ -50,7 +50,7 @@ class Executable:
                  assembly_fn):
         self.module = module
         self.llvm_ir = llvm_ir
-        self.llvm_ir_optimized = llvm_ir_opt
+        self._llvm_ir_opt = llvm_ir_opt      # the text, or a function printing it on first use
         self._assembly_fn = assembly_fn
         self._engine = engine            # keeps the machine code alive
         entry = module.entry
@@ -161,3 +161,9 @@ class Executable:
     @property
     def assembly(self) -> str:
         return self._assembly_fn()
+
+    @property
+    def llvm_ir_optimized(self) -> str:
+        if callable(self._llvm_ir_opt):
+            self._llvm_ir_opt = self._llvm_ir_opt()
+        return self._llvm_ir_opt

@@ -26,6 +26,7 @@ import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
+WORKER_WEIGHT = 1.6            # LLVM time per line of a worker (vectorized loops) relative to the entry's
 _WORKER = re.compile(r'^define internal i8\* @"(xlapy_task[\w.]*)"\(i8\* %"\.1"\)')
 _REF = re.compile(r'@"([^"]+)"')
 _serial = itertools.count()
@@ -54,18 +55,26 @@ def split(text: str) -> tuple[str, str, list[str]] | None:
     """(module A text, module B text, moved worker names), or None when not worth splitting."""
     items = _items(text)
     defined = {m.group(1) for kind, t in items if kind == "define" for m in [_REF.search(t)] if m}
-    moved, moved_lines = [], 0
+    candidates, total = [], 0.0
     for kind, t in items:
-        m = _WORKER.match(t) if kind == "define" else None
+        if kind != "define":
+            continue
+        m = _WORKER.match(t)
+        lines = t.count("\n")
+        total += lines * (WORKER_WEIGHT if m else 1.0)
         if m is None:
             continue
         name = m.group(1)
-        refs = set(_REF.findall(t)) - {name}
-        if refs & defined:                  # calls another function of the module: keep it in A
+        if (set(_REF.findall(t)) - {name}) & defined:     # calls another function of the module: stays in A
+            continue
+        candidates.append((lines, name))
+    moved, moved_weight = [], 0.0
+    for lines, name in sorted(candidates, reverse=True):  # biggest first, until B holds about half the work
+        if moved_weight + lines * WORKER_WEIGHT / 2 > total / 2:
             continue
         moved.append(name)
-        moved_lines += t.count("\n")
-    if not moved or moved_lines < MIN_MOVED_LINES:
+        moved_weight += lines * WORKER_WEIGHT
+    if not moved or moved_weight < MIN_MOVED_LINES:
         return None
     tag = f"xlapy_p{next(_serial)}_"
     rename = {n: tag + n for n in moved}
@@ -87,6 +96,19 @@ def split(text: str) -> tuple[str, str, list[str]] | None:
     return "\n".join(a) + "\n", "\n".join(b) + "\n", moved
 
 
+class InvalidIR(Exception):
+    """One of the halves does not parse or verify (an emitter bug)."""
+
+
+def _parse(text: str, context=None):
+    try:
+        mod = llvm.parse_assembly(text, context=context) if context is not None else llvm.parse_assembly(text)
+        mod.verify()
+    except RuntimeError as e:
+        raise InvalidIR(str(e)) from e
+    return mod
+
+
 def _optimize_and_emit_raw(mpm, mod, pb, tm, out: dict) -> None:
     """Thread 2: the pass pipeline and object emission through the raw (lock-free) ctypes functions."""
     try:
@@ -99,11 +121,11 @@ def _optimize_and_emit_raw(mpm, mod, pb, tm, out: dict) -> None:
 
 
 def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
-    """Compile the two halves concurrently; (engine, entry address, [optimized IR of A, of B]).
+    """Compile the two halves concurrently; (engine, entry address, [optimized module A, B]).
     `optimize(mod, tm)` is compiler.optimize_llvm; `new_tm()` makes a target machine."""
     from .compiler import pipeline_tuning
     ctx_b = llvm.create_context()
-    mod_b = llvm.parse_assembly(text_b, context=ctx_b)
+    mod_b = _parse(text_b, ctx_b)
     tm_b = new_tm()
     pb_b = llvm.create_pass_builder(tm_b, pipeline_tuning())
     mpm_b = pb_b.getModulePassManager()
@@ -111,11 +133,10 @@ def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
     worker = threading.Thread(target=_optimize_and_emit_raw, args=(mpm_b, mod_b, pb_b, tm_b, out), daemon=True)
     worker.start()
     try:
-        mod_a = llvm.parse_assembly(text_a)
+        mod_a = _parse(text_a)
         tm_a = new_tm()
         optimize(mod_a, tm_a)
         obj_a = tm_a.emit_object(mod_a)
-        opt_a = str(mod_a)
     finally:
         worker.join()
         mpm_b.close()           # the pass manager before the builder whose analyses it used
@@ -130,7 +151,6 @@ def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
     finally:
         ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
         out["error"].close()
-    opt_b = str(mod_b)
     header = "\n".join(line for line in text_a.splitlines()[:3] if line.startswith(("target ", "; ModuleID")))
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(header + "\n"), new_tm())
     for obj in (obj_a, obj_b):
@@ -139,4 +159,4 @@ def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
     address = engine.get_function_address(entry)
     if not address:
         raise RuntimeError(f"the linked objects have no {entry}")
-    return engine, address, [opt_a, opt_b]
+    return engine, address, [mod_a, mod_b]      # the optimized modules (printed when someone asks)
