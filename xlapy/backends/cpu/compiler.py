@@ -27,12 +27,11 @@ from . import scalar_ops
 from . import buffer_assignment, compile_plan, llvm_jit, llvm_parallel
 from .emitter import Emitter
 from .executable import Executable
-from .irhelpers import I8P, I32, VOID, alloca_once, i64, intrinsic
+from .irhelpers import I8P, VOID, i64, intrinsic, is_x86, mark_ftz
 from .parallel import resolve_num_threads
 
 _initialized = False
 ENTRY_NAME = "xlapy_entry"
-_MXCSR_FTZ_DAZ = 0x8040
 
 
 def _init_llvm() -> None:
@@ -77,27 +76,13 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1) ->
     split over num_threads threads (parallel.py)."""
     fn = ir.Function(llvm_module, ir.FunctionType(VOID, [I8P.as_pointer(), I8P.as_pointer(), I8P]), ENTRY_NAME)
     fn.attributes.add("nounwind")
-    if llvm_module.triple.startswith(("x86_64", "i686", "i386")):
-        # Tell LLVM the truth about the FP environment we install (FTZ/DAZ), so it does not fold a bitwise
-        # zero test into an fcmp that the hardware answers differently. llvmlite's attribute set only lets
-        # through names it knows, hence set.add.
-        set.add(fn.attributes, '"denormal-fp-math"="preserve-sign,preserve-sign"')
+    mark_ftz(fn)
     params_arg, results_arg, scratch_arg = fn.args
     params_arg.name, results_arg.name, scratch_arg.name = "params", "results", "scratch"
     for a in (params_arg, results_arg, scratch_arg):
         a.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    x86 = llvm_module.triple.startswith(("x86_64", "i686", "i386"))
-    saved = None
-    if x86:
-        saved = alloca_once(b, I32, "mxcsr.saved")
-        intrinsic(b, "llvm.x86.sse.stmxcsr", VOID, [b.bitcast(saved, I8P)])
-        flushed = alloca_once(b, I32, "mxcsr.ftz")
-        b.store(b.or_(b.load(saved), ir.Constant(I32, _MXCSR_FTZ_DAZ)), flushed)
-        intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(flushed, I8P)])
-        ieee = alloca_once(b, I32, "mxcsr.ieee")
-        b.store(b.and_(b.load(saved), ir.Constant(I32, ~_MXCSR_FTZ_DAZ & 0xFFFFFFFF)), ieee)
-        scalar_ops.MXCSR_SLOTS[id(fn)] = (ieee, flushed)
+    saved = scalar_ops.enter_ftz(b) if is_x86(llvm_module) else None
 
     entry = module.entry
     em = Emitter(b, scratch_arg)

@@ -19,7 +19,7 @@ from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import primitive_type
 from . import f8, scalar_complex, scalar_ops
 from .indexing import delinearize, linear_index, major_to_minor, row_major_linear
-from .irhelpers import I1, I64, alloca_once, dominates, i64, if_else_value, loop_nest
+from .irhelpers import I1, I64, alloca_once, dominates, i64, if_else_value, is_x86, loop_nest
 from .types import is_narrow_float, load_element, round_value, value_type
 from .math_approx import APPROXIMATIONS
 from .elemental_gather import gather
@@ -144,8 +144,7 @@ HARDWARE_FLUSHED = frozenset({"exponential"})
 def _flushing(em, inst, pt, rule):
     if pt.kind != "float" or inst.opcode not in FLUSH_EXPLICITLY:
         return rule
-    if (inst.opcode in HARDWARE_FLUSHED and em.b.module.triple.startswith(("x86_64", "i686", "i386"))
-            and pt.name in ("f32", "f64")):
+    if inst.opcode in HARDWARE_FLUSHED and is_x86(em.b.module) and pt.name in ("f32", "f64"):
         return rule
     flush = scalar_ops.flush_denormal
     return lambda b, pt, *xs: flush(b, pt, rule(b, pt, *(flush(b, pt, x) for x in xs)))

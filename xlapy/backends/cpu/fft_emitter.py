@@ -29,7 +29,8 @@ from llvmlite import ir
 from ...errors import UnimplementedError
 from .buffers import BufferRef
 from .indexing import linear_index
-from .irhelpers import F32, F64, I8, I64, VOID, alloca_once, for_range, i64, if_then, intrinsic, loop_nest
+from .irhelpers import (F32, F64, I8, I64, VOID, alloca_once, for_range, i64, if_then, intrinsic, loop_nest,
+                        mark_ftz)
 from .types import load_element, store_element
 
 DIRECT_MAX = 32          # non-power-of-two lengths up to this run the direct DFT, longer ones Bluestein
@@ -209,8 +210,7 @@ def _kernel(module: ir.Module, ty: ir.Type, n: int, inverse: bool) -> ir.Functio
     fn.attributes.add("nounwind")
     for a in fn.args:
         a.add_attribute("noalias")
-    if module.triple.startswith(("x86_64", "i686", "i386")):
-        set.add(fn.attributes, '"denormal-fp-math"="preserve-sign,preserve-sign"')   # runs under FTZ/DAZ
+    mark_ftz(fn)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     data, scratch = fn.args
     if n > 1:

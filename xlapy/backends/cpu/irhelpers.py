@@ -22,6 +22,18 @@ I8P = I8.as_pointer()
 VOID = ir.VoidType()
 
 
+def is_x86(module: ir.Module) -> bool:
+    return module.triple.startswith(("x86_64", "i686", "i386"))
+
+
+def mark_ftz(fn: ir.Function) -> None:
+    """Tell LLVM that `fn` runs under the FP environment the entry installs on x86 (FTZ/DAZ), so it does not
+    fold a bitwise zero test into an fcmp the hardware answers differently. llvmlite's attribute set only
+    lets through names it knows, hence set.add."""
+    if is_x86(fn.module):
+        set.add(fn.attributes, '"denormal-fp-math"="preserve-sign,preserve-sign"')
+
+
 def i64(value: int) -> ir.Constant:
     return ir.Constant(I64, value)
 

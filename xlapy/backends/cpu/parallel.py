@@ -28,13 +28,12 @@ from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import Shape
 from . import scalar_ops, threadpool
 from .buffers import byte_size
-from .irhelpers import I8P, I32, I64, VOID, alloca_once, for_range, i64, intrinsic
+from .irhelpers import I8P, I32, I64, VOID, alloca_once, for_range, i64, intrinsic, is_x86, mark_ftz
 
 # XLA's min_cost_per_thread for its persistent thread pool is 256 KiB (an L2 cache's worth of traffic); waking
 # a spinning worker of ours costs well under a microsecond, a sleeping one a few (threadpool.py).
 MIN_BYTES_PER_TASK = 1 << 18
 CHUNK_QUANTUM = 16                 # chunk bounds are multiples of this many elements (whole cache lines)
-_MXCSR_FTZ_DAZ = 0x8040
 _TASK = ir.LiteralStructType([I64, I8P])      # (task index, captured values)
 _TASK_BYTES = 16                               # its size on 64-bit targets (the only ones the JIT runs on)
 _WORKER = "_xlapy_worker"                     # marks outlined functions: threads are not nested
@@ -110,23 +109,6 @@ def splittable_reduction(inst: Instruction, reduce: Instruction, reducer_op: str
 
 
 # -- outlining and threads --------------------------------------------------------------------------
-def _is_x86(module: ir.Module) -> bool:
-    return module.triple.startswith(("x86_64", "i686", "i386"))
-
-
-def _enter_ftz(b: ir.IRBuilder) -> ir.Value:
-    """Install FTZ/DAZ as the entry function does; returns the slot holding the previous MXCSR."""
-    saved = alloca_once(b, I32, "mxcsr.saved")
-    intrinsic(b, "llvm.x86.sse.stmxcsr", VOID, [b.bitcast(saved, I8P)])
-    flushed = alloca_once(b, I32, "mxcsr.ftz")
-    b.store(b.or_(b.load(saved), ir.Constant(I32, _MXCSR_FTZ_DAZ)), flushed)
-    intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(flushed, I8P)])
-    ieee = alloca_once(b, I32, "mxcsr.ieee")
-    b.store(b.and_(b.load(saved), ir.Constant(I32, ~_MXCSR_FTZ_DAZ & 0xFFFFFFFF)), ieee)
-    scalar_ops.MXCSR_SLOTS[id(b.function)] = (ieee, flushed)
-    return saved
-
-
 def _map_values(value, fn):
     if isinstance(value, (ir.Instruction, ir.Argument)):
         return fn(value)
@@ -228,8 +210,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     worker.linkage = "internal"
     worker.attributes.add("nounwind")
     worker.attributes.add("noinline")
-    if _is_x86(module):
-        set.add(worker.attributes, '"denormal-fp-math"="preserve-sign,preserve-sign"')
+    mark_ftz(worker)
     table_ty = ir.ArrayType(I64, tasks + 1)
     table = ir.GlobalVariable(module, table_ty, module.get_unique_name("xlapy_task.bounds"))
     table.global_constant = True
@@ -243,7 +224,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     captures = b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, 1)]), name="captures")
     start = b.load(b.gep(table, [i64(0), index]), name="start")
     end = b.load(b.gep(table, [i64(0), b.add(index, i64(1))]), name="end")
-    saved = _enter_ftz(b) if _is_x86(module) else None
+    saved = scalar_ops.enter_ftz(b) if is_x86(module) else None
     first = worker.append_basic_block("body")
     b.branch(first)
     b.position_at_end(first)

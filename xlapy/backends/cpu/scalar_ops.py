@@ -134,6 +134,24 @@ def _float_power(b, pt, x, y):
 MXCSR_SLOTS: dict[int, tuple] = {}
 
 
+_MXCSR_FTZ_DAZ = 0x8040
+
+
+def enter_ftz(b) -> ir.Value:
+    """Install FTZ/DAZ in b's function (the entry, or a worker thread's task) and record its MXCSR_SLOTS;
+    returns the slot holding the previous MXCSR, to restore on the way out."""
+    from .irhelpers import I8P, I32, VOID, alloca_once
+    saved = alloca_once(b, I32, "mxcsr.saved")
+    intrinsic(b, "llvm.x86.sse.stmxcsr", VOID, [b.bitcast(saved, I8P)])
+    flushed = alloca_once(b, I32, "mxcsr.ftz")
+    b.store(b.or_(b.load(saved), ir.Constant(I32, _MXCSR_FTZ_DAZ)), flushed)
+    intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(flushed, I8P)])
+    ieee = alloca_once(b, I32, "mxcsr.ieee")
+    b.store(b.and_(b.load(saved), ir.Constant(I32, ~_MXCSR_FTZ_DAZ & 0xFFFFFFFF)), ieee)
+    MXCSR_SLOTS[id(b.function)] = (ieee, flushed)
+    return saved
+
+
 def ieee_call(b, call):
     slots = MXCSR_SLOTS.get(id(b.function))
     if slots is None:

@@ -29,7 +29,7 @@ from ...hlo.shape import PrimitiveType, Shape, primitive_type
 from . import scalar_ops
 from .buffers import BufferRef, ValueTree, leaves
 from .indexing import major_to_minor, strides
-from .irhelpers import I1, I32, I64, alloca_once, i64, if_else_value, loop_nest
+from .irhelpers import I1, I32, I64, alloca_once, i64, if_else_value, loop_nest, mark_ftz
 from .types import load_element, store_element, value_type
 
 RUN = 16                      # insertion-sorted run length before merging
@@ -46,8 +46,7 @@ def _new_function(em, ptypes: Sequence[PrimitiveType], name: str) -> tuple[ir.Fu
     fn = ir.Function(module, ir.FunctionType(I1, arg_types), f"{name}.{next(_names)}")
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
-    if module.triple.startswith(("x86_64", "i686", "i386")):
-        set.add(fn.attributes, '"denormal-fp-math"="preserve-sign,preserve-sign"')   # runs under FTZ/DAZ
+    mark_ftz(fn)
     return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
