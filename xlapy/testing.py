@@ -56,6 +56,20 @@ def assert_same_semantics(original_text: str, rewritten, seed: int = 1) -> None:
         assert_same(g, w, where=f"output {i}")
 
 
+def numerical_grad(f, x, eps: float = 1e-6) -> np.ndarray:
+    """Central differences of a scalar f at the numpy array x (f evaluated compiled, in float64: the autodiff
+    tests run with x64 on)."""
+    import xlapy
+    f = xlapy.jit(f)
+    x = np.asarray(x, np.float64)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
+    return g
+
+
 def filecheck(text: str, checks: str) -> None:
     """A small FileCheck. `CHECK: s` must match after the previous match (later on the same line counts);
     `CHECK-NEXT: s` must be on the line after the previous match; `CHECK-NOT: s` must not appear between

@@ -67,3 +67,14 @@ def _run_on_backend(request, xlapy_backend):
         yield
     finally:
         xlapy.config.default_backend = old
+
+
+@pytest.fixture
+def x64():
+    """jax_enable_x64 on for the test (as `with jax.experimental.enable_x64()`), restored afterwards."""
+    old = xlapy.config.enable_x64
+    xlapy.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        xlapy.config.update("jax_enable_x64", old)

@@ -9,6 +9,7 @@ import pytest
 import xlapy
 from xlapy import lax
 from xlapy.frontend.autodiff import vjp as vjp_driver
+from xlapy.testing import numerical_grad
 
 rng = np.random.default_rng(3)
 H, D = 4, 3
@@ -16,31 +17,13 @@ W = rng.standard_normal((H, H)) * 0.4
 U = rng.standard_normal((H, D)) * 0.5
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    old = xlapy.config.enable_x64
-    xlapy.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        xlapy.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64")      # the conftest fixture, for every test here
 
 
 @pytest.fixture
 def always_taped(monkeypatch):
     """Send every static loop through the taped path, however short."""
     monkeypatch.setattr(vjp_driver, "MAX_UNROLL", 0)
-
-
-def numerical_grad(f, x, eps=1e-6):
-    f = xlapy.jit(f)
-    x = np.asarray(x, np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
-    return g
 
 
 def fori_loss(n):

@@ -5,18 +5,10 @@ import pytest
 
 import xlapy
 from xlapy import lax
+from xlapy.testing import numerical_grad
 
 rng = np.random.default_rng(0)
-
-
-@pytest.fixture(autouse=True)
-def x64():
-    old = xlapy.config.enable_x64
-    xlapy.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        xlapy.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64")      # the conftest fixture, for every test here
 
 
 def log_softmax(z):
@@ -31,18 +23,6 @@ def cross_entropy(logits, labels):
 def mlp_loss(params, x, labels):
     h = lax.tanh(x @ params["w1"] + params["b1"])
     return cross_entropy(h @ params["w2"] + params["b2"], labels)
-
-
-def numerical_grad(f, x, eps=1e-6):
-    """Central differences of a scalar f at the numpy array x (f evaluated compiled)."""
-    f = xlapy.jit(f)
-    x = np.asarray(x, np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
-    return g
 
 
 X3 = rng.standard_normal(3)

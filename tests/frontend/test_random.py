@@ -195,16 +195,6 @@ def test_permutation_two_shuffle_rounds():
     assert sorted(out.tolist()) == list(range(2000))
 
 
-@pytest.fixture
-def x64():
-    old = xlapy.config.enable_x64
-    xlapy.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        xlapy.config.update("jax_enable_x64", old)
-
-
 def test_x64_matches_jax(x64):
     _check("key64_big", K(2 ** 40 + 7))
     _check("key64_neg", K(-1))
