@@ -23,7 +23,7 @@ import math
 
 from ...hlo import Instruction
 from .buffers import BufferRef
-from .indexing import linear_index, major_to_minor
+from .indexing import linear_index, major_to_minor, placed
 from .irhelpers import loop_nest
 from .loops import chunk_nest
 from .parallel import chunk_bounds, parallel_for, task_count
@@ -72,14 +72,12 @@ def column_reduction(em, inst: Instruction, reduce: Instruction, gens) -> Buffer
     def body(b, start=None, end=None, task=None) -> None:
         first = init([])
         with columns(b, start, end, "cinit") as ovs:
-            index = _place(out_order, ovs, out_shape.rank)
+            index = placed(out_order, ovs, out_shape.rank)
             store_element(b, out.pointer, pt, linear_index(b, index, out_shape), first)
         with loop_nest(b, [in_shape.dims[d] for d in order[:len(reduced)]], name="crow") as rvs:
             with columns(b, start, end, "ccol") as ovs:
-                index = _place(out_order, ovs, out_shape.rank)
-                full: list = [None] * in_shape.rank
-                for d, i in zip(order, rvs):
-                    full[d] = i
+                index = placed(out_order, ovs, out_shape.rank)
+                full = placed(order, rvs, in_shape.rank)
                 for d, i in enumerate(index):
                     full[kept[d]] = i
                 slot = linear_index(b, index, out_shape)
@@ -91,10 +89,3 @@ def column_reduction(em, inst: Instruction, reduce: Instruction, gens) -> Buffer
     if not (tasks > 1 and total >= 16 * tasks and parallel_for(b, chunk_bounds(total, tasks), body)):
         body(b)
     return out
-
-
-def _place(order, ivs, rank) -> list:
-    index: list = [None] * rank
-    for d, iv in zip(order, ivs):
-        index[d] = iv
-    return index

@@ -28,7 +28,7 @@ from .sort_emitter import sort, topk
 from .row_emitter import row_fusion
 from .column_reduce import column_reduction, is_column_reduction
 from . import fft_emitter, scan_emitter
-from .indexing import is_row_major, linear_index, major_to_minor
+from .indexing import is_row_major, linear_index, major_to_minor, placed
 from .irhelpers import I8, I8P, i64, loop_nest, memcpy
 from .loops import emit_loop, split_reduction
 from .parallel import task_count
@@ -162,9 +162,7 @@ class Emitter:
         starts = _start_indices(self.elemental, dus, gens, 2, update.dims, dus.operands[0].shape.dims)
         order = major_to_minor(update)
         with loop_nest(b, [update.dims[d] for d in order], name="dus") as ivs:
-            local: list = [None] * update.rank
-            for d, iv in zip(order, ivs):
-                local[d] = iv
+            local = placed(order, ivs, update.rank)
             value = gens[1](local)
             full = [b.add(s, i, flags=["nsw", "nuw"]) for s, i in zip(starts, local)]
             store_element(b, target.pointer, target.shape.ptype, linear_index(b, full, target.shape), value)
@@ -188,12 +186,15 @@ class Emitter:
         return tree
 
     # -- fusion ----------------------------------------------------------------------------------------
-    def fused_generators(self, comp: Computation, operands: list[ValueTree]) -> dict[int, Generator]:
+    def fused_generators(self, comp: Computation, operands: list[ValueTree] | None,
+                         param_gens: list[Generator] | None = None) -> dict[int, Generator]:
+        """Generators of every instruction of a fused computation whose parameter i is operands[i]; or, given
+        param_gens, is read through param_gens[i] (a row fusion's members read each other's row buffers)."""
         gens: dict[int, Generator] = {}
         for inst in comp.post_order():
             if inst.opcode == "parameter":
-                value = operands[inst.parameter_number]
-                gens[id(inst)] = self.generator_of(value)
+                gens[id(inst)] = param_gens[inst.parameter_number] if param_gens is not None \
+                    else self.generator_of(operands[inst.parameter_number])
             elif inst.opcode == "reduce" and inst is not comp.root and is_column_reduction(inst):
                 # computed once up front by the vectorized column loop, then read by its users
                 buf = column_reduction(self, inst, inst, [gens[id(o)] for o in inst.operands])
@@ -201,8 +202,8 @@ class Emitter:
             elif inst.opcode in TABLE:
                 gens[id(inst)] = self.elemental.generator(inst, [gens[id(o)] for o in inst.operands])
             else:   # a non-elemental op inside a fusion: materialize its operands and itself
-                ops = [self.materialize(o, gens[id(o)]) if o.opcode != "parameter"
-                       else operands[o.parameter_number] for o in inst.operands]
+                ops = [operands[o.parameter_number] if o.opcode == "parameter" and operands is not None
+                       else self.materialize(o, gens[id(o)]) for o in inst.operands]
                 gens[id(inst)] = self.generator_of(self.emit_instruction(inst, ops))
         return gens
 

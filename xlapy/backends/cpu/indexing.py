@@ -16,6 +16,15 @@ def major_to_minor(shape: Shape) -> list[int]:
     return list(reversed(shape.layout.minor_to_major))
 
 
+def placed(dims: Sequence[int], ivs: Sequence, rank: int) -> list:
+    """The index of rank `rank` whose dimension dims[k] is ivs[k] (entries no dim names stay None): loop
+    variables, which run in layout order, put back in logical order."""
+    index: list = [None] * rank
+    for d, iv in zip(dims, ivs):
+        index[d] = iv
+    return index
+
+
 def is_row_major(shape: Shape) -> bool:
     return major_to_minor(shape) == list(range(shape.rank))
 

@@ -20,7 +20,7 @@ from ...hlo import Instruction
 from ...hlo.shape import Shape
 from .buffers import BufferRef, ValueTree
 from .elemental import Generator, simple_reducer
-from .indexing import linear_index, major_to_minor
+from .indexing import linear_index, major_to_minor, placed
 from .irhelpers import I64, alloca_once, i64, loop_nest
 from .parallel import chunk_bounds, parallel_for, splittable_reduction, task_count
 from .types import is_narrow_float, store_element, value_type
@@ -33,9 +33,7 @@ def emit_loop(b: ir.IRBuilder, shape: Shape, gen: Generator, targets: Sequence[B
     counts = [shape.dims[d] for d in order]
 
     def store(ivs):
-        index: list = [None] * shape.rank
-        for d, iv in zip(order, ivs):
-            index[d] = iv
+        index = placed(order, ivs, shape.rank)
         value = gen(index)
         values = value if isinstance(value, tuple) else (value,)
         for target, v in zip(targets, values):
@@ -130,10 +128,7 @@ def split_reduction(em, inst: Instruction, reduce: Instruction, gens: Sequence[G
     source, init = gens
 
     def out_index(ivs) -> list:
-        index: list = [None] * out_shape.rank
-        for d, iv in zip(out_order, ivs):
-            index[d] = iv
-        return index
+        return placed(out_order, ivs, out_shape.rank)
 
     def partial(b: ir.IRBuilder, task, k) -> ir.Value:
         return b.gep(partials, [i64(0), b.add(b.mul(task, i64(outputs)), k)])

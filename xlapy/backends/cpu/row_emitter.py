@@ -21,7 +21,7 @@ from llvmlite import ir
 from ...hlo import Instruction
 from ...hlo.shape import Shape
 from ...passes.fusion.row_fusion import row_plan
-from .buffers import BufferRef, ValueTree, byte_size, leaves
+from .buffers import ValueTree, byte_size, leaves
 from .indexing import delinearize, linear_index
 from .irhelpers import I8, I8P, alloca_once, loop_nest
 from .loops import for_interval
@@ -76,13 +76,8 @@ def row_fusion(em, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
 def _member_generator(em, m: Instruction, operand_gens: list):
     if m.opcode != "fusion":
         return em.elemental.generator(m, operand_gens)
-    gens: dict[int, object] = {}
-    for node in m.attrs["calls"].post_order():
-        if node.opcode == "parameter":
-            gens[id(node)] = operand_gens[node.parameter_number]
-        else:
-            gens[id(node)] = em.elemental.generator(node, [gens[id(o)] for o in node.operands])
-    return gens[id(m.attrs["calls"].root)]
+    comp = m.attrs["calls"]
+    return em.fused_generators(comp, None, operand_gens)[id(comp.root)]
 
 
 def _row_buffer(b: ir.IRBuilder, inner: Shape, name: str) -> ir.Value:

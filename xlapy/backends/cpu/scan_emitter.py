@@ -19,7 +19,7 @@ from __future__ import annotations
 from ...hlo.attrs import window_of
 from ...hlo.shape import primitive_type
 from .buffers import leaves
-from .indexing import linear_index, major_to_minor
+from .indexing import linear_index, major_to_minor, placed
 from .irhelpers import alloca_once, for_range, i64, loop_nest
 from .types import round_value, store_element, value_type
 
@@ -88,9 +88,7 @@ def _emit_scan(em, inst, gens, outs, axis, reverse, reducer, wide_rule) -> None:
                 b.store(v, acc)
         with for_range(b, n, name="scan") as k:
             position = b.sub(i64(n - 1), k) if reverse else k
-            index: list = [None] * in_shape.rank
-            for d, iv in zip(outer, ivs):
-                index[d] = iv
+            index = placed(outer, ivs, in_shape.rank)
             index[axis] = position
             values = [g(index) for g in inputs]
             old = [b.load(a) for a in accs]

@@ -28,7 +28,7 @@ from ...hlo import Instruction
 from ...hlo.shape import PrimitiveType, Shape, primitive_type
 from . import scalar_ops
 from .buffers import BufferRef, ValueTree, leaves
-from .indexing import major_to_minor, strides
+from .indexing import major_to_minor, placed, strides
 from .irhelpers import I1, I32, I64, alloca_once, i64, if_else_value, loop_nest, mark_ftz
 from .types import load_element, store_element, value_type
 
@@ -213,9 +213,7 @@ def _emit_row_sorts(em, inputs: Sequence[BufferRef], dim: int, less_fn: ir.Funct
     c = b.bitcast(em.new_buffer(index_shape).pointer, I32.as_pointer())
     less = _less(b, less_fn)
     with loop_nest(b, [shape.dims[e] for e in others], name="row") as ivs:
-        index: list = [None] * shape.rank
-        for e, iv in zip(others, ivs):
-            index[e] = iv
+        index = placed(others, ivs, shape.rank)
         row = _row(b, inputs, index, dim)
         perm = _emit_permutation(b, row, less, n, a, c)
         consume(index, perm)
