@@ -1,6 +1,5 @@
 """The optimizer preserves meaning: for every corpus module, the interpreter's result on the optimized module
 (the whole CPU pipeline, and each pass alone) matches XLA's recorded outputs."""
-import time
 
 import pytest
 

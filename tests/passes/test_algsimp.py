@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import xlapy
-from xlapy.passes import FixedPoint, Pipeline
+from xlapy.passes import FixedPoint
 from xlapy.passes.algsimp import AlgebraicSimplifier
 from xlapy.passes.dce import HloDCE
 from xlapy.testing import assert_same, filecheck

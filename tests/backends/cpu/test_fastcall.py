@@ -6,7 +6,6 @@ import threading
 import numpy as np
 import pytest
 
-import xlapy
 from xlapy.backends import compile as compile_module
 from xlapy.backends.cpu import fastcall
 from xlapy.errors import XlapyError

@@ -16,7 +16,6 @@ lanes and init are combined by the reducer's own scalar code.
 """
 from __future__ import annotations
 
-from llvmlite import ir
 
 from .irhelpers import alloca_once, for_range, i64, loop_nest
 from .math_approx_core import Emit, format_of
