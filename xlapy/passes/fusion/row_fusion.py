@@ -102,7 +102,7 @@ def _reduces(inst: Instruction) -> list[Instruction]:
 
 def _outer_rank(seed: Instruction) -> int:
     """The outer rank a seed (a member holding a reduce) allows: below its smallest reduced dimension."""
-    return min(int(d) for r in _reduces(seed) for d in r.attrs["dimensions"]) if _reduces(seed) else 0
+    return min((int(d) for r in _reduces(seed) for d in r.attrs["dimensions"]), default=0)
 
 
 def _inner_bytes(inst: Instruction, k: int) -> int:
@@ -136,8 +136,7 @@ class _Group:
         if user.opcode in ("parameter", "tuple", "get-tuple-element") or user.control_predecessors:
             return False
         reads = member_reads(user, self.k, self.outer)
-        if reads is None or (user.opcode == "reduce" or is_fusion(user)) and _reduces(user) and \
-                _outer_rank(user) < self.k:
+        if reads is None or (_reduces(user) and _outer_rank(user) < self.k):
             return False
         memo: dict = {}
         for o, mode in zip(user.operands, reads):
