@@ -25,7 +25,7 @@ from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
 from . import buffer_assignment, compile_plan, llvm_jit, llvm_parallel
-from .emitter import Emitter
+from .emitter import IrEmitter
 from .executable import Executable
 from .irhelpers import I8P, VOID, i64, intrinsic, is_x86, mark_ftz
 from .parallel import resolve_num_threads
@@ -85,7 +85,7 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1) ->
     saved = scalar_ops.enter_ftz(b) if is_x86(llvm_module) else None
 
     entry = module.entry
-    em = Emitter(b, scratch_arg)
+    em = IrEmitter(b, scratch_arg)
     em.num_threads = num_threads
     counter = iter(range(1 << 30))
 

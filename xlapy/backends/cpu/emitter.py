@@ -47,7 +47,7 @@ def _physical_bytes(inst: Instruction) -> bytes:
     return np.ascontiguousarray(arr).tobytes()
 
 
-class Emitter:
+class IrEmitter:
     """Emits computations into `builder`'s function; temporaries live at offsets of the `scratch` argument."""
 
     def __init__(self, builder: ir.IRBuilder, scratch: ir.Value):
@@ -208,7 +208,7 @@ class Emitter:
         return gens
 
 
-def reduction_loop(em: Emitter, inst: Instruction, reduce: Instruction, gens) -> ValueTree | None:
+def reduction_loop(em: IrEmitter, inst: Instruction, reduce: Instruction, gens) -> ValueTree | None:
     """A reduce (or a fusion rooted at one) with a loop of its own: split over threads along the reduced
     dimensions when its output is tiny, or a column reduction; None: the element-at-a-time loop."""
     split = split_reduction(em, inst, reduce, gens)
@@ -216,7 +216,7 @@ def reduction_loop(em: Emitter, inst: Instruction, reduce: Instruction, gens) ->
 
 
 # -- handlers ---------------------------------------------------------------------------------------
-def _fusion(em: Emitter, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
+def _fusion(em: IrEmitter, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
     if inst.attrs.get("kind") == "kCustom":       # a row fusion (or any fusion run as its computation)
         return row_fusion(em, inst, operands)
     comp = inst.attrs["calls"]
@@ -249,34 +249,34 @@ def _fusion(em: Emitter, inst: Instruction, operands: list[ValueTree]) -> ValueT
     return out
 
 
-def _constant(em: Emitter, inst: Instruction, operands) -> ValueTree:
+def _constant(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     if inst.shape.is_tuple:
         raise unsupported(inst)
     storage_type(inst.shape.ptype)
     return BufferRef(em.constant_pointer(inst), inst.shape)
 
 
-def _bitcast(em: Emitter, inst: Instruction, operands) -> ValueTree:
+def _bitcast(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     src = operands[0]
     if src.shape.ptype.name == inst.shape.ptype.name:
         return BufferRef(src.pointer, inst.shape)
     raise unsupported(inst)
 
 
-def _reshape(em: Emitter, inst: Instruction, operands) -> ValueTree:
+def _reshape(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     src = operands[0]
     if is_row_major(src.shape) and is_row_major(inst.shape):
         return BufferRef(src.pointer, inst.shape)
     return em.materialize(inst, em.elemental.generator(inst, [em.generator_of(src)]))
 
 
-def _copy(em: Emitter, inst: Instruction, operands) -> ValueTree:
+def _copy(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     out = em.new_tree(inst.shape, inst)
     em.copy_tree(operands[0], out)
     return out
 
 
-def _while(em: Emitter, inst: Instruction, operands) -> ValueTree:
+def _while(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     b = em.b
     state = em.new_tree(inst.shape, inst)
     em.copy_tree(operands[0], state)
@@ -297,7 +297,7 @@ def _while(em: Emitter, inst: Instruction, operands) -> ValueTree:
     return state
 
 
-def _dynamic_update_slice(em: Emitter, inst: Instruction, operands) -> ValueTree:
+def _dynamic_update_slice(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     gens = [em.generator_of(v) for v in operands]
     if em.may_update_in_place(inst, 0, operands[0]):
         em.write_window(inst, operands[0], gens)
@@ -305,7 +305,7 @@ def _dynamic_update_slice(em: Emitter, inst: Instruction, operands) -> ValueTree
     return em.materialize(inst, em.elemental.generator(inst, gens))
 
 
-def _conditional(em: Emitter, inst: Instruction, operands) -> ValueTree:
+def _conditional(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     b = em.b
     selector = operands[0]
     sel = load_element(b, selector.pointer, selector.shape.ptype, i64(0))
@@ -329,11 +329,11 @@ def _conditional(em: Emitter, inst: Instruction, operands) -> ValueTree:
     return out
 
 
-def _call(em: Emitter, inst: Instruction, operands) -> ValueTree:
+def _call(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     return em.emit_computation(inst.attrs["to_apply"], operands)
 
 
-def _dot(em: Emitter, inst: Instruction, operands) -> BufferRef:
+def _dot(em: IrEmitter, inst: Instruction, operands) -> BufferRef:
     """A top-level dot: dot_emitter chooses GEMM/GEMV through the BLAS runtime for large f32/f64 shapes and
     register-blocked loops otherwise. Complex dots keep the element generator."""
     lhs, rhs = operands
@@ -351,7 +351,7 @@ def _dot(em: Emitter, inst: Instruction, operands) -> BufferRef:
     return out
 
 
-HANDLERS: dict[str, Callable[[Emitter, Instruction, list], ValueTree]] = {
+HANDLERS: dict[str, Callable[[IrEmitter, Instruction, list], ValueTree]] = {
     "fusion": _fusion,
     "constant": _constant,
     "tuple": lambda em, inst, ops: tuple(ops),
