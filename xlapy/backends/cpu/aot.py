@@ -33,9 +33,11 @@ from ...errors import XlapyError
 from ...hlo import Module, Shape
 from . import runtime
 from .buffers import ALIGNMENT, byte_size
-from .compiler import ENTRY_NAME, _init_llvm, emit_llvm, optimize_llvm, parse_llvm
+from .abi import ENTRY_NAME
+from .compiler import emit_llvm, optimize_llvm, parse_llvm
 from .indexing import major_to_minor
 from .irhelpers import I8P, I32
+from .llvm_jit import init_llvm
 
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
 inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
@@ -124,7 +126,7 @@ def _target_machine(triple: str | None, cpu: str | None, features: str | None):
     """(target machine, triple, cpu, features). Defaults are portable: the host triple with a generic CPU and
     no extra features; cpu="host" tunes for (and requires the features of) the machine compiling."""
     global _all_targets
-    _init_llvm()
+    init_llvm()
     if not _all_targets:
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()

@@ -11,8 +11,6 @@ x86 MXCSR flush-to-zero / denormals-are-zero bits set, as XLA:CPU does, and rest
 from __future__ import annotations
 
 import os
-
-import ctypes.util
 import re
 from pathlib import Path
 
@@ -25,24 +23,11 @@ from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
 from . import buffer_assignment, compile_plan, llvm_jit, llvm_parallel
+from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
 from .executable import Executable
 from .irhelpers import I8P, VOID, i64, intrinsic, is_x86, mark_ftz
 from .parallel import resolve_num_threads
-
-_initialized = False
-ENTRY_NAME = "xlapy_entry"
-
-
-def _init_llvm() -> None:
-    global _initialized
-    if not _initialized:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        libm = ctypes.util.find_library("m")
-        if libm:
-            llvm.load_library_permanently(libm)
-        _initialized = True
 
 
 def target_machine():
@@ -74,7 +59,7 @@ def _leaf_sources(inst: Instruction) -> list[tuple[Instruction, int]]:
 def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1) -> tuple[ir.Function, int]:
     """Emit the entry function into llvm_module; returns it and the scratch size in bytes. Large loops are
     split over num_threads threads (parallel.py)."""
-    fn = ir.Function(llvm_module, ir.FunctionType(VOID, [I8P.as_pointer(), I8P.as_pointer(), I8P]), ENTRY_NAME)
+    fn = ir.Function(llvm_module, ENTRY_TYPE, ENTRY_NAME)
     fn.attributes.add("nounwind")
     mark_ftz(fn)
     params_arg, results_arg, scratch_arg = fn.args

@@ -15,6 +15,7 @@ from ...hlo.shape import PrimitiveType, primitive_type
 from . import scalar_ops
 from .dot_plan import Operand, batch_loop, DotShape, elem_bytes, group, offset_of, row_major
 from .irhelpers import F16, I16, I32, alloca_once, i64, loop_nest
+from .llvm_jit import init_llvm
 from .types import load_element, storage_type, store_element, value_type
 
 ACC_ROW_MAX = 16384               # largest f32 accumulator row kept on the stack (narrow-float results)
@@ -48,7 +49,7 @@ def _vector_bytes() -> int:
     global _VECTOR_BYTES
     if _VECTOR_BYTES is None:
         import llvmlite.binding as llvm
-        llvm.initialize_native_target()
+        init_llvm()
         features = llvm.get_host_cpu_features()
         _VECTOR_BYTES = 64 if features.get("avx512f") else 32 if features.get("avx") else 16
     return _VECTOR_BYTES

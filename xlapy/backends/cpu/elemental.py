@@ -18,6 +18,7 @@ from ...errors import ExecutionError, UnimplementedError
 from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import primitive_type
 from . import f8, scalar_complex, scalar_ops
+from .abi import ENTRY_NAME
 from .indexing import delinearize, linear_index, major_to_minor, row_major_linear
 from .irhelpers import I1, I64, alloca_once, dominates, i64, if_else_value, is_x86, loop_nest
 from .types import is_narrow_float, load_element, round_value, value_type
@@ -66,9 +67,6 @@ class ElementalEmitter:
             return values[id(comp.root)]([])
         finally:
             self.reassoc = saved
-
-
-ENTRY_NAME = "xlapy_entry"      # compiler.ENTRY_NAME: void entry(i8** params, i8** results, i8* scratch)
 
 
 def _is_entry_parameter(b: ir.IRBuilder, pointer: ir.Value) -> bool:

@@ -27,6 +27,9 @@ import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
 
+from .abi import ENTRY_TYPE
+from .llvm_jit import init_llvm
+
 _PyArray_Empty_SLOT = 184          # numpy/__multiarray_api.h: PyArray_API[184] is PyArray_Empty (numpy 1.x and 2.x)
 _METH_FASTCALL = 0x0080
 _C_CONTIGUOUS = 0x0001
@@ -211,9 +214,8 @@ def _build_trampoline(addresses: dict[str, int]) -> ir.Module:
     owned = b.phi(p8)
     owned.add_incoming(ir.Constant(p8, None), shared)
     owned.add_incoming(raw, own_ok)
-    entry_t = ir.FunctionType(ir.VoidType(), [pp8, pp8, p8]).as_pointer()
     thread = save(b)
-    b.call(b.bitcast(get(0), entry_t), [pbuf, rbuf, scratch])
+    b.call(b.bitcast(get(0), ENTRY_TYPE.as_pointer()), [pbuf, rbuf, scratch])
     restore(b, thread)
     with b.if_else(b.icmp_unsigned("==", owned, ir.Constant(p8, None))) as (then, otherwise):
         with then:
@@ -250,8 +252,7 @@ def _init() -> bool:
                                            "PyErr_NoMemory", "PyObject_Vectorcall", "PyTuple_New",
                                            "PyTuple_SetItem")}
         addresses["PyArray_Empty"] = ctypes.c_void_p.from_address(_numpy_api_table() + 8 * _PyArray_Empty_SLOT).value
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
+        init_llvm()
         target = llvm.Target.from_default_triple().create_target_machine(opt=2)
         parsed = llvm.parse_assembly(str(_build_trampoline(addresses)))
         parsed.verify()

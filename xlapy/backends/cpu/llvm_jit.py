@@ -17,6 +17,7 @@ two paths may round differently, as the IR allows.
 """
 from __future__ import annotations
 
+import ctypes.util
 import itertools
 import threading
 
@@ -28,12 +29,25 @@ _lock = threading.Lock()
 _shared_tm = None
 _quick: dict = {"engine": None, "count": 0}
 _names = itertools.count()
+_initialized = False
+
+
+def init_llvm() -> None:
+    """Initialize LLVM's native target and asm printer and make libm's symbols visible to MCJIT, once per
+    process; everything in this backend that builds a target machine or an engine calls it first."""
+    global _initialized
+    if not _initialized:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        libm = ctypes.util.find_library("m")
+        if libm:
+            llvm.load_library_permanently(libm)
+        _initialized = True
 
 
 def new_target_machine(opt: int = 3):
     """A fresh target machine for this host (an MCJIT engine takes ownership of the one it is given)."""
-    from .compiler import _init_llvm
-    _init_llvm()
+    init_llvm()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                         features=llvm.get_host_cpu_features().flatten(), opt=opt)

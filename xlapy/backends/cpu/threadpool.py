@@ -35,6 +35,8 @@ import threading
 
 import llvmlite.binding as llvm
 
+from .llvm_jit import init_llvm
+
 SPIN_US = int(os.environ.get("XLAPY_POOL_SPIN_US", "200"))      # how long idle threads spin before sleeping
 RUN_SYMBOL = "xlapy_pool_run"
 SERIAL_BLAS_SYMBOL = "xlapy_blas_serial"
@@ -455,8 +457,8 @@ def _load_threads() -> None:
 
 def _build() -> None:
     global _engine, _set_target
-    from .compiler import _init_llvm, target_machine
-    _init_llvm()
+    from .compiler import target_machine
+    init_llvm()
     _load_threads()
     triple = llvm.get_process_triple()
     x86 = triple.startswith(("x86_64", "i686", "i386"))
