@@ -188,63 +188,61 @@ def _libm(name):
     return lambda b, pt, *xs: call_libm(b, name, *xs)
 
 
-def _op(method):
+def _instruction(method: str) -> Callable:
+    """The rule that is one IRBuilder instruction, e.g. `b.fadd(x, y)`."""
     return lambda b, pt, *xs: getattr(b, method)(*xs)
 
 
+# Float opcodes that are one math function: an LLVM intrinsic (call_math) or a C library call (call_libm).
+_FLOAT_INTRINSIC = {"ceil": "ceil", "floor": "floor", "round-nearest-afz": "round", "round-nearest-even": "roundeven",
+                    "exponential": "exp", "log": "log", "sqrt": "sqrt", "sine": "sin", "cosine": "cos"}
+_FLOAT_LIBM = {"tan": "tan", "tanh": "tanh", "log-plus-one": "log1p", "exponential-minus-one": "expm1",
+               "cbrt": "cbrt", "erf": "erf"}
+
+
+def _with_complex(rules: dict[str, dict[str, Callable]], complex_rules: dict[str, Callable]):
+    """`rules` with scalar_complex's rules added under the "complex" family."""
+    for opcode, rule in complex_rules.items():
+        rules[opcode]["complex"] = rule
+    return rules
+
+
 # opcode -> {family: rule}; families are pred, int, uint, float, complex (scalar_complex.py).
-UNARY: dict[str, dict[str, Callable]] = {
+UNARY: dict[str, dict[str, Callable]] = _with_complex({
     "abs": {"int": _int_abs, "uint": _int_abs, "float": _math("fabs")},
-    "negate": {"int": _op("neg"), "uint": _op("neg"), "float": _op("fneg")},
+    "negate": {"int": _instruction("neg"), "uint": _instruction("neg"), "float": _instruction("fneg")},
     "sign": {"int": _int_sign, "uint": _int_sign, "float": _float_sign},
-    "not": {"pred": _op("not_"), "int": _op("not_"), "uint": _op("not_")},
+    "not": {"pred": _instruction("not_"), "int": _instruction("not_"), "uint": _instruction("not_")},
     "popcnt": {"int": _popcnt, "uint": _popcnt},
     "count-leading-zeros": {"int": _clz, "uint": _clz},
-    "ceil": {"float": _math("ceil")},
-    "floor": {"float": _math("floor")},
-    "round-nearest-afz": {"float": _math("round")},
-    "round-nearest-even": {"float": _math("roundeven")},
-    "exponential": {"float": _math("exp")},
-    "log": {"float": _math("log")},
-    "sqrt": {"float": _math("sqrt")},
+    **{opcode: {"float": _math(name)} for opcode, name in _FLOAT_INTRINSIC.items()},
+    **{opcode: {"float": _libm(name)} for opcode, name in _FLOAT_LIBM.items()},
     "rsqrt": {"float": lambda b, pt, x: b.fdiv(_c(x.type, 1.0), call_math(b, "sqrt", x))},
-    "sine": {"float": _math("sin")},
-    "cosine": {"float": _math("cos")},
-    "tan": {"float": _libm("tan")},
-    "tanh": {"float": _libm("tanh")},
-    "log-plus-one": {"float": _libm("log1p")},
-    "exponential-minus-one": {"float": _libm("expm1")},
-    "cbrt": {"float": _libm("cbrt")},
-    "erf": {"float": _libm("erf")},
     "logistic": {"float": _logistic},
     "is-finite": {"float": _is_finite},
     "real": {"float": lambda b, pt, x: x},
     "imag": {"float": lambda b, pt, x: _c(x.type, 0.0)},
-}
+}, scalar_complex.UNARY)
 
-BINARY: dict[str, dict[str, Callable]] = {
-    "add": {"int": _op("add"), "uint": _op("add"), "float": _op("fadd")},
-    "subtract": {"int": _op("sub"), "uint": _op("sub"), "float": _op("fsub")},
-    "multiply": {"int": _op("mul"), "uint": _op("mul"), "float": _op("fmul")},
-    "divide": {"int": _int_divide, "uint": _int_divide, "float": _op("fdiv")},
-    "remainder": {"int": _int_remainder, "uint": _int_remainder, "float": _op("frem")},
+BINARY: dict[str, dict[str, Callable]] = _with_complex({
+    "add": {"int": _instruction("add"), "uint": _instruction("add"), "float": _instruction("fadd")},
+    "subtract": {"int": _instruction("sub"), "uint": _instruction("sub"), "float": _instruction("fsub")},
+    "multiply": {"int": _instruction("mul"), "uint": _instruction("mul"), "float": _instruction("fmul")},
+    "divide": {"int": _int_divide, "uint": _int_divide, "float": _instruction("fdiv")},
+    "remainder": {"int": _int_remainder, "uint": _int_remainder, "float": _instruction("frem")},
     "power": {"int": _int_power, "uint": _int_power, "float": _float_power,
               "pred": lambda b, pt, x, y: b.or_(x, b.not_(y))},
-    "maximum": {"pred": _op("or_"), "int": _int_max, "uint": _int_max, "float": _float_max},
-    "minimum": {"pred": _op("and_"), "int": _int_min, "uint": _int_min, "float": _float_min},
-    "and": {"pred": _op("and_"), "int": _op("and_"), "uint": _op("and_")},
-    "or": {"pred": _op("or_"), "int": _op("or_"), "uint": _op("or_")},
-    "xor": {"pred": _op("xor"), "int": _op("xor"), "uint": _op("xor")},
+    "maximum": {"pred": _instruction("or_"), "int": _int_max, "uint": _int_max, "float": _float_max},
+    "minimum": {"pred": _instruction("and_"), "int": _int_min, "uint": _int_min, "float": _float_min},
+    "and": {"pred": _instruction("and_"), "int": _instruction("and_"), "uint": _instruction("and_")},
+    "or": {"pred": _instruction("or_"), "int": _instruction("or_"), "uint": _instruction("or_")},
+    "xor": {"pred": _instruction("xor"), "int": _instruction("xor"), "uint": _instruction("xor")},
     "atan2": {"float": _libm("atan2")},
     "shift-left": {"int": _shift("shl"), "uint": _shift("shl")},
     "shift-right-logical": {"int": _shift("lshr"), "uint": _shift("lshr")},
     "shift-right-arithmetic": {"int": _shift("ashr"), "uint": _shift("ashr")},
     "complex": {"float": scalar_complex._complex},
-}
-
-for _table, _rules in ((UNARY, scalar_complex.UNARY), (BINARY, scalar_complex.BINARY)):
-    for _op, _fn in _rules.items():
-        _table[_op]["complex"] = _fn
+}, scalar_complex.BINARY)
 
 
 # -- compare -----------------------------------------------------------------------------------------
