@@ -78,10 +78,16 @@ def dominates(builder: ir.IRBuilder, a, b) -> bool:
 
 
 @contextmanager
-def for_range(builder: ir.IRBuilder, count: ir.Value | int, name: str = "i") -> Iterator[ir.Value]:
-    """`for i in range(count)` with an i64 induction variable; the body is emitted inside the `with`."""
-    if isinstance(count, int):
-        count = i64(count)
+def for_range(builder: ir.IRBuilder, stop: ir.Value | int, name: str = "i",
+              start: ir.Value | int = 0) -> Iterator[ir.Value]:
+    """`for i in range(start, stop)`: the one counted loop of this backend. The body is emitted inside the
+    `with`, which yields i. The induction variable is an i64 phi in the header (`i.next` carries nsw/nuw), the
+    loop has one preheader and one latch: the canonical form LLVM's loop vectorizer needs. Its blocks are
+    recorded with their dominators, so a value cached in the body is never reused after the loop."""
+    if isinstance(stop, int):
+        stop = i64(stop)
+    if isinstance(start, int):
+        start = i64(start)
     pre = builder.block
     header = builder.append_basic_block(f"{name}.header")
     body = builder.append_basic_block(f"{name}.body")
@@ -91,8 +97,8 @@ def for_range(builder: ir.IRBuilder, count: ir.Value | int, name: str = "i") -> 
     builder.branch(header)
     builder.position_at_end(header)
     index = builder.phi(I64, name=name)
-    index.add_incoming(i64(0), pre)
-    builder.cbranch(builder.icmp_signed("<", index, count), body, done)
+    index.add_incoming(start, pre)
+    builder.cbranch(builder.icmp_signed("<", index, stop), body, done)
     builder.position_at_end(body)
     yield index
     latch = builder.block

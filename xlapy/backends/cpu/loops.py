@@ -21,7 +21,7 @@ from ...hlo.shape import Shape
 from .buffers import BufferRef, ValueTree
 from .elemental import Generator, simple_reducer
 from .indexing import linear_index, major_to_minor, placed
-from .irhelpers import I64, alloca_once, i64, loop_nest
+from .irhelpers import alloca_once, for_range, i64, loop_nest
 from .parallel import chunk_bounds, parallel_for, splittable_reduction, task_count
 from .types import is_narrow_float, store_element, value_type
 
@@ -51,26 +51,6 @@ def emit_loop(b: ir.IRBuilder, shape: Shape, gen: Generator, targets: Sequence[B
 
 
 @contextmanager
-def for_interval(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str) -> Iterator[ir.Value]:
-    """`for i in range(lo, hi)` with an i64 induction variable."""
-    pre = b.block
-    header = b.append_basic_block(f"{name}.header")
-    body = b.append_basic_block(f"{name}.body")
-    done = b.append_basic_block(f"{name}.done")
-    b.branch(header)
-    b.position_at_end(header)
-    index = b.phi(I64, name=name)
-    index.add_incoming(lo, pre)
-    b.cbranch(b.icmp_signed("<", index, hi), body, done)
-    b.position_at_end(body)
-    yield index
-    latch = b.block
-    index.add_incoming(b.add(index, i64(1), name=f"{name}.next", flags=["nsw", "nuw"]), latch)
-    b.branch(header)
-    b.position_at_end(done)
-
-
-@contextmanager
 def chunk_nest(b: ir.IRBuilder, counts: Sequence[int], start: ir.Value, end: ir.Value,
                name: str = "c") -> Iterator[list[ir.Value]]:
     """Iterations [start, end) of loop_nest(counts) (numbered row-major, first count outermost), row by row:
@@ -79,7 +59,7 @@ def chunk_nest(b: ir.IRBuilder, counts: Sequence[int], start: ir.Value, end: ir.
     w = i64(width)
     first_row = b.udiv(start, w)
     last_row = b.udiv(b.add(end, i64(width - 1)), w)
-    with for_interval(b, first_row, last_row, f"{name}.row") as row:
+    with for_range(b, last_row, f"{name}.row", start=first_row) as row:
         row_start = b.mul(row, w, flags=["nsw", "nuw"])
         lo = b.select(b.icmp_signed(">", start, row_start), b.sub(start, row_start), i64(0))
         left = b.sub(end, row_start)
@@ -94,7 +74,7 @@ def chunk_nest(b: ir.IRBuilder, counts: Sequence[int], start: ir.Value, end: ir.
             else:
                 ivs[k] = b.urem(rest, i64(outer[k]))
                 rest = b.udiv(rest, i64(outer[k]))
-        with for_interval(b, lo, hi, f"{name}.col") as col:
+        with for_range(b, hi, f"{name}.col", start=lo) as col:
             yield ivs + [col]
 
 

@@ -23,8 +23,7 @@ from ...hlo.shape import Shape
 from ...passes.fusion.row_fusion import row_plan
 from .buffers import ValueTree, byte_size, leaves
 from .indexing import delinearize, linear_index
-from .irhelpers import I8, I8P, alloca_once, loop_nest
-from .loops import for_interval
+from .irhelpers import I8, I8P, alloca_once, for_range, loop_nest
 from .parallel import chunk_bounds, parallel_for, task_count
 from .types import load_element, store_element
 
@@ -63,7 +62,7 @@ def row_fusion(em, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
                            m.shape.ptype)
 
     def chunk(b_: ir.IRBuilder, start, end, task) -> None:
-        with for_interval(b, start, end, "row") as row:
+        with for_range(b, end, "row", start=start) as row:
             one_row(row)
 
     tasks = task_count(inst, em.num_threads)
