@@ -16,6 +16,7 @@ from typing import Callable, NoReturn, Sequence
 from ..errors import HloVerifierError
 from .ir import Computation, Instruction
 from .shape import PRIMITIVE_TYPES, Shape
+from .tables import merge_rule_tables, module_tables
 
 Rule = Callable[[Instruction, Sequence[Shape]], "Shape | None"]
 
@@ -348,7 +349,6 @@ _TRUSTED = (
 )
 
 BASIC_RULES: dict[str, Rule] = {
-    **UNARY_RULES, **BINARY_RULES,
     **{op: _trusted for op in _TRUSTED},
     "compare": _compare, "select": _select, "clamp": _clamp,
     "convert": _convert, "bitcast-convert": _bitcast_convert, "reduce-precision": _reduce_precision,
@@ -367,17 +367,15 @@ _RULES: dict[str, Rule] | None = None
 
 
 def rule_table() -> dict[str, Rule]:
-    """opcode -> rule, merged from the op-family files (each opcode in exactly one)."""
+    """opcode -> rule, merged from the op-family tables (each opcode in exactly one)."""
     global _RULES
     if _RULES is None:
         from . import shape_inference_compute, shape_inference_movement
-        table: dict[str, Rule] = {}
-        for part in (BASIC_RULES, shape_inference_movement.RULES, shape_inference_compute.RULES):
-            for opcode, rule in part.items():
-                if opcode in table:
-                    raise AssertionError(f"two shape rules for {opcode}")
-                table[opcode] = rule
-        _RULES = table
+        here = __name__
+        _RULES = merge_rule_tables(
+            "shape rules", (f"{here}.UNARY_RULES", UNARY_RULES), (f"{here}.BINARY_RULES", BINARY_RULES),
+            (f"{here}.BASIC_RULES", BASIC_RULES),
+            *module_tables("RULES", shape_inference_movement, shape_inference_compute))
     return _RULES
 
 

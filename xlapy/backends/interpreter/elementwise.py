@@ -16,7 +16,6 @@ import numpy as np
 
 from ...errors import ExecutionError
 from ...hlo.shape import PrimitiveType
-from . import convert
 from .element_types import (NO_FLUSH, compute_form, flush_denormals, int_limits, ptype_of, signed_value, to_type,
                             unsigned_bits)
 
@@ -320,5 +319,4 @@ HANDLERS = {
     "compare": _compare,
     "select": _select,
     "clamp": _clamp,
-    **convert.HANDLERS,
 }

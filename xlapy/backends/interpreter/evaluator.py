@@ -13,6 +13,7 @@ import numpy as np
 
 from ...errors import ExecutionError, UnimplementedError, XlapyError
 from ...hlo import Computation, Instruction, Module, Shape
+from ...hlo.tables import merge_rule_tables, module_tables
 
 
 class _Token:
@@ -26,14 +27,9 @@ Handler = Callable[[Instruction, list, "Evaluator"], Any]
 
 
 def _handler_table() -> dict[str, Handler]:
-    from . import (control, data_movement, elementwise, gather_scatter, linalg, misc, reduction)
-    table: dict[str, Handler] = {}
-    for mod in (elementwise, data_movement, control, reduction, gather_scatter, linalg, misc):
-        for opcode, fn in getattr(mod, "HANDLERS", {}).items():
-            if opcode in table:
-                raise AssertionError(f"two interpreter handlers for {opcode}")
-            table[opcode] = fn
-    return table
+    from . import (control, convert, data_movement, elementwise, gather_scatter, linalg, misc, reduction)
+    return merge_rule_tables("interpreter handlers", *module_tables(
+        "HANDLERS", elementwise, convert, data_movement, control, reduction, gather_scatter, linalg, misc))
 
 
 _TABLE: dict[str, Handler] | None = None

@@ -10,18 +10,15 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...hlo import Computation, Instruction, Module
+from ...hlo.tables import merge_rule_tables, module_tables
 from .rules_common import AutodiffError, Emitter, is_float
 from .vjp import add_parameter, copy_forward, new_computation
 
 
 def _rule_table() -> dict[str, Any]:
     from . import rules_control, rules_elementwise, rules_linalg, rules_movement, rules_reduction
-    table: dict[str, Any] = {}
-    for mod in (rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control):
-        for opcode, rule in mod.JVP.items():
-            assert opcode not in table, f"two JVP rules for {opcode}"
-            table[opcode] = rule
-    return table
+    return merge_rule_tables("JVP rules", *module_tables(
+        "JVP", rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control))
 
 
 JVP_RULES: dict[str, Any] = {}

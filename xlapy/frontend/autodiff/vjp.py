@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...hlo import Computation, Instruction, Module, Shape
+from ...hlo.tables import merge_rule_tables, module_tables
 from .loops import emit_taped_loop
 from .rules_common import AutodiffError, Emitter, is_float
 
@@ -24,12 +25,8 @@ WHILE_MESSAGE = ("reverse-mode differentiation of while_loop is not supported; u
 
 def _rule_table() -> dict[str, Any]:
     from . import rules_control, rules_elementwise, rules_linalg, rules_movement, rules_reduction
-    table: dict[str, Any] = {}
-    for mod in (rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control):
-        for opcode, rule in mod.VJP.items():
-            assert opcode not in table, f"two VJP rules for {opcode}"
-            table[opcode] = rule
-    return table
+    return merge_rule_tables("VJP rules", *module_tables(
+        "VJP", rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control))
 
 
 VJP_RULES: dict[str, Any] = {}
