@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import XlapyError
 from . import dtypes
 from .ops_mixin import ArrayOps
-from .tracer import ShapedArray, Tracer
+from .tracer import ShapedArray, Tracer, concrete_value
 
 
 class _ArrayMeta(type):
@@ -171,3 +171,15 @@ def asarray(value: Any, dtype=None) -> Array:
     if is_concrete_array(value) and (dtype is None or np.dtype(dtype) == value.dtype):
         return value
     return Array(np.asarray(value, dtype=dtype) if dtype is not None else value)
+
+
+def host_value(x: Any) -> np.ndarray:
+    """The numpy value of a concrete operand: an Array's own buffer (not copied), else `concrete_value(x)`."""
+    return x._value if is_concrete_array(x) else concrete_value(x)
+
+
+def with_weak_type(x: Any, weak_type: bool) -> Any:
+    """The same value with a different weak-type flag (no HLO): a Tracer of the same instruction, or an Array."""
+    if isinstance(x, Tracer):
+        return Tracer(x.trace, x.inst, weak_type)
+    return Array(np.asarray(x), weak_type=weak_type)

@@ -139,7 +139,7 @@ def _op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], 
 
 def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, shape=None, name=None,
                 weak_type: bool = False) -> Any:
-    from .array import Array, is_concrete_array
+    from .array import Array, host_value
     values = [v for o in operands for v in (o if isinstance(o, Packed) else [o])]
     avals = [aval_of_value(v) for v in values]
     backend = dtypes.config.default_backend
@@ -157,7 +157,7 @@ def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, sha
         trace.comp.root = inst
         module = build_module(f"jit_{(name or opcode).replace('-', '_')}", trace.comp)
         exe = get_executable(module, backend, key)
-    out = exe(*[v._value if is_concrete_array(v) else concrete_value(v) for v in values])
+    out = exe(*[host_value(v) for v in values])
     if isinstance(out, tuple):
         return [Array(o) for o in out]
     return Array(out, weak_type=weak_type)

@@ -2,7 +2,7 @@
 
 The cache key is (pytree structure of the dynamic arguments, each leaf's (shape, dtype, weak_type), the
 static argument values, the backend): the same signature never retraces, a new one does. A warm call does not
-build that key: each signature gets a Python function generated for it (`_make_fast`) that checks the arguments
+build that key: each signature gets a Python function generated for it (warm_call.py) that checks the arguments
 against it in straight-line code (an Array's aval by identity: concrete Arrays share interned avals) and calls the
 executable's native entry directly, so dispatch costs about a microsecond plus a fraction per pytree leaf.
 `jit(f).lower(*args)` gives the HLO before optimization; `.compile()` the optimized executable with
@@ -19,45 +19,21 @@ import functools
 import inspect
 import re
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
-
-import numpy as np
 
 from ..errors import XlapyError
 from ..hlo import Module
 from . import dtypes
-from .array import Array, interned_aval, is_concrete_array
+from .array import Array, host_value, is_concrete_array
 from .eager import build_module
-from .pytree import _REGISTRY, PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
-from .tracer import _TRACE_STACK, ShapedArray, Trace, Tracer, concrete_value, current_trace
+from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
+from .signature import Signature, abstractify
+from .tracer import TRACE_STACK, Trace, current_trace
+from .warm_call import MISS, make_warm_call
 
 
 class RecompilationWarning(UserWarning):
     """Issued by jit(f, explain=True) when f is traced again, naming what changed."""
-
-
-def abstractify(value: Any, path: str = "") -> ShapedArray:
-    """The aval jit specializes on: shape, canonical dtype and weak type."""
-    aval = getattr(value, "aval", None)
-    if aval is not None:
-        return aval
-    if dtypes.is_python_scalar(value):
-        t = dtypes.python_scalar_type(value)
-        return ShapedArray((), t.dtype, t.weak)
-    if isinstance(value, (np.ndarray, np.generic)):
-        return ShapedArray(tuple(value.shape), dtypes.canonicalize(value.dtype), False)
-    raise XlapyError(f"jit: argument{path} of type {type(value).__name__} is not an array, scalar or pytree of "
-                     f"them; pass it with static_argnums / static_argnames")
-
-
-@dataclass(frozen=True)
-class Signature:
-    tree: PyTreeDef
-    avals: tuple[ShapedArray, ...]
-    static: tuple[tuple[Any, Any], ...]
-    backend: str
-    x64: bool = False       # jax_enable_x64 at trace time: it changes what the function traces to, as in JAX
 
 
 def _sanitize(name: str) -> str:
@@ -112,212 +88,24 @@ class Compiled:
 
 
 def _run(executable: Any, leaves: Sequence[Any], lowered: Lowered) -> Any:
-    arrays = [leaf._value if is_concrete_array(leaf) else concrete_value(leaf) for leaf in leaves]
+    arrays = [host_value(leaf) for leaf in leaves]
     out = executable(*arrays)
     n = lowered.out_tree.num_leaves
     outs = list(out) if n != 1 else [out]
     return tree_unflatten(lowered.out_tree, [Array(o, weak_type=w) for o, w in zip(outs, lowered.out_weak)])
 
 
-_MISS = object()        # what a warm-call function returns when the arguments are not its signature's
 _MAX_FAST = 16          # warm-call functions kept per jitted function; later signatures take the full path
 
 
 def _no_match(args: tuple, kwargs: dict) -> Any:
-    return _MISS
-
-
-def _static_eq(value: Any, expected: Any) -> bool:
-    """Whether a static argument is the one a warm-call function was made for (same type, equal)."""
-    if value is expected:
-        return True
-    try:
-        return type(value) is type(expected) and bool(value == expected)
-    except Exception:       # noqa: BLE001 - a value that cannot be compared takes the full path
-        return False
-
-
-def _make_fast(jitted: "Jitted", sig: Signature, args: tuple, kwargs: dict, leaves: Sequence[Any],
-               lowered: Lowered, executable: Any) -> Callable | None:
-    """The warm-call function of one signature: `run(args, kwargs)` checks, in straight-line Python generated for
-    this signature, that the arguments have its pytree structure (node types, lengths, dict keys), leaf types and
-    avals (an Array's aval by identity first: concrete Arrays share interned avals), static values, backend; then
-    calls the executable's native entry with the leaves' values, deletes donated Arrays, and builds the output
-    pytree of Arrays with avals computed here. Returns _MISS (having done nothing) when anything differs.
-    None when a leaf is of a kind it does not handle (a Tracer)."""
-    consts: dict[str, Any] = {}
-
-    def const(value: Any) -> str:
-        name = f"c{len(consts)}"
-        consts[name] = value
-        return name
-
-    body: list[str] = []
-    emit = body.append
-    names = iter(f"v{i}" for i in range(1 << 30))
-    values: list[str] = []          # per leaf, the expression of its numpy value
-    donated_arrays: list[str] = []
-    leaf_iter = iter(zip(leaves, sig.avals))
-
-    def leaf(v: str, donated: bool) -> None:
-        value, aval = next(leaf_iter)
-        t = type(value)
-        if t is Array:
-            a = const(interned_aval(aval.shape, aval.dtype, aval.weak_type))
-            emit(f"if type({v}) is not Array: return MISS")
-            emit(f"t = {v}.aval")
-            emit(f"if t is not {a} and (t.shape != {a}.shape or t.dtype != {a}.dtype or "
-                 f"t.weak_type != {a}.weak_type): return MISS")
-            values.append(f"{v}._value")
-            if donated:
-                donated_arrays.append(v)
-        elif t is np.ndarray:
-            raw = value.dtype
-            emit(f"if type({v}) is not ndarray or {v}.dtype != {const(raw)} or {v}.shape != {const(aval.shape)}: "
-                 f"return MISS")
-            values.append(v if raw == aval.dtype else f"{v}.astype({const(aval.dtype)})")
-        elif t in (bool, int, float, complex):
-            emit(f"if type({v}) is not {t.__name__}: return MISS")
-            values.append(f"asarray({v}, {const(aval.dtype)})")
-        elif isinstance(value, np.generic) and value.dtype.kind in "biufc" and type(value) is value.dtype.type:
-            emit(f"if type({v}) is not {const(t)}: return MISS")
-            values.append(f"asarray({v}, {const(aval.dtype)})")
-        elif isinstance(value, Tracer):
-            raise _Unsupported
-        else:
-            emit(f"if type({v}) is not {const(t)} or abstractify({v}) != {const(aval)}: return MISS")
-            values.append(f"concrete_value({v})")
-
-    def node(v: str, tree: PyTreeDef, donated: bool) -> None:
-        kind = tree.node_type
-        if kind is None:
-            return leaf(v, donated)
-        children = []
-        if kind is tuple or kind is list:
-            emit(f"if type({v}) is not {kind.__name__} or len({v}) != {len(tree.children)}: return MISS")
-            children = [f"{v}[{i}]" for i in range(len(tree.children))]
-        elif kind is dict:
-            emit(f"if type({v}) is not dict or len({v}) != {len(tree.children)}: return MISS")
-            for key in tree.aux:
-                child = next(names)
-                emit(f"{child} = {v}.get({const(key)}, MISS)")
-                emit(f"if {child} is MISS: return MISS")
-                children.append(child)
-        elif kind is type(None):
-            emit(f"if {v} is not None: return MISS")
-        elif kind in _REGISTRY:
-            flat, aux = next(names), next(names)
-            emit(f"if type({v}) is not {const(kind)}: return MISS")
-            emit(f"{flat}, {aux} = {const(_REGISTRY[kind][0])}({v})")
-            emit(f"if {aux} != {const(tree.aux)}: return MISS")
-            emit(f"{flat} = tuple({flat})")
-            emit(f"if len({flat}) != {len(tree.children)}: return MISS")
-            children = [f"{flat}[{i}]" for i in range(len(tree.children))]
-        else:                                               # a namedtuple
-            emit(f"if type({v}) is not {const(kind)}: return MISS")
-            children = [f"{v}[{i}]" for i in range(len(tree.children))]
-        for expr, child in zip(children, tree.children):
-            if "[" in expr:
-                name = next(names)
-                emit(f"{name} = {expr}")
-                expr = name
-            node(expr, child, donated)
-
-    def static_check(v: str, value: Any) -> None:
-        c = const(value)
-        emit(f"if {v} is not {c} and not static_eq({v}, {c}): return MISS")
-
-    static = dict(sig.static)
-    args_tree, kwargs_tree = sig.tree.children
-    donated_pos, donated_names = jitted._donated_keys(len(args))
-    try:
-        emit(f"if len(args) != {len(args)}: return MISS")
-        emit(f"if len(kwargs) != {len(kwargs)}: return MISS" if kwargs else "if kwargs: return MISS")
-        for i, child in enumerate(args_tree.children):
-            v = next(names)
-            emit(f"{v} = args[{i}]")
-            if i in static:
-                static_check(v, static[i])
-            else:
-                node(v, child, i in donated_pos)
-        dyn_keys = list(kwargs_tree.aux)
-        for key in dyn_keys + sorted(k for k in kwargs if k not in kwargs_tree.aux):
-            v = next(names)
-            emit(f"{v} = kwargs.get({const(key)}, MISS)")
-            emit(f"if {v} is MISS: return MISS")
-            if key in static:
-                static_check(v, static[key])
-            else:
-                node(v, kwargs_tree.children[dyn_keys.index(key)], key in donated_names)
-    except _Unsupported:
-        return None
-    guards = []
-    if jitted.backend is None:
-        guards.append(f"if CFG.default_backend != {const(sig.backend)}: return MISS")
-    guards.append(f"if CFG.enable_x64 != {const(sig.x64)}: return MISS")
-
-    fast = getattr(executable, "fast_call", None)
-    call = fast or executable
-    out_tree, n = lowered.out_tree, lowered.out_tree.num_leaves
-    shapes = _result_shapes(lowered.module, n)
-    emit(f"o = CALL({', '.join(values)})")
-    for v in donated_arrays:
-        emit(f"{v}.delete()")
-    for k, (shape, weak) in enumerate(zip(shapes, lowered.out_weak)):
-        o = "o" if n == 1 else f"o[{k}]"
-        if fast is not None:       # results are fresh row-major ndarrays of exactly these avals
-            emit(f"r{k} = new(Array)")
-            emit(f"r{k}._value = {o}")
-            emit(f"r{k}.aval = {const(interned_aval(tuple(shape.dims), shape.dtype, bool(weak)))}")
-        else:
-            emit(f"r{k} = Array({o}, weak_type={bool(weak)})")
-    results = iter(range(n))
-
-    def out(tree: PyTreeDef) -> str:
-        kind = tree.node_type
-        if kind is None:
-            return f"r{next(results)}"
-        parts = [out(c) for c in tree.children]
-        if kind is tuple:
-            return "(" + "".join(p + ", " for p in parts) + ")"
-        if kind is list:
-            return "[" + ", ".join(parts) + "]"
-        if kind is dict:
-            return "{" + ", ".join(f"{const(k)}: {p}" for k, p in zip(tree.aux, parts)) + "}"
-        if kind is type(None):
-            return "None"
-        if kind in _REGISTRY:
-            return f"{const(_REGISTRY[kind][1])}({const(tree.aux)}, [{', '.join(parts)}])"
-        return f"{const(kind)}({', '.join(parts)})"
-    emit(f"return {out(out_tree)}")
-
-    fixed = dict(MISS=_MISS, Array=Array, new=object.__new__, ndarray=np.ndarray, asarray=np.asarray,
-                 abstractify=abstractify, concrete_value=concrete_value, static_eq=_static_eq, CFG=dtypes.config,
-                 CALL=call)
-    params = list(fixed) + list(consts)
-    source = (f"def factory({', '.join(params)}):\n    def run(args, kwargs):\n"
-              + "".join(f"        {line}\n" for line in guards + body) + "    return run\n")
-    namespace: dict[str, Any] = {}
-    exec(compile(source, f"<xlapy.jit warm call of {jitted.module_name}>", "exec"), namespace)
-    run = namespace["factory"](*fixed.values(), *consts.values())
-    run.source = source
-    return run
-
-
-class _Unsupported(Exception):
-    """A leaf the warm-call function does not handle."""
-
-
-def _result_shapes(module: Module, n: int) -> list:
-    shape = module.entry.root.shape
-    leaves = list(shape.leaves())
-    return leaves if len(leaves) == n else [shape]
+    return MISS
 
 
 class Jitted:
     """The result of jit(f): call it like f.
 
-    Warm calls take a fast path: each compiled signature gets a function generated for it (`_make_fast`) that
+    Warm calls take a fast path: each compiled signature gets a function generated for it (warm_call.py) that
     checks the arguments against that signature in straight-line code and calls the executable; the full
     signature (pytree flattening, avals, static values, the cache lookup) is built only when none matches."""
 
@@ -334,7 +122,7 @@ class Jitted:
         self.trace_count = 0
         self._cache: dict[Signature, tuple[Lowered, Any]] = {}
         self._fast: list[Callable] = []        # warm-call functions, newest first
-        self._dispatch: Callable = _no_match    # tries them: the result, or _MISS
+        self._dispatch: Callable = _no_match    # tries them: the result, or MISS
         try:
             self._params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
@@ -423,9 +211,9 @@ class Jitted:
         return self._trace(sig, args, kwargs)
 
     def __call__(self, *args, **kwargs):
-        if not _TRACE_STACK:
+        if not TRACE_STACK:
             out = self._dispatch(args, kwargs)
-            if out is not _MISS:
+            if out is not MISS:
                 return out
         return self._call_slow(args, kwargs)
 
@@ -444,11 +232,12 @@ class Jitted:
             self._cache[sig] = entry
         lowered, executable = entry
         if len(self._fast) < _MAX_FAST:
-            run = _make_fast(self, sig, args, kwargs, leaves, lowered, executable)
+            run = make_warm_call(sig, args, kwargs, leaves, lowered, executable, self._donated_keys(len(args)),
+                                 check_backend=self.backend is None, label=self.module_name)
             if run is not None:
                 self._add_fast(run)
                 out = run(args, kwargs)
-                if out is not _MISS:
+                if out is not MISS:
                     return out
         out = _run(executable, leaves, lowered)
         self._donate(args, kwargs)
@@ -464,9 +253,9 @@ class Jitted:
         def dispatch(args: tuple, kwargs: dict) -> Any:
             for r in runs:
                 out = r(args, kwargs)
-                if out is not _MISS:
+                if out is not MISS:
                     return out
-            return _MISS
+            return MISS
         self._dispatch = dispatch
 
     def _donated_keys(self, n: int) -> tuple[set[int], set[str]]:

@@ -27,6 +27,12 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
     _REGISTRY[nodetype] = (flatten_func, unflatten_func)
 
 
+def registered_node(nodetype: type) -> tuple[Callable, Callable] | None:
+    """(flatten_func, unflatten_func) of a node type in the registry (tuple, list, dict, None and the registered
+    classes), or None (a namedtuple or a leaf)."""
+    return _REGISTRY.get(nodetype)
+
+
 def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields") and type(x) is not tuple
 

@@ -132,7 +132,9 @@ class Tracer(ArrayOps):
         return f"Traced<{self.aval}>({self.inst.name} in {self.trace.name})"
 
 
-_TRACE_STACK: list["Trace"] = []
+# The traces being recorded, innermost last. jit's warm path reads it directly (`if not TRACE_STACK`: a list
+# test is cheaper than a call); only Trace.__enter__/__exit__ change it.
+TRACE_STACK: list["Trace"] = []
 
 
 class Trace:
@@ -151,15 +153,15 @@ class Trace:
 
     # -- context -------------------------------------------------------------------------------------
     def __enter__(self) -> "Trace":
-        _TRACE_STACK.append(self)
+        TRACE_STACK.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        popped = _TRACE_STACK.pop()
+        popped = TRACE_STACK.pop()
         assert popped is self, "trace stack corrupted"
 
     def is_active(self) -> bool:
-        return any(t is self for t in _TRACE_STACK)
+        return any(t is self for t in TRACE_STACK)
 
     # -- building ------------------------------------------------------------------------------------
     def add(self, inst: Instruction, weak_type: bool = False) -> Tracer:
@@ -231,7 +233,7 @@ class Trace:
 
 
 def current_trace() -> Trace | None:
-    return _TRACE_STACK[-1] if _TRACE_STACK else None
+    return TRACE_STACK[-1] if TRACE_STACK else None
 
 
 def concrete_value(value: Any) -> np.ndarray:
@@ -245,6 +247,18 @@ def concrete_value(value: Any) -> np.ndarray:
         raise XlapyError(f"cannot convert {type(value).__name__} to an array")
     canon = dtypes.canonicalize(arr.dtype)
     return arr if canon == arr.dtype else arr.astype(canon)
+
+
+def aval(x: Any) -> ShapedArray:
+    """The abstract value of any operand: a Tracer, an Array, a numpy value or a Python scalar."""
+    a = getattr(x, "aval", None)
+    if a is not None:
+        return a
+    if dtypes.is_python_scalar(x):
+        t = dtypes.python_scalar_type(x)
+        return ShapedArray((), t.dtype, t.weak)
+    arr = concrete_value(x)
+    return ShapedArray(tuple(arr.shape), arr.dtype, False)
 
 
 class Packed(list):

@@ -1,0 +1,40 @@
+"""What jit specializes on: a call's Signature, its cache key.
+
+A Signature is (the pytree structure of the dynamic arguments, each leaf's abstract value, the static argument
+values, the backend, jax_enable_x64). Two calls with equal signatures share one trace and one executable; jit.py
+builds it on a cold call, and warm_call.py generates a check that a later call has the same one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import XlapyError
+from . import dtypes
+from .pytree import PyTreeDef
+from .tracer import ShapedArray
+
+
+@dataclass(frozen=True)
+class Signature:
+    tree: PyTreeDef
+    avals: tuple[ShapedArray, ...]
+    static: tuple[tuple[Any, Any], ...]
+    backend: str
+    x64: bool = False       # jax_enable_x64 at trace time: it changes what the function traces to, as in JAX
+
+
+def abstractify(value: Any, path: str = "") -> ShapedArray:
+    """The aval jit specializes on: shape, canonical dtype and weak type."""
+    aval = getattr(value, "aval", None)
+    if aval is not None:
+        return aval
+    if dtypes.is_python_scalar(value):
+        t = dtypes.python_scalar_type(value)
+        return ShapedArray((), t.dtype, t.weak)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return ShapedArray(tuple(value.shape), dtypes.canonicalize(value.dtype), False)
+    raise XlapyError(f"jit: argument{path} of type {type(value).__name__} is not an array, scalar or pytree of "
+                     f"them; pass it with static_argnums / static_argnames")
