@@ -1,11 +1,10 @@
 """A static cost model of an HLO module, in the shape of XLA's HloCostAnalysis / JAX's cost_analysis():
-flops (dot and convolution 2 per multiply-add, elementwise ops and reductions 1 per element),
-transcendentals, and bytes accessed (operand and output bytes of each top-level instruction)."""
+flops (dot and convolution 2 per multiply-add, counted by hlo/cost.py; elementwise ops and reductions 1 per
+element), transcendentals, and bytes accessed (operand and output bytes of each top-level instruction)."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..hlo import Computation, Instruction, Module, Shape
+from ..hlo.cost import convolution_multiply_adds, dot_multiply_adds
 
 _FREE = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all"}
 
@@ -23,15 +22,9 @@ def _flops(inst: Instruction) -> tuple[float, float]:
     op = inst.opcode
     out = inst.shape
     if op == "dot":
-        lhs = inst.operands[0].shape
-        k = int(np.prod([lhs.dims[d] for d in inst.attrs.get("lhs_contracting_dims", ())], dtype=np.int64))
-        return 2.0 * out.numel * k, 0.0
+        return 2.0 * dot_multiply_adds(inst), 0.0
     if op == "convolution":
-        rhs = inst.operands[1].shape
-        dn = inst.attrs["dim_labels"]
-        window = int(np.prod([rhs.dims[d] for d in dn.kernel_spatial], dtype=np.int64)) if dn.known else 1
-        in_features = rhs.dims[dn.kernel_input_feature] if dn.known else 1
-        return 2.0 * out.numel * window * in_features, 0.0
+        return 2.0 * convolution_multiply_adds(inst), 0.0
     if op in ("reduce", "reduce-window"):
         return float(sum(o.shape.numel for o in inst.operands[: len(inst.operands) // 2])), 0.0
     if op in ("while", "call", "conditional", "fusion"):

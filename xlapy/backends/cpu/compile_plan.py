@@ -15,6 +15,7 @@ import os
 
 from ...errors import XlapyError
 from ...hlo import Computation, Instruction, Module
+from ...hlo.cost import dot_contracted_size
 
 QUICK_WORK_LIMIT = 1 << 15
 EXPENSIVE_WEIGHT = 16
@@ -41,10 +42,8 @@ def _work(inst: Instruction) -> int:
     if op == "while":
         raise _Unbounded
     if op == "dot":
-        lhs = inst.operands[0].shape
-        k = math.prod(lhs.dims[d] for d in inst.attrs.get("lhs_contracting_dims", ()))
-        return _numel(inst.shape) * max(k, 1) + base
-    if op == "convolution":
+        return _numel(inst.shape) * max(dot_contracted_size(inst), 1) + base
+    if op == "convolution":      # every kernel element per output: hlo.cost's multiply-adds times the output features
         return _numel(inst.shape) * max(_numel(inst.operands[1].shape), 1) + base
     if op == "sort":
         return base * max(1, math.ceil(math.log2(max(base, 2)))) * (1 + _calls(inst))
