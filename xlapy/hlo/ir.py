@@ -36,20 +36,33 @@ ELIDED = _Elided()
 
 
 class Instruction:
+    """One HLO instruction. Its fields are declared once, in the lists below: __init__ sets every one, __slots__
+    admits no other, and Module.clone shares the VALUE_FIELDS and rebuilds the GRAPH_FIELDS
+    (tests/unit/test_ir_fields.py holds all three to the lists)."""
+
+    # immutable values: a clone shares them
+    VALUE_FIELDS = ("info", "opcode", "shape", "name", "parameter_number")
+    # edges, mutable containers and print hints: a clone rebuilds them for the new module
+    GRAPH_FIELDS = ("operands", "users", "control_predecessors", "parent", "attrs", "literal", "_attr_order")
+    FIELDS = VALUE_FIELDS + GRAPH_FIELDS
+    __slots__ = FIELDS
+
     def __init__(self, opcode: str, shape: Shape, operands: Iterable["Instruction"] = (),
                  attrs: dict[str, Any] | None = None, name: str | None = None, *,
                  literal: Any = None, parameter_number: int | None = None):
-        self.info: OpInfo = opinfo(opcode)
+        self.info: OpInfo = opinfo(opcode)                       # the opcode's row of opcodes.OPCODES
         self.opcode = opcode
         self.shape = shape
-        self.operands: list[Instruction] = []
-        self.users: list[Instruction] = []
-        self.attrs: dict[str, Any] = dict(attrs or {})
         self.name = name or opcode
-        self.literal = literal
-        self.parameter_number = parameter_number
+        self.parameter_number = parameter_number                 # parameters only
+        self.operands: list[Instruction] = []
+        self.users: list[Instruction] = []                       # each instruction reading self, once
         self.control_predecessors: list[Instruction] = []
         self.parent: Computation | None = None
+        self.attrs: dict[str, Any] = dict(attrs or {})
+        self.literal = literal                                   # constants only
+        # the attribute order the parser read (the printer keeps it); None: the printer's canonical order
+        self._attr_order: tuple[str, ...] | None = None
         for op in operands:
             self._append_operand(op)
 
@@ -135,12 +148,20 @@ class Instruction:
 
 
 class Computation:
+    """A list of instructions and its root. FIELDS declares every field (__init__ sets each, __slots__ admits
+    no other)."""
+
+    FIELDS = ("name", "instructions", "root", "parent", "attrs", "_async_sugar")
+    __slots__ = FIELDS
+
     def __init__(self, name: str, instructions: Iterable[Instruction] = (), root: Instruction | None = None):
         self.name = name
         self.instructions: list[Instruction] = []
         self.root: Instruction | None = None
         self.parent: Module | None = None
         self.attrs: dict[str, Any] = {}   # e.g. execution_thread
+        # the parser made this computation from X-start/-update/-done sugar; the printer writes it back that way
+        self._async_sugar = False
         for inst in instructions:
             self.add_instruction(inst)
         if root is not None:
@@ -253,13 +274,21 @@ class Computation:
 
 
 class Module:
+    """Computations, the entry, and the header. FIELDS declares every field; Module.clone copies CLONED_FIELDS
+    (a clone is a new module: it gets its own dump number and name-search hints)."""
+
+    CLONED_FIELDS = ("name", "computations", "entry", "attrs", "tables", "_names")
+    FIELDS = CLONED_FIELDS + ("_name_hints", "unique_id")
+
     def __init__(self, name: str):
         self.name = name
         self.computations: list[Computation] = []
         self.entry: Computation | None = None
         self.attrs: dict[str, Any] = {}      # header attributes, e.g. entry_computation_layout, is_scheduled
         self.tables: str = ""                # FileNames/FunctionNames/FileLocations/StackFrames, verbatim
-        self._names: set[str] = set()
+        self._names: set[str] = set()        # every computation and instruction name in use
+        self._name_hints: dict[str, int] = {}    # unique_name: per stem, the smallest N that may be free
+        self.unique_id: int | None = None    # the number of its dump files (passes/dump.py), once dumped
 
     def unique_name(self, base: str) -> str:
         """`base` if unused in this module, else `base.N` for the smallest free N (XLA's NameUniquer)."""
@@ -269,7 +298,7 @@ class Module:
         stem = re.sub(r"\.\d+$", "", base)
         # names are only ever added, so the smallest free N never decreases: resume from the last one found
         # per stem (probing from 1 every time made building a module of n instructions O(n^2))
-        hints = self.__dict__.setdefault("_name_hints", {})
+        hints = self._name_hints
         for n in itertools.count(hints.get(stem, 1)):
             cand = f"{stem}.{n}"
             if cand not in self._names:
@@ -386,7 +415,7 @@ def _printed_attr_order(inst: "Instruction") -> tuple[str, ...]:
     keys = list(inst.attrs)
     if inst.control_predecessors:
         keys.append("control-predecessors")
-    order = getattr(inst, "_attr_order", None)
+    order = inst._attr_order
     if order is not None:
         pos = {k: i for i, k in enumerate(order)}
         if all(k in pos for k in keys):
@@ -407,8 +436,7 @@ def _clone_module(module: "Module") -> "Module":
         nc = Computation(c.name)
         nc.parent = new
         nc.attrs = {"execution_thread": c.attrs["execution_thread"]} if "execution_thread" in c.attrs else {}
-        if getattr(c, "_async_sugar", False):
-            nc._async_sugar = True
+        nc._async_sugar = c._async_sugar
         comps[id(c)] = nc
     names = new._names
     for c in order:
@@ -429,9 +457,9 @@ def _clone_module(module: "Module") -> "Module":
             else:
                 order_keys = ("control-predecessors",) if inst.control_predecessors else ()
             ni = Instruction.__new__(Instruction)
-            ni.info = inst.info
-            ni.opcode = inst.opcode
-            ni.shape = inst.shape
+            for field in Instruction.VALUE_FIELDS:
+                setattr(ni, field, getattr(inst, field))
+            # Instruction.GRAPH_FIELDS, each rebuilt for the new module:
             ops = [mapping[id(o)] for o in inst.operands]
             ni.operands = ops
             ni.users = []
@@ -439,13 +467,11 @@ def _clone_module(module: "Module") -> "Module":
                 if not o.users or o.users[-1] is not ni:
                     if ni not in o.users:
                         o.users.append(ni)
-            ni.attrs = attrs if attrs is not inst.attrs else {}
-            ni.name = inst.name
-            lit = inst.literal
-            ni.literal = lit.copy() if isinstance(lit, np.ndarray) else lit
-            ni.parameter_number = inst.parameter_number
             ni.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors]
             ni.parent = nc
+            ni.attrs = attrs if attrs is not inst.attrs else {}
+            lit = inst.literal
+            ni.literal = lit.copy() if isinstance(lit, np.ndarray) else lit
             ni._attr_order = order_keys
             mapping[id(inst)] = ni
             insts.append(ni)

@@ -120,7 +120,7 @@ def infer_shapes(cur: Cursor, pend: list[PendingInstruction]) -> None:
                 and inst.operands[0].shape is not None and inst.operands[0].shape.rank == 0
                 and not inst.operands[0].shape.is_tuple):
             inst.attrs["dimensions"] = ()
-            inst._attr_order = ("dimensions",) + tuple(getattr(inst, "_attr_order", ()))
+            inst._attr_order = ("dimensions",) + (inst._attr_order or ())
         if inst.shape is None:
             inst.shape = _infer_shape(inst, cur, p.pos)
 

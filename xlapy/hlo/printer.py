@@ -104,7 +104,7 @@ class _Printer:
         items: list[tuple[str, Any]] = [(k, v) for k, v in inst.attrs.items() if k not in skip]
         if inst.control_predecessors and self.o["print_control_dependencies"]:
             items.append(("control-predecessors", inst.control_predecessors))
-        order = getattr(inst, "_attr_order", None)
+        order = inst._attr_order
         pos = {k: i for i, k in enumerate(order or ())}
         if order is not None and all(k in pos for k, _ in items):
             items.sort(key=lambda kv: pos[kv[0]])      # as parsed
@@ -187,7 +187,7 @@ class _Printer:
 
 def _sugar_ok(comp: Computation) -> bool:
     root = comp.root
-    if not getattr(comp, "_async_sugar", False) or root is None or root.opcode == "parameter":
+    if not comp._async_sugar or root is None or root.opcode == "parameter":
         return False
     params = comp.parameters
     return (len(comp.instructions) == len(params) + 1 and root.operands == params
