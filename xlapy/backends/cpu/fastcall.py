@@ -28,14 +28,15 @@ from llvmlite import binding as llvm
 from llvmlite import ir
 
 from .abi import ENTRY_TYPE
+from .irhelpers import I32, I64, I8P, VOID, for_range, i64
 from .llvm_jit import init_llvm
 
 _PyArray_Empty_SLOT = 184          # numpy/__multiarray_api.h: PyArray_API[184] is PyArray_Empty (numpy 1.x and 2.x)
 _METH_FASTCALL = 0x0080
 _C_CONTIGUOUS = 0x0001
-# PyArrayObject_fields: ob_refcnt, ob_type, data @16, nd @24 (int), dimensions @32, strides @40, base @48,
+# PyArrayObject_fields: ob_refcnt, ob_type @8, data @16, nd @24 (int), dimensions @32, strides @40, base @48,
 # descr @56, flags @64 (int)
-_OFF_DATA, _OFF_ND, _OFF_DIMS, _OFF_DESCR, _OFF_FLAGS = 16, 24, 32, 56, 64
+_OFF_TYPE, _OFF_DATA, _OFF_ND, _OFF_DIMS, _OFF_DESCR, _OFF_FLAGS = 8, 16, 24, 32, 56, 64
 _ALIGN = 64
 
 
@@ -81,163 +82,219 @@ def _layout_ok() -> bool:
     return (read(_OFF_DATA, ctypes.c_void_p) == a.ctypes.data and read(_OFF_ND, ctypes.c_int32) == 2
             and (dims[0], dims[1]) == (3, 5) and read(_OFF_DESCR, ctypes.c_void_p) == id(a.dtype)
             and read(_OFF_FLAGS, ctypes.c_int32) & _C_CONTIGUOUS == _C_CONTIGUOUS
-            and read(8, ctypes.c_void_p) == id(np.ndarray))
+            and read(_OFF_TYPE, ctypes.c_void_p) == id(np.ndarray))
+
+
+# The C functions the trampoline calls, by address: name -> (result type, parameter types). PyArray_Empty comes
+# from numpy's API table, the others from CPython (ctypes.pythonapi).
+_C_FUNCTIONS = {
+    "PyLong_AsVoidPtr": (I8P, [I8P]),
+    "Py_IncRef": (VOID, [I8P]),
+    "Py_DecRef": (VOID, [I8P]),
+    "PyArray_Empty": (I8P, [I32, I64.as_pointer(), I8P, I32]),
+    "PyEval_SaveThread": (I8P, []),
+    "PyEval_RestoreThread": (VOID, [I8P]),
+    "PyMem_RawMalloc": (I8P, [I64]),
+    "PyMem_RawFree": (VOID, [I8P]),
+    "PyErr_NoMemory": (I8P, []),
+    "PyObject_Vectorcall": (I8P, [I8P, I8P.as_pointer(), I64, I8P]),
+    "PyTuple_New": (I8P, [I64]),
+    "PyTuple_SetItem": (I32, [I8P, I64, I8P]),
+}
+_NULL = ir.Constant(I8P, None)
+_LEAF_T = ir.LiteralStructType([I8P, I64, I64.as_pointer()])                     # Leaf
+_SPEC_T = ir.LiteralStructType([I8P, I8P, I64, I64, I8P, I8P, I64, I64, I64,         # CallSpec
+                                _LEAF_T.as_pointer(), _LEAF_T.as_pointer()])
+
+
+def _i32(value: int) -> ir.Constant:
+    return ir.Constant(I32, value)
+
+
+def _field_number(struct: type[ctypes.Structure], name: str) -> ir.Constant:
+    """The LLVM field number of a field of Leaf or CallSpec (_LEAF_T and _SPEC_T follow their _fields_)."""
+    return _i32([f[0] for f in struct._fields_].index(name))
+
+
+class _Trampoline:
+    """Emits the trampoline step by step, in the order it runs: check the arguments, allocate the results,
+    call the entry with the GIL released, return. A failed check branches to `fallback` (the Python path)."""
+
+    def __init__(self, addresses: dict[str, int]):
+        self.addresses = addresses
+        self.module = ir.Module("xlapy_fastcall")
+        fn = ir.Function(self.module, ir.FunctionType(I8P, [I8P, I8P.as_pointer(), I64]), "xlapy_fastcall")
+        self.fn = fn
+        self.self_obj, self.args, self.nargs = fn.args
+        b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.fallback = fn.append_basic_block("fallback")
+        self.out_of_memory = fn.append_basic_block("fail")
+        self.spec = b.bitcast(self.call("PyLong_AsVoidPtr", self.self_obj), _SPEC_T.as_pointer())
+        self.n_params, self.n_results = self.spec_field("n_params"), self.spec_field("n_results")
+        self.param_data = b.alloca(I8P, b.add(self.n_params, i64(1)))     # the entry's params
+        self.result_data = b.alloca(I8P, b.add(self.n_results, i64(1)))   # the entry's results
+        self.result_objs = b.alloca(I8P, b.add(self.n_results, i64(1)))   # the arrays that own them
+
+    # -- emitting helpers ----------------------------------------------------------------------------------
+    def call(self, name: str, *args: ir.Value) -> ir.Value:
+        result, params = _C_FUNCTIONS[name]
+        callee = self.b.inttoptr(i64(self.addresses[name]), ir.FunctionType(result, params).as_pointer())
+        return self.b.call(callee, list(args))
+
+    def spec_field_pointer(self, name: str) -> ir.Value:
+        return self.b.gep(self.spec, [_i32(0), _field_number(CallSpec, name)])
+
+    def spec_field(self, name: str) -> ir.Value:
+        return self.b.load(self.spec_field_pointer(name))
+
+    def leaf_field(self, leaf: ir.Value, name: str) -> ir.Value:
+        return self.b.load(self.b.gep(leaf, [_i32(0), _field_number(Leaf, name)]))
+
+    def object_field(self, obj: ir.Value, offset: int, ty: ir.Type) -> ir.Value:
+        """A field of a Python object (PyArrayObject) at a byte offset."""
+        b = self.b
+        return b.load(b.bitcast(b.gep(obj, [i64(offset)]), ty.as_pointer()))
+
+    def require(self, cond: ir.Value, name: str) -> None:
+        """Go on (in a new block `name`) where cond holds; otherwise take the Python path."""
+        ok = self.fn.append_basic_block(name)
+        self.b.cbranch(cond, ok, self.fallback)
+        self.b.position_at_end(ok)
+
+    def leave_if(self, cond: ir.Value, emit_exit: Callable[[], None]) -> None:
+        """if (cond) { emit_exit(): ends in a return } and go on after it."""
+        out, rest = self.fn.append_basic_block("leave"), self.fn.append_basic_block("go_on")
+        self.b.cbranch(cond, out, rest)
+        self.b.position_at_end(out)
+        emit_exit()
+        self.b.position_at_end(rest)
+
+    def drop_results(self, count: ir.Value) -> None:
+        """Release the first `count` result arrays."""
+        with for_range(self.b, count, "drop") as k:
+            self.call("Py_DecRef", self.b.load(self.b.gep(self.result_objs, [k])))
+
+    # -- the steps -----------------------------------------------------------------------------------------
+    def check_params(self) -> None:
+        """Every argument an exact ndarray of its parameter's dtype, rank and dims, C-contiguous; its data
+        pointer goes to param_data."""
+        b = self.b
+        self.require(b.icmp_signed("==", self.nargs, self.n_params), "count_ok")
+        leaves = self.spec_field("params")
+        with for_range(b, self.n_params, "param") as i:
+            arr = b.load(b.gep(self.args, [i]))
+            self.check_array(arr, b.gep(leaves, [i]))
+            b.store(self.object_field(arr, _OFF_DATA, I8P), b.gep(self.param_data, [i]))
+
+    def check_array(self, arr: ir.Value, leaf: ir.Value) -> None:
+        """arr is an exact ndarray with the leaf's dtype, rank and dims, C-contiguous."""
+        b = self.b
+        nd, dims = self.leaf_field(leaf, "nd"), self.leaf_field(leaf, "dims")
+        is_ndarray = b.icmp_unsigned("==", self.object_field(arr, _OFF_TYPE, I8P), self.spec_field("ndarray_type"))
+        same_dtype = b.icmp_unsigned("==", self.object_field(arr, _OFF_DESCR, I8P), self.leaf_field(leaf, "descr"))
+        self.require(b.and_(is_ndarray, same_dtype), "header_ok")
+        same_rank = b.icmp_signed("==", b.sext(self.object_field(arr, _OFF_ND, I32), I64), nd)
+        flags = self.object_field(arr, _OFF_FLAGS, I32)
+        contiguous = b.icmp_unsigned("!=", b.and_(flags, _i32(_C_CONTIGUOUS)), _i32(0))
+        self.require(b.and_(same_rank, contiguous), "rank_ok")
+        arr_dims = self.object_field(arr, _OFF_DIMS, I64.as_pointer())
+        with for_range(b, nd, "dim") as d:
+            self.require(b.icmp_signed("==", b.load(b.gep(arr_dims, [d])), b.load(b.gep(dims, [d]))), "dim_ok")
+
+    def alloc_results(self) -> None:
+        """A new array per result leaf (numpy's PyArray_Empty) in result_objs, its data pointer in result_data;
+        where numpy fails, the arrays made so far are dropped and numpy's error is returned."""
+        b = self.b
+        leaves = self.spec_field("results")
+        with for_range(b, self.n_results, "result") as j:
+            leaf = b.gep(leaves, [j])
+            descr = self.leaf_field(leaf, "descr")
+            self.call("Py_IncRef", descr)                          # PyArray_Empty steals a reference to descr
+            out = self.call("PyArray_Empty", b.trunc(self.leaf_field(leaf, "nd"), I32), self.leaf_field(leaf, "dims"),
+                            descr, _i32(0))
+            b.store(out, b.gep(self.result_objs, [j]))
+
+            def drop_made_so_far():
+                self.drop_results(j)
+                b.ret(_NULL)
+            self.leave_if(b.icmp_unsigned("==", out, _NULL), drop_made_so_far)
+            b.store(self.object_field(out, _OFF_DATA, I8P), b.gep(self.result_data, [j]))
+
+    def take_scratch(self) -> tuple[ir.Value, ir.Value]:
+        """(scratch, owned): the executable's shared scratch (marked busy), or where another thread holds it a
+        malloc'd block (owned, aligned up to _ALIGN); a failed malloc goes to out_of_memory."""
+        b, fn = self.b, self.fn
+        busy = self.spec_field_pointer("busy")
+        shared, own = fn.append_basic_block("shared_scratch"), fn.append_basic_block("own_scratch")
+        run = fn.append_basic_block("run")
+        b.cbranch(b.icmp_signed("!=", b.load(busy), i64(0)), own, shared)
+        b.position_at_end(shared)
+        b.store(i64(1), busy)
+        shared_scratch = self.spec_field("scratch")
+        b.branch(run)
+        b.position_at_end(own)
+        raw = self.call("PyMem_RawMalloc", self.spec_field("scratch_alloc"))
+        own_ok = fn.append_basic_block("own_ok")
+        b.cbranch(b.icmp_unsigned("==", raw, _NULL), self.out_of_memory, own_ok)
+        b.position_at_end(own_ok)
+        aligned = b.inttoptr(b.and_(b.add(b.ptrtoint(raw, I64), i64(_ALIGN - 1)), i64(-_ALIGN)), I8P)
+        b.branch(run)
+        b.position_at_end(run)
+        scratch, owned = b.phi(I8P), b.phi(I8P)
+        scratch.add_incoming(shared_scratch, shared)
+        scratch.add_incoming(aligned, own_ok)
+        owned.add_incoming(_NULL, shared)
+        owned.add_incoming(raw, own_ok)
+        return scratch, owned
+
+    def call_entry(self) -> None:
+        """entry(params, results, scratch) with the GIL released, then the scratch given back."""
+        b = self.b
+        scratch, owned = self.take_scratch()
+        thread = self.call("PyEval_SaveThread")
+        entry = b.bitcast(self.spec_field("entry"), ENTRY_TYPE.as_pointer())
+        b.call(entry, [self.param_data, self.result_data, scratch])
+        self.call("PyEval_RestoreThread", thread)
+        with b.if_else(b.icmp_unsigned("==", owned, _NULL)) as (shared, own):
+            with shared:
+                b.store(i64(0), self.spec_field_pointer("busy"))
+            with own:
+                self.call("PyMem_RawFree", owned)
+
+    def return_results(self) -> None:
+        """The one array, or a tuple of them (where the tuple cannot be made: drop them, return its error)."""
+        b = self.b
+        self.leave_if(b.icmp_signed("==", self.spec_field("tuple_result"), i64(0)),
+                      lambda: b.ret(b.load(self.result_objs)))
+        result = self.call("PyTuple_New", self.n_results)
+
+        def drop_all():
+            self.drop_results(self.n_results)
+            b.ret(_NULL)
+        self.leave_if(b.icmp_unsigned("==", result, _NULL), drop_all)
+        with for_range(b, self.n_results, "pack") as k:
+            self.call("PyTuple_SetItem", result, k, b.load(b.gep(self.result_objs, [k])))
+        b.ret(result)
+
+    def exits(self) -> None:
+        """The shared exit blocks: out of memory for a private scratch, and the Python path."""
+        b = self.b
+        b.position_at_end(self.out_of_memory)
+        self.drop_results(self.n_results)
+        b.ret(self.call("PyErr_NoMemory"))
+        b.position_at_end(self.fallback)
+        b.ret(self.call("PyObject_Vectorcall", self.spec_field("fallback"), self.args, self.nargs, _NULL))
 
 
 def _build_trampoline(addresses: dict[str, int]) -> ir.Module:
-    i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
-    p8 = i8.as_pointer()
-    pp8 = p8.as_pointer()
-    leaf_t = ir.LiteralStructType([p8, i64, i64.as_pointer()])
-    spec_t = ir.LiteralStructType([p8, p8, i64, i64, p8, p8, i64, i64, i64, leaf_t.as_pointer(), leaf_t.as_pointer()])
-    mod = ir.Module("xlapy_fastcall")
-    fn = ir.Function(mod, ir.FunctionType(p8, [p8, pp8, i64]), "xlapy_fastcall")
-    self_obj, args, nargs = fn.args
-
-    def extern(name: str, ret, params):
-        return lambda b, *xs: b.call(b.inttoptr(i64(addresses[name]), ir.FunctionType(ret, params).as_pointer()),
-                                     list(xs))
-    as_void_ptr = extern("PyLong_AsVoidPtr", p8, [p8])
-    incref, decref = extern("Py_IncRef", ir.VoidType(), [p8]), extern("Py_DecRef", ir.VoidType(), [p8])
-    empty = extern("PyArray_Empty", p8, [i32, i64.as_pointer(), p8, i32])
-    save, restore = extern("PyEval_SaveThread", p8, []), extern("PyEval_RestoreThread", ir.VoidType(), [p8])
-    malloc, free = extern("PyMem_RawMalloc", p8, [i64]), extern("PyMem_RawFree", ir.VoidType(), [p8])
-    no_memory = extern("PyErr_NoMemory", p8, [])
-    vectorcall = extern("PyObject_Vectorcall", p8, [p8, pp8, i64, p8])
-    tuple_new = extern("PyTuple_New", p8, [i64])
-    tuple_set = extern("PyTuple_SetItem", i32, [p8, i64, p8])
-
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    blocks = {n: fn.append_basic_block(n) for n in ("fallback", "fail")}
-
-    def field(obj, offset, ty):
-        return b.load(b.bitcast(b.gep(obj, [i64(offset)]), ty.as_pointer()))
-
-    spec = b.bitcast(as_void_ptr(b, self_obj), spec_t.as_pointer())
-    get = lambda k: b.load(b.gep(spec, [i32(0), i32(k)]))
-    n_params, n_results = get(6), get(7)
-    param_leaves, result_leaves = get(9), get(10)
-    pbuf = b.alloca(p8, b.add(n_params, i64(1)))
-    rbuf = b.alloca(p8, b.add(n_results, i64(1)))
-    objs = b.alloca(p8, b.add(n_results, i64(1)))
-    ok = fn.append_basic_block("count_ok")
-    b.cbranch(b.icmp_signed("==", nargs, n_params), ok, blocks["fallback"])
-    b.position_at_end(ok)
-
-    def counted_loop(n, body):
-        """for (i = 0; i < n; ++i) body(i); returns with the builder after the loop."""
-        pre = b.block
-        head, inner, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(i64)
-        i.add_incoming(i64(0), pre)
-        b.cbranch(b.icmp_signed("<", i, n), inner, done)
-        b.position_at_end(inner)
-        body(i)
-        i.add_incoming(b.add(i, i64(1)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
-
-    def leave_if(cond, emit_exit):
-        """if (cond) { emit_exit(): ends in a return } and go on after it."""
-        out, rest = fn.append_basic_block("leave"), fn.append_basic_block("go_on")
-        b.cbranch(cond, out, rest)
-        b.position_at_end(out)
-        emit_exit()
-        b.position_at_end(rest)
-
-    def check_param(i):
-        arr = b.load(b.gep(args, [i]))
-        leaf = b.gep(param_leaves, [i])
-        leaf_descr = b.load(b.gep(leaf, [i32(0), i32(0)]))
-        nd = b.load(b.gep(leaf, [i32(0), i32(1)]))
-        dims = b.load(b.gep(leaf, [i32(0), i32(2)]))
-        good = b.and_(b.icmp_unsigned("==", field(arr, 8, p8), get(5)),
-                      b.icmp_unsigned("==", field(arr, _OFF_DESCR, p8), leaf_descr))
-        header_ok = fn.append_basic_block("header_ok")
-        b.cbranch(good, header_ok, blocks["fallback"])
-        b.position_at_end(header_ok)
-        flags = field(arr, _OFF_FLAGS, i32)
-        good = b.and_(b.icmp_signed("==", b.sext(field(arr, _OFF_ND, i32), i64), nd),
-                      b.icmp_unsigned("!=", b.and_(flags, i32(_C_CONTIGUOUS)), i32(0)))
-        rank_ok = fn.append_basic_block("rank_ok")
-        b.cbranch(good, rank_ok, blocks["fallback"])
-        b.position_at_end(rank_ok)
-        arr_dims = field(arr, _OFF_DIMS, i64.as_pointer())
-
-        def check_dim(d):
-            same = b.icmp_signed("==", b.load(b.gep(arr_dims, [d])), b.load(b.gep(dims, [d])))
-            next_block = fn.append_basic_block("dim_ok")
-            b.cbranch(same, next_block, blocks["fallback"])
-            b.position_at_end(next_block)
-        counted_loop(nd, check_dim)
-        b.store(field(arr, _OFF_DATA, p8), b.gep(pbuf, [i]))
-    counted_loop(n_params, check_param)
-
-    def alloc_result(j):
-        leaf = b.gep(result_leaves, [j])
-        descr = b.load(b.gep(leaf, [i32(0), i32(0)]))
-        incref(b, descr)                                  # PyArray_Empty steals a reference to descr
-        out = empty(b, b.trunc(b.load(b.gep(leaf, [i32(0), i32(1)])), i32), b.load(b.gep(leaf, [i32(0), i32(2)])),
-                    descr, i32(0))
-        b.store(out, b.gep(objs, [j]))
-
-        def drop_made_so_far():          # then report numpy's error
-            counted_loop(j, lambda k: decref(b, b.load(b.gep(objs, [k]))))
-            b.ret(ir.Constant(p8, None))
-        leave_if(b.icmp_unsigned("==", out, ir.Constant(p8, None)), drop_made_so_far)
-        b.store(field(out, _OFF_DATA, p8), b.gep(rbuf, [j]))
-    counted_loop(n_results, alloc_result)
-
-    busy_ptr = b.gep(spec, [i32(0), i32(3)])
-    was_busy = b.icmp_signed("!=", b.load(busy_ptr), i64(0))
-    shared, own = fn.append_basic_block("shared_scratch"), fn.append_basic_block("own_scratch")
-    run = fn.append_basic_block("run")
-    b.cbranch(was_busy, own, shared)
-    b.position_at_end(shared)
-    b.store(i64(1), busy_ptr)
-    shared_scratch = get(1)
-    b.branch(run)
-    b.position_at_end(own)
-    raw = malloc(b, get(2))
-    own_ok = fn.append_basic_block("own_ok")
-    b.cbranch(b.icmp_unsigned("==", raw, ir.Constant(p8, None)), blocks["fail"], own_ok)
-    b.position_at_end(own_ok)
-    addr = b.ptrtoint(raw, i64)
-    aligned = b.inttoptr(b.and_(b.add(addr, i64(_ALIGN - 1)), i64(-_ALIGN)), p8)
-    b.branch(run)
-    b.position_at_end(run)
-    scratch = b.phi(p8)
-    scratch.add_incoming(shared_scratch, shared)
-    scratch.add_incoming(aligned, own_ok)
-    owned = b.phi(p8)
-    owned.add_incoming(ir.Constant(p8, None), shared)
-    owned.add_incoming(raw, own_ok)
-    thread = save(b)
-    b.call(b.bitcast(get(0), ENTRY_TYPE.as_pointer()), [pbuf, rbuf, scratch])
-    restore(b, thread)
-    with b.if_else(b.icmp_unsigned("==", owned, ir.Constant(p8, None))) as (then, otherwise):
-        with then:
-            b.store(i64(0), busy_ptr)
-        with otherwise:
-            free(b, owned)
-    leave_if(b.icmp_signed("==", get(8), i64(0)), lambda: b.ret(b.load(objs)))
-    result = tuple_new(b, n_results)
-
-    def drop_all():
-        counted_loop(n_results, lambda k: decref(b, b.load(b.gep(objs, [k]))))
-        b.ret(ir.Constant(p8, None))
-    leave_if(b.icmp_unsigned("==", result, ir.Constant(p8, None)), drop_all)
-    counted_loop(n_results, lambda k: tuple_set(b, result, k, b.load(b.gep(objs, [k]))))
-    b.ret(result)
-
-    b.position_at_end(blocks["fail"])                    # no scratch memory: drop the results
-    counted_loop(n_results, lambda k: decref(b, b.load(b.gep(objs, [k]))))
-    b.ret(no_memory(b))
-    b.position_at_end(blocks["fallback"])
-    b.ret(vectorcall(b, get(4), args, nargs, ir.Constant(p8, None)))
-    return mod
+    """The trampoline's LLVM module, given the addresses of the C functions it calls (_C_FUNCTIONS)."""
+    t = _Trampoline(addresses)
+    t.check_params()
+    t.alloc_results()
+    t.call_entry()
+    t.return_results()
+    t.exits()
+    return t.module
 
 
 def _init() -> bool:
@@ -247,10 +304,7 @@ def _init() -> bool:
     try:
         if not _layout_ok():
             return False
-        addresses = {n: _capi(n) for n in ("PyLong_AsVoidPtr", "Py_IncRef", "Py_DecRef", "PyEval_SaveThread",
-                                           "PyEval_RestoreThread", "PyMem_RawMalloc", "PyMem_RawFree",
-                                           "PyErr_NoMemory", "PyObject_Vectorcall", "PyTuple_New",
-                                           "PyTuple_SetItem")}
+        addresses = {n: _capi(n) for n in _C_FUNCTIONS if n != "PyArray_Empty"}
         addresses["PyArray_Empty"] = ctypes.c_void_p.from_address(_numpy_api_table() + 8 * _PyArray_Empty_SLOT).value
         init_llvm()
         target = llvm.Target.from_default_triple().create_target_machine(opt=2)
@@ -287,7 +341,8 @@ def make(entry_address: int, scratch_address: int, scratch_alloc: int,
          tuple_result: bool, fallback: Callable) -> FastCall | None:
     """The native caller for an entry with array parameters `params` and results `results` ((dims, dtype) each,
     row-major), or None where this Python/numpy cannot have one. `fallback(*args)` handles every call the
-    trampoline does not (it should hold what owns the entry's machine code); `scratch_alloc` is the byte count a contended call mallocs (size + alignment)."""
+    trampoline does not (it should hold what owns the entry's machine code); `scratch_alloc` is the byte count a
+    contended call mallocs (size + alignment)."""
     if not _init():
         return None
     keep: list = [fallback]
