@@ -5,6 +5,7 @@
   xlapy verify MODULE.hlo
   xlapy fmt MODULE.hlo [--short]
   xlapy aot MODULE.hlo --name NAME --out-dir DIR [--target-triple T] [--cpu C] [--features F] [--blas] [--shared]
+  xlapy ops [OPCODE]          (each layer's rule for OPCODE as file:line, or why it has none; no OPCODE: the matrix)
 
 Set XLAPY_TRACEBACK=1 to see the Python traceback of an unexpected internal error.
 """
@@ -119,6 +120,12 @@ def cmd_aot(args) -> int:
     return 0
 
 
+def cmd_ops(args) -> int:
+    from . import ops
+    print(ops.describe(args.opcode) if args.opcode else ops.matrix())
+    return 0
+
+
 def _build_parser() -> argparse.ArgumentParser:
     from ..backends import BACKENDS
     p = _Parser(prog="xlapy", description="XLA rebuilt in Python: run, check and print HLO modules.")
@@ -156,6 +163,9 @@ def _build_parser() -> argparse.ArgumentParser:
     blas.add_argument("--blas", dest="blas", action="store_true", help="call the Fortran BLAS (sgemm_, ...)")
     aot.add_argument("--shared", action="store_true", help="also link NAME.so with gcc -shared")
     aot.set_defaults(fn=cmd_aot, blas=False)
+    ops = sub.add_parser("ops", help="where each layer's rule for an opcode is, or why it has none")
+    ops.add_argument("opcode", nargs="?", help="an HLO opcode (default: the coverage matrix of every opcode)")
+    ops.set_defaults(fn=cmd_ops)
     return p
 
 
