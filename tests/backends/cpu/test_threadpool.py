@@ -128,3 +128,16 @@ def test_forked_child_computes():
 def test_pool_workers_follow_the_largest_request():
     compile_threads(ELEMENTWISE, (3,))
     assert threadpool.workers_wanted() >= 2
+
+
+@pytest.mark.parametrize("triple", ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"])
+def test_pool_module_is_valid_for_both_timing_variants(triple):
+    """The pool's IR (threadpool_ir.py) with the cycle counter (x86) and with iteration counts (elsewhere, never
+    run on an x86 test machine) verifies and exports exactly the routines compiled code and threadpool.py call."""
+    import llvmlite.binding as llvm
+    from xlapy.backends.cpu.threadpool_ir import build_pool_module
+    mod = llvm.parse_assembly(str(build_pool_module(triple)))
+    mod.verify()
+    exported = {f.name for f in mod.functions if not f.is_declaration and f.linkage == llvm.Linkage.external}
+    assert exported == {threadpool.RUN_SYMBOL, threadpool.SERIAL_BLAS_SYMBOL, "xlapy_pool_init", "xlapy_pool_reset",
+                        "xlapy_pool_blas_control", "xlapy_pool_set_target", "xlapy_pool_ticks"}
