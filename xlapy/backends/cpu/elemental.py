@@ -459,6 +459,23 @@ def accumulation(inst: Instruction):
     return out_shapes, reducer, wide_rule
 
 
+def start_accumulators(b: ir.IRBuilder, out_shapes, inits: Sequence[Generator], name: str) -> list:
+    """One entry-block slot per result leaf of a reduction, holding its init value."""
+    accs = [alloca_once(b, value_type(s.ptype), name=name) for s in out_shapes]
+    for acc, init in zip(accs, inits):
+        b.store(init([]), acc)
+    return accs
+
+
+def accumulated(b: ir.IRBuilder, inst: Instruction, accs: list, out_shapes, wide_rule):
+    """The value of a reduction's accumulators: rounded once where it accumulated a narrow float in f32, a tuple
+    for a variadic one."""
+    out = tuple(b.load(a) for a in accs)
+    if wide_rule is not None:
+        return round_value(b, out_shapes[0].ptype, out[0])
+    return out if inst.shape.is_tuple else out[0]
+
+
 def _reduce(em, inst, gens):
     n = len(inst.operands) // 2
     inputs, inits = gens[:n], gens[n:]
@@ -474,9 +491,7 @@ def _reduce(em, inst, gens):
     f32 = primitive_type("f32")
 
     def gen(index):
-        accs = [alloca_once(b, value_type(s.ptype), name="acc") for s in out_shapes]
-        for acc, init in zip(accs, inits):
-            b.store(init([]), acc)
+        accs = start_accumulators(b, out_shapes, inits, "acc")
         with loop_nest(b, [in_shape.dims[d] for d in order], name="r") as ivs:
             full: list = [None] * in_shape.rank
             for d, i in zip(kept, index):
@@ -490,10 +505,7 @@ def _reduce(em, inst, gens):
                 new = em.emit_scalar(reducer, [b.load(a) for a in accs] + values, reassoc=True)
             for acc, v in zip(accs, new if isinstance(new, tuple) else (new,)):
                 b.store(v, acc)
-        out = tuple(b.load(a) for a in accs)
-        if wide_rule is not None:
-            return round_value(b, out_shapes[0].ptype, out[0])
-        return out if inst.shape.is_tuple else out[0]
+        return accumulated(b, inst, accs, out_shapes, wide_rule)
     return gen
 
 

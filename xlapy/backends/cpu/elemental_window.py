@@ -18,8 +18,7 @@ from llvmlite import ir
 
 from ...hlo.attrs import window_of
 from ...hlo.shape import primitive_type
-from .irhelpers import I1, I64, alloca_once, for_range, i64
-from .types import round_value, value_type
+from .irhelpers import I1, I64, for_range, i64
 
 
 def _smax(b, x, y):
@@ -40,7 +39,7 @@ def _floor_div(b, x: ir.Value, d: int) -> ir.Value:
 
 
 def reduce_window(em, inst, gens):
-    from .elemental import accumulation      # elemental imports this module
+    from .elemental import accumulated, accumulation, start_accumulators      # elemental imports this module
     n = len(inst.operands) // 2
     inputs, inits = gens[:n], gens[n:]
     in_dims = inst.operands[0].shape.dims
@@ -50,15 +49,10 @@ def reduce_window(em, inst, gens):
     f32 = primitive_type("f32")
 
     def gen(index):
-        accs = [alloca_once(b, value_type(s.ptype), name="rw.acc") for s in out_shapes]
-        for acc, init in zip(accs, inits):
-            b.store(init([]), acc)
+        accs = start_accumulators(b, out_shapes, inits, "rw.acc")
         _window_loops(b, index, in_dims, window, 0, [], ir.Constant(I1, 1),
                       lambda pos, ok: _step(em, reducer, accs, inputs, pos, ok, wide_rule, f32))
-        out = tuple(b.load(a) for a in accs)
-        if wide_rule is not None:
-            return round_value(b, out_shapes[0].ptype, out[0])
-        return out if inst.shape.is_tuple else out[0]
+        return accumulated(b, inst, accs, out_shapes, wide_rule)
     return gen
 
 
