@@ -29,7 +29,7 @@ from ...hlo.shape import PrimitiveType, Shape, primitive_type
 from . import scalar_ops
 from .buffers import BufferRef, ValueTree, leaves
 from .indexing import major_to_minor, placed, strides
-from .irhelpers import I1, I32, I64, alloca_once, i64, if_else_value, loop_nest, mark_ftz
+from .irhelpers import I1, I32, I64, alloca_once, for_range, i64, if_else_value, loop_nest, mark_ftz
 from .types import load_element, store_element, value_type
 
 RUN = 16                      # insertion-sorted run length before merging
@@ -136,9 +136,7 @@ def _emit_permutation(b: ir.IRBuilder, row: _Row, less: Less, n: int, a: ir.Valu
         lo = b.mul(r, i64(RUN))
         hi = _min(b, b.add(lo, i64(RUN)), count)
         # a loop with a run-time bound: LLVM must not unroll RUN copies of the nested shifting loop
-        i_var = _var(b, I64, b.add(lo, i64(1)), "ins.i")
-        with _while(b, lambda: b.icmp_signed("<", b.load(i_var), hi), "ins"):
-            i = b.load(i_var)
+        with for_range(b, hi, "ins", start=b.add(lo, i64(1))) as i:
             x = get(a, i)
             vx = row.values(x)
             j = _var(b, I64, i, "ins.j")
@@ -154,7 +152,6 @@ def _emit_permutation(b: ir.IRBuilder, row: _Row, less: Less, n: int, a: ir.Valu
                 put(a, jj, get(a, prev))
                 b.store(prev, j)
             put(a, b.load(j), x)
-            b.store(b.add(i, i64(1)), i_var)
     if n <= RUN:
         return a
     # 2. merge passes: width RUN, 2*RUN, ... until one run covers the row
@@ -192,10 +189,9 @@ def _emit_merge(b, row: _Row, less: Less, s, d, lo, mid, hi, get, put) -> None:
         b.store(b.add(jj, b.zext(right, I64)), j)
         b.store(b.add(kk, i64(1)), k)
     for start, end in ((i, mid), (j, hi)):        # the rest of whichever run is left
-        with _while(b, lambda: b.icmp_signed("<", b.load(start), end), "mg.tail"):
-            t, kk = b.load(start), b.load(k)
+        with for_range(b, end, "mg.tail", start=b.load(start)) as t:
+            kk = b.load(k)
             put(d, kk, get(s, t))
-            b.store(b.add(t, i64(1)), start)
             b.store(b.add(kk, i64(1)), k)
 
 
