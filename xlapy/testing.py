@@ -124,7 +124,7 @@ def hlo_module(entry: str, *computations: str, params: Sequence[str] = (), reduc
     """
     lines = [f"p{i} = {shape} parameter({i})" for i, shape in enumerate(params)]
     lines += [line.strip() for line in entry.strip().splitlines()]
-    called = [reducer(r) for r in reducers] + [c.strip("\n") + "\n" for c in computations]
+    called = [reducer(r) for r in reducers] + [c.strip("\n") + "\n" for c in computations if c.strip()]
     body = "\n  ".join(lines)
     return f"HloModule {name}\n\n" + "\n".join(called) + f"\nENTRY {entry_name} {{\n  {body}\n}}\n"
 
@@ -271,9 +271,13 @@ def _flushed(x: np.ndarray) -> np.ndarray:
 
 
 def _describe(arg_set: Sequence) -> str:
+    """Arguments on one line: the first few values of each array."""
     def one(a):
-        return "(" + ", ".join(one(x) for x in a) + ")" if isinstance(a, tuple) else np.array2string(
-            np.asarray(a), threshold=8, edgeitems=2)
+        if isinstance(a, tuple):
+            return "(" + ", ".join(one(x) for x in a) + ")"
+        flat = np.asarray(a).reshape(-1)
+        values = ", ".join(str(v) for v in flat[:6]) + (", ..." if flat.size > 6 else "")
+        return f"[{values}]" if np.ndim(a) else values
     return "; ".join(one(a) for a in arg_set) or "no arguments"
 
 
@@ -343,7 +347,7 @@ def check_rewrite(hlo, passes: PassSpec | Sequence[PassSpec], checks: str | None
     2. with `checks`: a pass reported a change, the text changed, and the printed result matches the CHECK
        lines (xlapy.filecheck); with checks=None: no pass reported a change and the text is as it was (XLA's
        "must not change" cases; steps 3 to 5 then have nothing to add);
-    3. the printed result parses back to the same text;
+    3. the printed result (in full, and as the CHECK lines see it) parses back to the same text;
     4. semantics: the interpreter gives the same results before and after, bit for bit with NaNs equal, on the
        corner values of each element type and on random values (assert_same_semantics);
     5. idempotence: the passes, run again on the printed result, report no change and change nothing.
@@ -383,9 +387,12 @@ def check_rewrite(hlo, passes: PassSpec | Sequence[PassSpec], checks: str | None
     if not changed or after == original:
         what = "left the text as it was" if changed else "reported no change"
         raise AssertionError(f"the CHECK lines expect a rewrite, but the passes {what}:\n{after}")
-    filecheck(module.to_text(**dict(print_options or {})), checks)
-    reparsed = xlapy.hlo.parse(after).to_text()
-    assert reparsed == after, f"the result does not print back the same after parsing:\n{_diff(after, reparsed)}"
+    printing = dict(print_options or {})
+    checked = module.to_text(**printing)
+    filecheck(checked, checks)
+    for text, options in ((after, {}), (checked, printing)):
+        reparsed = xlapy.hlo.parse(text).to_text(**options)
+        assert reparsed == text, f"the result does not print back the same after parsing:\n{_diff(text, reparsed)}"
     if semantics:
         assert_same_semantics(before, module, args, corners=corners, rtol=rtol, atol=atol, **random_options)
     if idempotent:

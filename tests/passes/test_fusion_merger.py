@@ -1,12 +1,9 @@
 """FusionMerger and MultiOutputFusion: HLO text with fusions in, CHECK lines out, a must-not-change case
-for each refusal, semantics checked on the interpreter, a second run changes nothing."""
+for each refusal, semantics checked on the interpreter, a second run changes nothing (check_rewrite)."""
 import pytest
 
-import xlapy
-from xlapy.passes import Pipeline
-from xlapy.passes.dce import HloDCE
 from xlapy.passes.fusion import FusionMerger, MultiOutputFusion
-from xlapy.testing import assert_same_semantics, filecheck
+from xlapy.testing import check_rewrite, hlo_module, reducer
 
 NEG = "neg_c {\n  p0 = f32[8,16] parameter(0)\n  ROOT n = f32[8,16] negate(p0)\n}\n"
 EXP = "exp_c {\n  p0 = f32[8,16] parameter(0)\n  ROOT x = f32[8,16] exponential(p0)\n}\n"
@@ -16,26 +13,11 @@ MUL2 = ("mul_c {\n  p0 = f32[8,16] parameter(0)\n  p1 = f32[8,16] parameter(1)\n
 BCAST = ("bcast_c {\n  p0 = f32[8] parameter(0)\n  b = f32[8,16] broadcast(p0), dimensions={0}\n"
          "  ROOT n = f32[8,16] negate(b)\n}\n")
 EXP8 = "exp8 {\n  p0 = f32[8] parameter(0)\n  ROOT x = f32[8] exponential(p0)\n}\n"
-SUM = "sum {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
-MAX = "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] maximum(a, b)\n}\n"
+SUM, MAX = reducer("add"), reducer("max")
 RSUM = ("rsum {\n  p0 = f32[8,16] parameter(0)\n  z = f32[] constant(0)\n"
-        "  ROOT r = f32[8] reduce(p0, z), dimensions={1}, to_apply=sum\n}\n")
+        "  ROOT r = f32[8] reduce(p0, z), dimensions={1}, to_apply=add\n}\n")
 RMAX = ("rmax {\n  p0 = f32[8,16] parameter(0)\n  z = f32[] constant(-inf)\n"
         "  ROOT r = f32[8] reduce(p0, z), dimensions={1}, to_apply=max\n}\n")
-
-
-def module(computations, body):
-    lines = "\n  ".join(body.strip().splitlines())
-    return "HloModule m\n\n" + "\n".join(computations) + f"\nENTRY e {{\n  {lines}\n}}\n"
-
-
-def run_pass(p, text):
-    m = xlapy.hlo.parse(text)
-    changed = Pipeline("t", [p, HloDCE()], check_invariants=True).run(m)
-    return m, changed
-
-
-check_semantics = assert_same_semantics
 
 
 # (name, pass, computations, entry body, CHECK lines; None = must not change)
@@ -107,15 +89,4 @@ CHECK: ROOT %t"""),
 
 @pytest.mark.parametrize("name, make_pass, comps, body, checks", CASES, ids=[c[0] for c in CASES])
 def test_merging(name, make_pass, comps, body, checks):
-    text = module(comps, body)
-    m, changed = run_pass(make_pass(), text)
-    out = m.to_text(print_operand_shape=False)
-    if checks is None:
-        assert not changed, out
-        assert out == xlapy.hlo.parse(text).to_text(print_operand_shape=False)
-        return
-    assert changed
-    filecheck(out, checks)
-    check_semantics(text, m)
-    assert xlapy.hlo.parse(out).to_text(print_operand_shape=False) == out
-    assert not run_pass(make_pass(), out)[1], "a second run changed the module"
+    check_rewrite(hlo_module(body, *comps), [make_pass, "dce"], checks, print_options={"print_operand_shape": False})

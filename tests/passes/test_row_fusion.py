@@ -1,18 +1,17 @@
 """RowFusion: HLO text after the fusion passes in, CHECK lines out; a must-not-change case for each refusal;
-semantics on the interpreter (which runs a kCustom fusion as its computation); a second run changes nothing."""
+semantics on the interpreter (which runs a kCustom fusion as its computation); a second run changes nothing
+(check_rewrite)."""
 import numpy as np
 import pytest
 
 import xlapy
-from xlapy.passes import Pipeline
-from xlapy.passes.dce import HloDCE
 from xlapy.passes.fusion import RowFusion
 from xlapy.passes.fusion.row_fusion import row_plan
 from xlapy.passes.pipelines import cpu_pipeline
-from xlapy.testing import assert_same_semantics, filecheck
+from xlapy.testing import check_rewrite, reducer
 
-SUM = "sum {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
-MAX = "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] maximum(a, b)\n}\n"
+SUM, MAX = reducer("add"), reducer("max")
+ROW_FUSION = [RowFusion, "dce"]
 
 
 def softmax_text(dims="64,32", reduce_dim=1, bcast_dim=0, extra_root=""):
@@ -42,28 +41,15 @@ ENTRY main {{
   zero = f32[] constant(0)
   m = f32[{rows}] reduce(x, ninf), dimensions={{{reduce_dim}}}, to_apply=max
   e = f32[{dims}] fusion(x, m), kind=kLoop, calls=exp_c
-  s = f32[{rows}] reduce(e, zero), dimensions={{{reduce_dim}}}, to_apply=sum
+  s = f32[{rows}] reduce(e, zero), dimensions={{{reduce_dim}}}, to_apply=add
   {"q" if extra_root else "ROOT q"} = f32[{dims}] fusion(e, s), kind=kLoop, calls=div_c
   {extra_root}
 }}
 """
 
 
-def run(text):
-    m = xlapy.hlo.parse(text)
-    changed = Pipeline("t", [RowFusion(), HloDCE()], check_invariants=True).run(m)
-    return m, changed
-
-
-check_semantics = assert_same_semantics
-
-
 def test_softmax_becomes_one_row_fusion():
-    text = softmax_text()
-    m, changed = run(text)
-    assert changed
-    out = m.to_text()
-    filecheck(out, """
+    m = check_rewrite(softmax_text(), ROW_FUSION, """
 CHECK: %row_fusion
 CHECK: reduce(
 CHECK: fusion(
@@ -73,23 +59,23 @@ CHECK-SAME: fusion(
 CHECK: ENTRY
 CHECK: ROOT
 CHECK-SAME: kind=kCustom
-""".replace("CHECK-SAME:", "CHECK:"))
+""")
     entry = [i.opcode for i in m.entry.instructions]
     assert entry.count("fusion") == 1 and "reduce" not in entry
-    fusion = m.entry.root
-    assert row_plan(fusion) == (1, (64,))
-    check_semantics(text, m)
-    again = xlapy.hlo.parse(out)
-    assert not Pipeline("t", [RowFusion()]).run(again)       # idempotent, and the text round-trips
+    assert row_plan(m.entry.root) == (1, (64,))
 
 
 def test_value_used_outside_becomes_a_tuple_output():
-    text = softmax_text(extra_root="ROOT t = (f32[64,32], f32[64]) tuple(q, m)")
-    m, changed = run(text)
-    assert changed
+    m = check_rewrite(softmax_text(extra_root="ROOT t = (f32[64,32], f32[64]) tuple(q, m)"), ROW_FUSION, """
+CHECK: %row_fusion{{.*}} -> (f32[64], f32[64,32]) {
+CHECK: ROOT %tuple = (f32[64], f32[64,32]) tuple(
+CHECK: ENTRY
+CHECK: %[[F:row_fusion[.0-9]*]] = (f32[64], f32[64,32]) fusion({{.*}}), kind=kCustom
+CHECK-DAG: f32[64,32] get-tuple-element((f32[64], f32[64,32]) %[[F]]), index=1
+CHECK-DAG: f32[64] get-tuple-element((f32[64], f32[64,32]) %[[F]]), index=0
+CHECK: ROOT %t = (f32[64,32], f32[64]) tuple(""")
     fusion = [i for i in m.entry.instructions if i.opcode == "fusion"][0]
     assert fusion.shape.is_tuple and len(fusion.shape.tuple_shapes) == 2
-    check_semantics(text, m)
 
 
 def test_rank3_rows_are_the_two_leading_dims():
@@ -97,10 +83,9 @@ def test_rank3_rows_are_the_two_leading_dims():
         "m = f32[4] reduce", "m = f32[4,16] reduce").replace("s = f32[4] reduce", "s = f32[4,16] reduce") \
         .replace("m = f32[4] parameter(1)", "m = f32[4,16] parameter(1)") \
         .replace("s = f32[4] parameter(1)", "s = f32[4,16] parameter(1)").replace("dimensions={0}", "dimensions={0,1}")
-    m, changed = run(text)
-    assert changed
+    m = check_rewrite(text, ROW_FUSION, "CHECK: ENTRY\nCHECK: ROOT %row_fusion{{.*}} = f32[4,16,32] fusion(\n"
+                                        "CHECK-SAME: kind=kCustom")
     assert row_plan(m.entry.root) == (2, (4, 16))
-    check_semantics(text, m)
 
 
 @pytest.mark.parametrize("why,text", [
@@ -110,8 +95,7 @@ def test_rank3_rows_are_the_two_leading_dims():
     ("few rows", softmax_text(dims="4,32")),
 ])
 def test_refused(why, text):
-    m, changed = run(text)
-    assert not changed, why
+    check_rewrite(text, ROW_FUSION, None)
 
 
 def test_consumer_reading_another_row_is_left_out():
@@ -130,12 +114,11 @@ rev_c {{
 ENTRY main {{
   x = f32[64,32] parameter(0)
   zero = f32[] constant(0)
-  s = f32[64] reduce(x, zero), dimensions={{1}}, to_apply=sum
+  s = f32[64] reduce(x, zero), dimensions={{1}}, to_apply=add
   ROOT q = f32[64,32] fusion(x, s), kind=kLoop, calls=rev_c
 }}
 """
-    m, changed = run(text)
-    assert not changed
+    check_rewrite(text, ROW_FUSION, None)
 
 
 def test_convexity_path_leaving_the_group():
@@ -147,18 +130,19 @@ def test_convexity_path_leaving_the_group():
 ENTRY main {{
   x = f32[32,32] parameter(0)
   zero = f32[] constant(0)
-  s = f32[32] reduce(x, zero), dimensions={{1}}, to_apply=sum
+  s = f32[32] reduce(x, zero), dimensions={{1}}, to_apply=add
   b = f32[32,32] broadcast(s), dimensions={{0}}
   e = f32[32,32] add(x, b)
   t = f32[32,32] transpose(e), dimensions={{1,0}}
   ROOT q = f32[32,32] multiply(e, t)
 }}
 """
-    m, changed = run(text)
-    assert changed
-    q = m.entry.root
-    assert q.opcode == "multiply"          # q stays outside the row fusion
-    check_semantics(text, m)
+    m = check_rewrite(text, ROW_FUSION, """
+CHECK: ENTRY
+CHECK: %[[F:row_fusion[.0-9]*]] = f32[32,32] fusion({{.*}}), kind=kCustom
+CHECK-NEXT: %t = f32[32,32] transpose(f32[32,32] %[[F]])
+CHECK-NEXT: ROOT %q = f32[32,32] multiply(f32[32,32] %[[F]], f32[32,32] %t)""")
+    assert m.entry.root.opcode == "multiply"          # q stays outside the row fusion
 
 
 def test_full_pipeline_fuses_jax_softmax_and_layernorm():

@@ -1,56 +1,19 @@
-"""WhileLoopSimplifier: HLO text in, CHECK lines out; must-not-change cases; idempotence; semantics kept."""
+"""WhileLoopSimplifier and WhileLoopConstantSinking: HLO text in, CHECK lines out; must-not-change cases;
+idempotence; semantics kept on corner values (check_rewrite)."""
 import numpy as np
 import pytest
 
 import xlapy
-from xlapy.passes import FixedPoint
-from xlapy.passes.dce import HloDCE
 from xlapy.passes.while_loop_analysis import trip_count
+from xlapy.passes.while_loop_constant_sinking import WhileLoopConstantSinking
 from xlapy.passes.while_loop_simplifier import WhileLoopSimplifier
-from xlapy.testing import assert_same, filecheck
+from xlapy.testing import check_rewrite, corner_values
 
 
-def random_args(module, seed=0):
-    rng = np.random.default_rng(seed)
-    out = []
-    for p in module.entry.parameters:
-        dt = p.shape.dtype
-        if dt.kind == "f":
-            out.append(rng.standard_normal(p.shape.dims).astype(dt))
-        elif dt == np.bool_:
-            out.append(rng.integers(0, 2, p.shape.dims).astype(bool))
-        else:
-            out.append(rng.integers(0, 5, p.shape.dims).astype(dt))
-    return out
-
-
-def run(module, args):
-    return xlapy.compile(xlapy.hlo.parse(module.to_text()), backend="interpreter")(*args)
-
-
-def check_pass(make_pass, text, checks=None):
-    """Run the pass (with DCE) to a fixed point; check CHECK lines, verification, idempotence, semantics."""
-    before = xlapy.hlo.parse(text)
-    after = xlapy.hlo.parse(text)
-    changed = FixedPoint("simplify", [make_pass(), HloDCE()], check_invariants=True).run(after)
-    xlapy.hlo.verify(after)
-    printed = after.to_text()
-    if checks is None:
-        assert not make_pass().run(xlapy.hlo.parse(text)), "must not change"
-        assert printed == xlapy.hlo.parse(text).to_text()
-    else:
-        assert changed
-        filecheck(printed, checks)
-    assert not make_pass().run(after), "a second run must change nothing"
-    assert after.to_text() == printed
-    for seed in range(2):
-        args = random_args(before, seed)
-        want, got = run(before, args), run(after, args)
-        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
-        assert len(want) == len(got)
-        for w, g in zip(want, got):
-            assert_same(g, w, where="after simplify-while-loops")
-    return after
+def check_pass(make_pass, text, checks=None, **options):
+    """The pass with DCE to a fixed point, through check_rewrite: CHECK lines (None: must not change),
+    verification, idempotence, semantics on corner and random inputs."""
+    return check_rewrite(text, [make_pass, "dce"], checks, fixed_point=True, **options)
 
 
 LOOP = """HloModule m
@@ -227,23 +190,22 @@ def test_dead_elements_of_a_parameter_init():
         """  start = s32[] constant(0)
   init = (s32[], f32[4], f32[4]) tuple(start, a, a)""",
         """  init = (s32[], f32[4], f32[4]) parameter(1)""")
-    m = xlapy.hlo.parse(text)
-    FixedPoint("simplify", [WhileLoopSimplifier(), HloDCE()], check_invariants=True).run(m)
-    filecheck(m.to_text(), """
+    corners = corner_values(np.float32)
+    # the loop counter comes in with the arguments: small values, or the loop would run for ever
+    args = [[np.ones(4, np.float32), (np.int32(1), np.arange(4, dtype=np.float32), np.ones(4, np.float32))],
+            [corners[:4], (np.int32(-1), corners[4:8], corners[8:12])]]
+    check_pass(WhileLoopSimplifier, text, """
         CHECK: ENTRY
         CHECK: get-tuple-element(
         CHECK: index=0
-        CHECK: (s32[], f32[4]) while""")
-    args = [np.ones(4, np.float32), (np.int32(1), np.arange(4, dtype=np.float32), np.ones(4, np.float32))]
-    assert_same(run(m, args), run(xlapy.hlo.parse(text), args))
+        CHECK: (s32[], f32[4]) while""", args=args)
 
 
 def test_side_effecting_body_keeps_its_state():
     text = LOOP.format(start=0, bound=3, result=1).replace(
         "  d1 = f32[4] add(d, x)",
         '  d1 = f32[4] add(d, x)\n  s = () custom-call(d1), custom_call_target="log", custom_call_has_side_effect=true')
-    m = xlapy.hlo.parse(text)
-    assert not WhileLoopSimplifier().run(m)
+    check_rewrite(text, WhileLoopSimplifier, None)
 
 
 BOUND_IN_STATE = """HloModule m
@@ -279,7 +241,6 @@ ENTRY e {
 
 def test_constant_sinking():
     # gte(param, 2) in the condition => constant(4), element 2 being 4 on every iteration
-    from xlapy.passes.while_loop_constant_sinking import WhileLoopConstantSinking
     check_pass(WhileLoopConstantSinking, BOUND_IN_STATE, """
         CHECK: %cond
         CHECK: constant(4)
@@ -288,21 +249,16 @@ def test_constant_sinking():
 
 def test_constant_sinking_frees_the_element():
     # ... and then the element is dead: while((i, x, n)) => while((i, x))
-    from xlapy.passes.while_loop_constant_sinking import WhileLoopConstantSinking
-    m = xlapy.hlo.parse(BOUND_IN_STATE)
-    FixedPoint("loops", [WhileLoopConstantSinking(), WhileLoopSimplifier(), HloDCE()], check_invariants=True).run(m)
-    filecheck(m.to_text(), "CHECK: ENTRY\nCHECK: (s32[], f32[4]) while(")
-    args = [np.arange(4, dtype=np.float32)]
-    assert_same(run(m, args), run(xlapy.hlo.parse(BOUND_IN_STATE), args))
+    check_rewrite(BOUND_IN_STATE, [WhileLoopConstantSinking, WhileLoopSimplifier, "dce"],
+                  "CHECK: ENTRY\nCHECK: (s32[], f32[4]) while(", fixed_point=True)
 
 
 def test_constant_sinking_must_not_change_a_shared_body():
-    from xlapy.passes.while_loop_constant_sinking import WhileLoopConstantSinking
     text = BOUND_IN_STATE.replace("  ROOT r = f32[4] get-tuple-element(w), index=1", """  w2 = (s32[], f32[4], s32[]) while(init), condition=cond, body=body
   r1 = f32[4] get-tuple-element(w), index=1
   r2 = f32[4] get-tuple-element(w2), index=1
   ROOT r = f32[4] add(r1, r2)""")
-    assert not WhileLoopConstantSinking().run(xlapy.hlo.parse(text))
+    check_rewrite(text, WhileLoopConstantSinking, None)
 
 
 ARRAY_STATE = """HloModule m
@@ -361,7 +317,7 @@ ENTRY e {
   ROOT r = s32[] get-tuple-element(w), index=0
 }
 """
-    assert not WhileLoopSimplifier().run(xlapy.hlo.parse(text))
+    check_rewrite(text, WhileLoopSimplifier, None)
 
 
 def test_constant_false_condition_on_a_parameter_state():
@@ -370,6 +326,5 @@ def test_constant_false_condition_on_a_parameter_state():
         "  n = s32[] constant(3)\n  ROOT lt = pred[] compare(i, n), direction=LT", "  ROOT f = pred[] constant(false)").replace(
         "  start = s32[] constant(0)\n  init = (s32[], f32[4], f32[4]) tuple(start, a, a)",
         "  init = (s32[], f32[4], f32[4]) parameter(1)")
-    m = xlapy.hlo.parse(text)
-    assert WhileLoopSimplifier().run(m)
-    filecheck(m.to_text(), "CHECK-NOT: while(\nCHECK: ROOT %r = f32[4] get-tuple-element((s32[], f32[4], f32[4]) %init)")
+    check_rewrite(text, WhileLoopSimplifier,
+                  "CHECK-NOT: while(\nCHECK: ROOT %r = f32[4] get-tuple-element((s32[], f32[4], f32[4]) %init)")
