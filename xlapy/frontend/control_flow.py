@@ -14,11 +14,13 @@ import numpy as np
 from ..errors import XlapyError
 from ..hlo import Instruction, Shape
 from ..passes.build import make
-from .. import lax
-from ..lax import aval, bind
 from . import dtypes
+from .array import with_weak_type
+from .lax_elementwise import add, clamp, lt, ne, sub
+from .lax_operands import convert, convert_element_type
+from .lax_shapes import dynamic_index_in_dim, dynamic_update_index_in_dim, full
 from .pytree import leaf_paths, tree_flatten, tree_map, tree_structure, tree_unflatten
-from .tracer import Packed, ShapedArray, Trace, current_trace, trace_function, user_frame
+from .tracer import Packed, ShapedArray, Trace, aval, bind, current_trace, trace_function, user_frame
 
 
 def _tuplify(trace: Trace, tuple_shape: Shape, index_of: Sequence[int]) -> None:
@@ -88,14 +90,14 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
 def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
     """`for i in range(lower, upper): val = body_fun(i, val)`, as a while loop over (i, val)."""
     index_dtype = dtypes.promote(dtypes.type_of(lower), dtypes.type_of(upper)).dtype
-    lo = lax._convert(lower, index_dtype) if not hasattr(lower, "aval") else lax.convert_element_type(lower, index_dtype)
+    lo = convert(lower, index_dtype) if not hasattr(lower, "aval") else convert_element_type(lower, index_dtype)
 
     def cond(carry):
-        return lax.lt(carry[0], upper)
+        return lt(carry[0], upper)
 
     def body(carry):
         i, val = carry
-        return lax.add(i, np.ones((), index_dtype)), body_fun(i, val)
+        return add(i, np.ones((), index_dtype)), body_fun(i, val)
     return while_loop(cond, body, (lo, init_val))[1]
 
 
@@ -123,7 +125,7 @@ def _branches(index, branches: Sequence[Callable], operands: tuple) -> Any:
         comps.append(trace.comp)
     out = bind("conditional", [index] + branch_operands, {"branch_computations": comps}, name="cond")
     outs = out if isinstance(out, list) else [out]
-    outs = [lax._rebrand(o, w) if w else o for o, w in zip(outs, weak)]
+    outs = [with_weak_type(o, w) if w else o for o, w in zip(outs, weak)]
     return tree_unflatten(out_tree, outs)
 
 
@@ -137,8 +139,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=None)
     if pa.dtype != np.bool_:
         if pa.dtype.kind not in "iu":
             raise XlapyError(f"cond: pred must be bool or an integer, got {pa} (at {user_frame()})")
-        pred = lax.ne(pred, np.zeros((), pa.dtype))
-    index = lax.convert_element_type(pred, np.int32)
+        pred = ne(pred, np.zeros((), pa.dtype))
+    index = convert_element_type(pred, np.int32)
     return _branches(index, [false_fun, true_fun], operands)
 
 
@@ -152,10 +154,10 @@ def switch(index, branches: Sequence[Callable], *operands, operand=None) -> Any:
     ia = aval(index)
     if ia.shape != () or ia.dtype.kind not in "iu":
         raise XlapyError(f"switch: index must be an integer scalar, got {ia} (at {user_frame()})")
-    index = lax.convert_element_type(index, np.int32)
+    index = convert_element_type(index, np.int32)
     if len(branches) == 1:
         return branches[0](*operands)
-    index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
     return _branches(index, branches, operands)
 
 
@@ -194,19 +196,19 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
                          f"(at {user_frame()})")
     n_carry = carry_tree.num_leaves
     y_avals, y_tree = out_avals[n_carry:], out_tree.children[1]
-    ys_init = [lax.full((n,) + a.shape, np.zeros((), a.dtype)) for a in y_avals]
+    ys_init = [full((n,) + a.shape, np.zeros((), a.dtype)) for a in y_avals]
 
     def body(state):
         i, carry, ys = state
-        idx = lax.sub(np.int32(n - 1), i) if reverse else i
-        x = tree_map(lambda arr: lax.dynamic_index_in_dim(arr, idx, 0, keepdims=False), xs)
+        idx = sub(np.int32(n - 1), i) if reverse else i
+        x = tree_map(lambda arr: dynamic_index_in_dim(arr, idx, 0, keepdims=False), xs)
         new_carry, y = f(carry, x)
         y_leaves = tree_flatten(y)[0]
-        ys = [lax.dynamic_update_index_in_dim(buf, yv, idx, 0) for buf, yv in zip(ys, y_leaves)]
-        return lax.add(i, np.int32(1)), new_carry, ys
+        ys = [dynamic_update_index_in_dim(buf, yv, idx, 0) for buf, yv in zip(ys, y_leaves)]
+        return add(i, np.int32(1)), new_carry, ys
 
     def cond_fn(state):
-        return lax.lt(state[0], np.int32(n))
+        return lt(state[0], np.int32(n))
     _, carry, ys = while_loop(cond_fn, body, (np.int32(0), init, ys_init))
     return carry, tree_unflatten(y_tree, ys)
 

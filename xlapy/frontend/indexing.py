@@ -11,7 +11,9 @@ an integer array is a collapsed dimension addressed by the index vector (several
 are placed by numpy's rule), a strided slice is a collapsed dimension addressed by an iota. Negative indices wrap
 once (JAX's `wrap_negative_indices`); what is still out of bounds is then handled by `mode`, with JAX's defaults:
 updates DROP out-of-bounds indices ("drop"/"fill"; "clip" clamps them), `get` CLAMPS them ("clip"; "fill" returns
-`fill_value`)."""
+`fill_value`).
+
+This is numpy-level code over lax (like operators.py), so lax's ops are imported as `lax_<name>`."""
 from __future__ import annotations
 
 from typing import Any
@@ -19,10 +21,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConcretizationError, XlapyError
-from .. import lax
-from ..lax import aval
-from . import dtypes
-from .tracer import Tracer, user_frame
+from . import dtypes, operators
+from .lax_elementwise import add as lax_add, lt as lax_lt, select as lax_select
+from .lax_operands import convert, convert_element_type as lax_convert_element_type
+from .lax_reduce import (GatherDimensionNumbers, ScatterDimensionNumbers, gather as lax_gather, scatter as lax_scatter,
+                         scatter_add as lax_scatter_add, scatter_max as lax_scatter_max,
+                         scatter_min as lax_scatter_min, scatter_mul as lax_scatter_mul)
+from .lax_shapes import (broadcast_in_dim as lax_broadcast_in_dim, concatenate as lax_concatenate,
+                         dynamic_slice as lax_dynamic_slice, full as lax_full, reshape as lax_reshape, rev as lax_rev,
+                         slice as lax_slice)
+from .tracer import Tracer, aval, user_frame
 
 
 def _is_int_scalar(i: Any) -> bool:
@@ -158,20 +166,20 @@ def _basic(x, idx: list[Any]):
         d += 1
     y = x
     if (starts, limits, strides) != ([0] * a.ndim, list(a.shape), [1] * a.ndim):
-        y = lax.slice(y, starts, limits, strides)
+        y = lax_slice(y, starts, limits, strides)
     if reverse:
-        y = lax.rev(y, reverse)
+        y = lax_rev(y, reverse)
     for dim, i in dynamic:
         n = a.shape[dim]
-        i = lax.convert_element_type(i, np.int32)
-        i = lax.select(lax.lt(i, np.int32(0)), lax.add(i, np.int32(n)), i)
+        i = lax_convert_element_type(i, np.int32)
+        i = lax_select(lax_lt(i, np.int32(0)), lax_add(i, np.int32(n)), i)
         starts_d = [np.int32(0)] * a.ndim
         starts_d[dim] = i
         sizes = list(aval(y).shape)
         sizes[dim] = 1
-        y = lax.dynamic_slice(y, starts_d, sizes)
+        y = lax_dynamic_slice(y, starts_d, sizes)
     if tuple(out_shape) != aval(y).shape:
-        y = lax.reshape(y, out_shape)
+        y = lax_reshape(y, out_shape)
     return y, out_shape
 
 
@@ -270,22 +278,22 @@ class IndexPlan:
             return np.stack([np.asarray(c, np.int32) for c in cols], axis=-1) if cols else np.zeros(bs + (0,), np.int32)
         cols = []
         for v, dims in self.columns:
-            v = lax.convert_element_type(v, np.int32) if hasattr(v, "aval") else np.asarray(v, np.int32)
-            cols.append(lax.reshape(lax.broadcast_in_dim(v, bs, dims), bs + (1,)))
-        return cols[0] if len(cols) == 1 else lax.concatenate(cols, len(bs))
+            v = lax_convert_element_type(v, np.int32) if hasattr(v, "aval") else np.asarray(v, np.int32)
+            cols.append(lax_reshape(lax_broadcast_in_dim(v, bs, dims), bs + (1,)))
+        return cols[0] if len(cols) == 1 else lax_concatenate(cols, len(bs))
 
     def gather(self, x, mode=None, fill_value=None, indices_are_sorted: bool = False, unique_indices: bool = False):
         a = aval(x)
         if self.empty:
-            return lax.full(self.shape, 0, a.dtype)
-        dn = lax.GatherDimensionNumbers(offset_dims=self.offset_dims, collapsed_slice_dims=self.collapsed,
+            return lax_full(self.shape, 0, a.dtype)
+        dn = GatherDimensionNumbers(offset_dims=self.offset_dims, collapsed_slice_dims=self.collapsed,
                                         start_index_map=self.index_map)
-        out = lax.gather(x, self.indices(), dn, self.slice_sizes, mode=mode, fill_value=fill_value,
+        out = lax_gather(x, self.indices(), dn, self.slice_sizes, mode=mode, fill_value=fill_value,
                          indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
-        return out if self.shape == self.slice_shape else lax.reshape(out, self.shape)
+        return out if self.shape == self.slice_shape else lax_reshape(out, self.shape)
 
     def scatter(self, fn, x, updates, **kwargs):
-        dn = lax.ScatterDimensionNumbers(update_window_dims=self.offset_dims, inserted_window_dims=self.collapsed,
+        dn = ScatterDimensionNumbers(update_window_dims=self.offset_dims, inserted_window_dims=self.collapsed,
                                          scatter_dims_to_operand_dims=self.index_map)
         return fn(x, self.indices(), updates, dn, **kwargs)
 
@@ -298,10 +306,10 @@ def _normalize(v, n: int, wrap_negative: bool):
         if wrap_negative:
             k = np.where(k < 0, k + n, k)
         return np.clip(k, -1, n) if k.ndim else int(np.clip(k, -1, n))
-    v = lax.convert_element_type(v, np.int32)
+    v = lax_convert_element_type(v, np.int32)
     if wrap_negative and aval(v).dtype.kind == "i":
-        zero = lax.full(aval(v).shape, 0, np.int32)
-        v = lax.select(lax.lt(v, zero), lax.add(v, lax.full(aval(v).shape, n, np.int32)), v)
+        zero = lax_full(aval(v).shape, 0, np.int32)
+        v = lax_select(lax_lt(v, zero), lax_add(v, lax_full(aval(v).shape, n, np.int32)), v)
     return v
 
 
@@ -349,7 +357,7 @@ class IndexUpdateRef:
         a = aval(x)
         index = self.index
         if a.ndim == 0:           # index a rank-1 view: every scalar index form is None / Ellipsis / ()
-            x = lax.reshape(x, (1,))
+            x = lax_reshape(x, (1,))
             idx = [0] + _expand(index, ())
             return x, IndexPlan(aval(x), idx, wrap_negative)
         return x, IndexPlan(a, _expand(index, a.shape), wrap_negative)
@@ -369,9 +377,9 @@ class IndexUpdateRef:
         values = np.asarray(values) if isinstance(values, (list, tuple)) else values
         # JAX: promote (x, values), scatter in that type, convert back to x's type (and weak type)
         target = dtypes.promote(dtypes.type_of(x0), dtypes.type_of(values))
-        x = x0 if target.dtype == a.dtype else lax.convert_element_type(x0, target.dtype)
+        x = x0 if target.dtype == a.dtype else lax_convert_element_type(x0, target.dtype)
         if dtypes.type_of(values).dtype != target.dtype:
-            values = lax._convert(values, target.dtype)
+            values = convert(values, target.dtype)
         x, plan = self._plan(x, wrap_negative)
         if plan.empty:
             return x0
@@ -383,48 +391,46 @@ class IndexUpdateRef:
             raise XlapyError(f"at[...]: values of shape {va.shape} cannot be broadcast to the indexed shape "
                              f"{plan.shape} (at {user_frame()})") from None
         if hasattr(values, "aval"):
-            values = lax.broadcast_in_dim(values, plan.shape, tuple(range(len(plan.shape) - va.ndim, len(plan.shape))))
+            values = lax_broadcast_in_dim(values, plan.shape, tuple(range(len(plan.shape) - va.ndim, len(plan.shape))))
             if plan.shape != plan.slice_shape:
-                values = lax.reshape(values, plan.slice_shape)
+                values = lax_reshape(values, plan.slice_shape)
         else:
             values = np.broadcast_to(np.asarray(values, target.dtype), plan.shape).reshape(plan.slice_shape)
         out = plan.scatter(fn, x, values, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                            mode=m)
         if a.ndim == 0:
-            out = lax.reshape(out, ())
+            out = lax_reshape(out, ())
         if aval(out).dtype != a.dtype or aval(out).weak_type != a.weak_type:
-            out = lax.convert_element_type(out, a.dtype, weak_type=a.weak_type)
+            out = lax_convert_element_type(out, a.dtype, weak_type=a.weak_type)
         return out
 
     def set(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None,
             wrap_negative_indices: bool = True):
         """`x[idx] = values`, functionally."""
-        return self._scatter(lax.scatter, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
+        return self._scatter(lax_scatter, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     def add(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None,
             wrap_negative_indices: bool = True):
         """`x[idx] += values`; repeated indices accumulate."""
-        return self._scatter(lax.scatter_add, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
+        return self._scatter(lax_scatter_add, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     def subtract(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None,
                  wrap_negative_indices: bool = True):
         """`x[idx] -= values`; repeated indices accumulate."""
-        from . import operators
-        return self._scatter(lax.scatter_add, operators.negative(_as_operand(values)), indices_are_sorted,
+        return self._scatter(lax_scatter_add, operators.negative(_as_operand(values)), indices_are_sorted,
                              unique_indices, mode, wrap_negative_indices)
 
     def multiply(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None,
                  wrap_negative_indices: bool = True):
         """`x[idx] *= values`; repeated indices accumulate."""
-        return self._scatter(lax.scatter_mul, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
+        return self._scatter(lax_scatter_mul, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     mul = multiply
 
     def divide(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None,
                wrap_negative_indices: bool = True):
         """`x[idx] /= values` (as JAX: x divided by ones scattered-multiplied by values)."""
-        from . import operators
-        ones = lax.full(aval(self.array).shape, 1, aval(self.array).dtype)
+        ones = lax_full(aval(self.array).shape, 1, aval(self.array).dtype)
         scale = IndexUpdateRef(ones, self.index).multiply(values, indices_are_sorted=indices_are_sorted,
                                                           unique_indices=unique_indices, mode=mode,
                                                           wrap_negative_indices=wrap_negative_indices)
@@ -433,8 +439,7 @@ class IndexUpdateRef:
     def power(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None,
               wrap_negative_indices: bool = True):
         """`x[idx] **= values` (as JAX: x to the power of ones scattered-multiplied by values)."""
-        from . import operators
-        ones = lax.full(aval(self.array).shape, 1, aval(self.array).dtype)
+        ones = lax_full(aval(self.array).shape, 1, aval(self.array).dtype)
         expo = IndexUpdateRef(ones, self.index).multiply(values, indices_are_sorted=indices_are_sorted,
                                                          unique_indices=unique_indices, mode=mode,
                                                          wrap_negative_indices=wrap_negative_indices)
@@ -443,12 +448,12 @@ class IndexUpdateRef:
     def min(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None,
             wrap_negative_indices: bool = True):
         """`x[idx] = minimum(x[idx], values)`; repeated indices accumulate."""
-        return self._scatter(lax.scatter_min, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
+        return self._scatter(lax_scatter_min, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
     def max(self, values, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode=None,
             wrap_negative_indices: bool = True):
         """`x[idx] = maximum(x[idx], values)`; repeated indices accumulate."""
-        return self._scatter(lax.scatter_max, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
+        return self._scatter(lax_scatter_max, values, indices_are_sorted, unique_indices, mode, wrap_negative_indices)
 
 
 def _as_operand(values):

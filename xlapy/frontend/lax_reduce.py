@@ -12,11 +12,14 @@ import numpy as np
 
 from ..hlo import Computation
 from ..hlo.attrs import Window, WindowDim
-from .. import lax
-from ..lax import _canon_axis, _error, aval, bind
 from . import dtypes
+from .lax_dot_conv import padtype_to_pads
+from .lax_elementwise import (add, bitwise_and, bitwise_or, eq, ge, gt, le, lt, max as lax_max, min as lax_min, mul,
+                              ne, select)
+from .lax_operands import canonical_axis, convert, lax_error
+from .lax_shapes import broadcast_in_dim, broadcasted_iota, full, full_like, slice as lax_slice
 from .pytree import tree_flatten, tree_unflatten
-from .tracer import ShapedArray, Trace, trace_function
+from .tracer import ShapedArray, Trace, aval, bind, trace_function
 
 
 # -- reducer computations --------------------------------------------------------------------------
@@ -40,7 +43,8 @@ def monoid_computation(opcode: str, dtype, name: str) -> Computation:
     return trace.finish([root])
 
 
-def _identity(kind: str, dtype) -> Any:
+def reduction_identity(kind: str, dtype) -> Any:
+    """The identity of the `kind` monoid ("sum", "prod", "max", "min", "and", "or", "xor") as a `dtype` scalar."""
     dt = np.dtype(dtype)
     if kind in ("sum", "or", "xor"):
         return np.zeros((), dt)
@@ -66,15 +70,16 @@ def _axes(operand, axes, name: str) -> tuple[int, ...]:
         return tuple(range(nd))
     if isinstance(axes, int):
         axes = (axes,)
-    return tuple(sorted({_canon_axis(int(a), nd, name) for a in axes}))
+    return tuple(sorted({canonical_axis(int(a), nd, name) for a in axes}))
 
 
 def _monoid_reduce(kind: str, operand, axes, name: str):
     a = aval(operand)
     dims = _axes(operand, axes, name)
     reducer = monoid_computation(_MONOIDS[kind], a.dtype, name)
-    return bind("reduce", [operand, _identity(kind, a.dtype)], {"dimensions": dims, "to_apply": reducer},
-                name=name, weak_type=a.weak_type)
+    init = reduction_identity(kind, a.dtype)
+    return bind("reduce", [operand, init], {"dimensions": dims, "to_apply": reducer}, name=name,
+                weak_type=a.weak_type)
 
 
 def reduce_sum(operand, axes=None):
@@ -110,34 +115,34 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
     flat_ops, tree = tree_flatten(operands)
     flat_inits, init_tree = tree_flatten(init_values)
     if tree != init_tree:
-        raise _error("reduce", f"operands {tree} and init_values {init_tree} have different structures")
-    inits = [lax._convert(v, aval(o).dtype) if aval(v).dtype != aval(o).dtype else v
+        raise lax_error("reduce", f"operands {tree} and init_values {init_tree} have different structures")
+    inits = [convert(v, aval(o).dtype) if aval(v).dtype != aval(o).dtype else v
              for v, o in zip(flat_inits, flat_ops)]
     pair_tree = tree_flatten((init_values, init_values))[1]
     reducer_fn = computation
     reducer = scalar_computation(lambda acc, x: reducer_fn(acc, x), [aval(o) for o in flat_ops] * 2, pair_tree)
-    dims = tuple(sorted(_canon_axis(int(d), aval(flat_ops[0]).ndim, "reduce") for d in dimensions))
+    dims = tuple(sorted(canonical_axis(int(d), aval(flat_ops[0]).ndim, "reduce") for d in dimensions))
     out = bind("reduce", flat_ops + inits, {"dimensions": dims, "to_apply": reducer}, name="reduce")
     return tree_unflatten(tree, out if isinstance(out, list) else [out])
 
 
 def _arg_reduce(operand, axis: int, index_dtype, better: Callable, name: str):
     a = aval(operand)
-    axis = _canon_axis(axis, a.ndim, name)
+    axis = canonical_axis(axis, a.ndim, name)
     index_dtype = dtypes.canonicalize(index_dtype)
-    idx = lax.broadcasted_iota(index_dtype, a.shape, axis)
+    idx = broadcasted_iota(index_dtype, a.shape, axis)
     floating = dtypes.is_inexact(a.dtype)
 
     def reducer(acc, x):
         (av, ai), (bv, bi) = acc, x
         pick = better(av, bv)
         if floating:
-            pick = lax.bitwise_or(pick, lax.ne(av, av))
-        value = lax.select(pick, av, bv)
-        tie = lax.bitwise_and(lax.eq(av, bv), lax.lt(ai, bi))
-        index = lax.select(lax.bitwise_or(pick, tie), ai, bi)
+            pick = bitwise_or(pick, ne(av, av))
+        value = select(pick, av, bv)
+        tie = bitwise_and(eq(av, bv), lt(ai, bi))
+        index = select(bitwise_or(pick, tie), ai, bi)
         return value, index
-    init = _identity("max" if better is lax.gt else "min", a.dtype)
+    init = reduction_identity("max" if better is gt else "min", a.dtype)
     comp = scalar_computation(reducer, [a, ShapedArray((), index_dtype)] * 2,
                               tree_flatten(((0, 0), (0, 0)))[1])
     _, index = bind("reduce", [operand, idx, init, np.zeros((), index_dtype)],
@@ -147,11 +152,11 @@ def _arg_reduce(operand, axis: int, index_dtype, better: Callable, name: str):
 
 def argmax(operand, axis: int, index_dtype=np.int32):
     """Index of the maximum along `axis` (first on ties; NaN counts as the maximum), as JAX lowers it."""
-    return _arg_reduce(operand, axis, index_dtype, lax.gt, "argmax")
+    return _arg_reduce(operand, axis, index_dtype, gt, "argmax")
 
 
 def argmin(operand, axis: int, index_dtype=np.int32):
-    return _arg_reduce(operand, axis, index_dtype, lax.lt, "argmin")
+    return _arg_reduce(operand, axis, index_dtype, lt, "argmin")
 
 
 # -- windows ---------------------------------------------------------------------------------------
@@ -164,13 +169,14 @@ def _window(window_dimensions, window_strides, padding, base_dilation, window_di
     if isinstance(padding, str):
         in_sp = [(s - 1) * b + 1 if s else 0 for s, b in zip(shape, base)]
         win_sp = [(w - 1) * d + 1 for w, d in zip(window_dimensions, wdil)]
-        padding = lax.padtype_to_pads(in_sp, win_sp, strides, padding)
+        padding = padtype_to_pads(in_sp, win_sp, strides, padding)
     return Window(tuple(WindowDim(int(window_dimensions[i]), int(strides[i]), int(padding[i][0]), int(padding[i][1]),
                                   int(wdil[i]), int(base[i])) for i in range(n)))
 
 
-_MONOID_FNS = {"add": ("sum", "reduce_window_sum"), "max": ("max", "reduce_window_max"),
-               "min": ("min", "reduce_window_min"), "mul": ("prod", "reduce_window")}
+# lax's own binary ops, recognized when passed as reduce_window's computation: (op, monoid kind, op name)
+_MONOID_FNS = ((add, "sum", "reduce_window_sum"), (lax_max, "max", "reduce_window_max"),
+               (lax_min, "min", "reduce_window_min"), (mul, "prod", "reduce_window"))
 
 
 def reduce_window(operand, init_value, computation: Callable, window_dimensions: Sequence[int],
@@ -178,18 +184,18 @@ def reduce_window(operand, init_value, computation: Callable, window_dimensions:
                   window_dilation=None):
     a = aval(operand)
     if len(window_dimensions) != a.ndim:
-        raise _error("reduce_window", f"window_dimensions {tuple(window_dimensions)} must have one entry per "
-                                      f"dimension of {a}")
+        raise lax_error("reduce_window", f"window_dimensions {tuple(window_dimensions)} must have one entry per "
+                                         f"dimension of {a}")
     win = _window(window_dimensions, window_strides, padding, base_dilation, window_dilation, a.shape)
-    monoid = _MONOID_FNS.get(getattr(computation, "__name__", ""))
-    if monoid is not None and getattr(lax, computation.__name__, None) is computation:
-        comp = monoid_computation(_MONOIDS[monoid[0]], a.dtype, monoid[1])
-        name = monoid[1]
+    monoid = next((m for m in _MONOID_FNS if m[0] is computation), None)
+    if monoid is not None:
+        _, kind, name = monoid
+        comp = monoid_computation(_MONOIDS[kind], a.dtype, name)
     else:
         comp = scalar_computation(computation, [a, a])
         name = "reduce_window"
     if aval(init_value).dtype != a.dtype:
-        init_value = lax._convert(init_value, a.dtype)
+        init_value = convert(init_value, a.dtype)
     return bind("reduce-window", [operand, init_value], {"window": win, "to_apply": comp}, name=name,
                 weak_type=a.weak_type)
 
@@ -197,7 +203,7 @@ def reduce_window(operand, init_value, computation: Callable, window_dimensions:
 def _cumulative(kind: str, name: str):
     def op(operand, axis: int = 0, reverse: bool = False):
         a = aval(operand)
-        axis = _canon_axis(axis, a.ndim, name)
+        axis = canonical_axis(axis, a.ndim, name)
         n = a.shape[axis]
         dims = [1] * a.ndim
         dims[axis] = n
@@ -207,8 +213,9 @@ def _cumulative(kind: str, name: str):
         opname = {"sum": "reduce_window_sum", "max": "reduce_window_max", "min": "reduce_window_min",
                   "prod": "reduce_window"}[kind]
         comp = monoid_computation(_MONOIDS[kind], a.dtype, opname if kind != "prod" else "mul")
-        return bind("reduce-window", [operand, _identity(kind, a.dtype)], {"window": win, "to_apply": comp},
-                    name=opname, weak_type=a.weak_type)
+        init = reduction_identity(kind, a.dtype)
+        return bind("reduce-window", [operand, init], {"window": win, "to_apply": comp}, name=opname,
+                    weak_type=a.weak_type)
     op.__name__ = name
     op.__doc__ = f"lax.{name}: the running {kind} along `axis` (a reduce-window, as JAX lowers it)."
     return op
@@ -225,8 +232,8 @@ cummin = _cumulative("min", "cummin")
 def _canonical_float(x):
     """-0.0 -> 0.0 and every NaN -> one NaN, so a total-order compare sorts like numpy."""
     zero = np.zeros((), aval(x).dtype)
-    x = lax.select(lax.eq(x, zero), lax.full_like(x, 0), x)
-    return lax.select(lax.ne(x, x), lax.full_like(x, np.nan), x)
+    x = select(eq(x, zero), full_like(x, 0), x)
+    return select(ne(x, x), full_like(x, np.nan), x)
 
 
 def _key_compare(direction: str):
@@ -246,7 +253,7 @@ def _comparator(num_keys: int, avals: Sequence[ShapedArray], direction: str = "L
         p = None
         for x, y in reversed(list(zip(xs[:num_keys], ys[:num_keys]))):
             here = less(x, y)
-            p = here if p is None else lax.select(_key_compare("EQ")(x, y), p, here)
+            p = here if p is None else select(_key_compare("EQ")(x, y), p, here)
         return p
     flat = [a for a in avals for _ in range(2)]
     return scalar_computation(comparator, flat)
@@ -257,7 +264,7 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
     multiple = isinstance(operand, (tuple, list))
     ops = list(operand) if multiple else [operand]
     a = aval(ops[0])
-    dim = _canon_axis(dimension, a.ndim, "sort")
+    dim = canonical_axis(dimension, a.ndim, "sort")
     comp = _comparator(num_keys, [aval(o) for o in ops])
     out = bind("sort", ops, {"dimensions": (dim,), "is_stable": bool(is_stable), "to_apply": comp}, name="sort")
     return tuple(out) if multiple else out
@@ -271,13 +278,13 @@ def top_k(operand, k: int):
     """(values, indices) of the k largest entries along the last axis, largest first (via a stable sort)."""
     a = aval(operand)
     if not 0 <= k <= a.shape[-1]:
-        raise _error("top_k", f"k={k} is out of range for {a}")
-    idx = lax.broadcasted_iota(np.int32, a.shape, a.ndim - 1)
+        raise lax_error("top_k", f"k={k} is out of range for {a}")
+    idx = broadcasted_iota(np.int32, a.shape, a.ndim - 1)
     comp = _comparator(1, [a, ShapedArray((), np.dtype(np.int32))], "GT")
     vals, inds = bind("sort", [operand, idx], {"dimensions": (a.ndim - 1,), "is_stable": True, "to_apply": comp},
                       name="top_k")
     start, limit = (0,) * a.ndim, a.shape[:-1] + (k,)
-    return lax.slice(vals, start, limit), lax.slice(inds, start, limit)
+    return lax_slice(vals, start, limit), lax_slice(inds, start, limit)
 
 
 # -- gather and scatter ----------------------------------------------------------------------------
@@ -314,7 +321,7 @@ def _mode(mode) -> str:
 def _int_indices(indices):
     ia = aval(indices)
     if ia.dtype.kind not in "iu":
-        raise _error("gather/scatter", f"indices must be integers, got {ia}")
+        raise lax_error("gather/scatter", f"indices must be integers, got {ia}")
     return indices
 
 
@@ -350,14 +357,14 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, sl
         return out
     # fill: a window is valid when 0 <= start <= dim - slice_size for every indexed operand dim
     limits = np.array([a.shape[d] - slice_sizes[d] for d in dn.start_index_map], dtype=ia.dtype)
-    lim = lax.broadcast_in_dim(limits, ia.shape, (ia.ndim - 1,))
-    ok = lax.bitwise_and(lax.ge(start_indices, lax.full_like(start_indices, 0)), lax.le(start_indices, lim))
+    lim = broadcast_in_dim(limits, ia.shape, (ia.ndim - 1,))
+    ok = bitwise_and(ge(start_indices, full_like(start_indices, 0)), le(start_indices, lim))
     ok = reduce_and(ok, (ia.ndim - 1,))
     oa = aval(out)
     batch_dims = [d for d in range(oa.ndim) if d not in dn.offset_dims]
-    mask = lax.broadcast_in_dim(ok, oa.shape, batch_dims)
+    mask = broadcast_in_dim(ok, oa.shape, batch_dims)
     fill = _fill_default(a.dtype) if fill_value is None else np.asarray(fill_value, a.dtype)
-    return lax.select(mask, out, lax.full(oa.shape, fill, a.dtype))
+    return select(mask, out, full(oa.shape, fill, a.dtype))
 
 
 def _scatter_op(kind: str):
@@ -367,7 +374,7 @@ def _scatter_op(kind: str):
            indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
         a = aval(operand)
         if aval(updates).dtype != a.dtype:
-            updates = lax._convert(updates, a.dtype)
+            updates = convert(updates, a.dtype)
         ia = aval(_int_indices(scatter_indices))
         if _mode(mode) == "clip":
             scatter_indices = _clip_scatter_indices(scatter_indices, a, aval(updates), dimension_numbers)
@@ -401,14 +408,14 @@ def _scatter_op(kind: str):
 
 def _clip_scatter_indices(indices, a: ShapedArray, ua: ShapedArray, dn: ScatterDimensionNumbers):
     window_sizes = [ua.shape[d] for d in dn.update_window_dims]
-    full = []
+    extent = []
     it = iter(window_sizes)
     for d in range(a.ndim):
-        full.append(1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims else next(it))
+        extent.append(1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims else next(it))
     ia = aval(indices)
-    upper = np.array([a.shape[d] - full[d] for d in dn.scatter_dims_to_operand_dims], dtype=ia.dtype)
-    hi = lax.broadcast_in_dim(upper, ia.shape, (ia.ndim - 1,))
-    return lax.max(lax.min(indices, hi), lax.full_like(indices, 0))
+    upper = np.array([a.shape[d] - extent[d] for d in dn.scatter_dims_to_operand_dims], dtype=ia.dtype)
+    hi = broadcast_in_dim(upper, ia.shape, (ia.ndim - 1,))
+    return lax_max(lax_min(indices, hi), full_like(indices, 0))
 
 
 scatter = _scatter_op("set")

@@ -1,5 +1,9 @@
 """numpy semantics for the Python operators of Array and Tracer: JAX's promotion, numpy broadcasting,
-Python's floor division and modulo. xlapy.numpy can build on these."""
+Python's floor division and modulo. xlapy.numpy builds on these and attaches them to Array and Tracer
+(xlapy/numpy/array_methods.py).
+
+These are numpy-level functions over lax, many of the same name (`add` here promotes and broadcasts, lax's
+`add` does not), so lax's ops are imported as `lax_<name>`."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -7,10 +11,23 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import XlapyError
-from .. import lax
-from ..lax import aval
 from . import dtypes
-from .tracer import user_frame
+from .array import Array
+from .lax_dot_conv import dot as lax_dot, dot_general as lax_dot_general
+from .lax_elementwise import (abs as lax_abs, add as lax_add, bitwise_and as lax_bitwise_and,
+                              bitwise_not as lax_bitwise_not, bitwise_or as lax_bitwise_or,
+                              bitwise_xor as lax_bitwise_xor, div as lax_div, eq as lax_eq, floor as lax_floor,
+                              ge as lax_ge, gt as lax_gt, integer_pow as lax_integer_pow, le as lax_le, lt as lax_lt,
+                              max as lax_max, min as lax_min, mul as lax_mul, ne as lax_ne, neg as lax_neg,
+                              pow as lax_pow, rem as lax_rem, select as lax_select, shift_left as lax_shift_left,
+                              shift_right_arithmetic as lax_shift_right_arithmetic,
+                              shift_right_logical as lax_shift_right_logical, sub as lax_sub)
+from .lax_operands import convert, convert_element_type as lax_convert_element_type
+from .lax_reduce import (argmax as lax_argmax, argmin as lax_argmin, reduce_max as lax_reduce_max,
+                         reduce_min as lax_reduce_min, reduce_prod as lax_reduce_prod, reduce_sum as lax_reduce_sum)
+from .lax_shapes import (broadcast_in_dim as lax_broadcast_in_dim, expand_dims as lax_expand_dims,
+                         reshape as lax_reshape, squeeze as lax_squeeze, transpose as lax_transpose)
+from .tracer import aval, user_frame
 
 
 def _is_operand(x: Any) -> bool:
@@ -33,7 +50,7 @@ def promote_broadcast(name: str, *xs: Any) -> list[Any]:
             x = _convert_keeping_weak(x, target)
         a = aval(x)
         if a.shape != shape:
-            x = lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - a.ndim, len(shape))))
+            x = lax_broadcast_in_dim(x, shape, tuple(range(len(shape) - a.ndim, len(shape))))
         out.append(x)
     return out
 
@@ -42,11 +59,10 @@ def _convert_keeping_weak(x: Any, target: dtypes.DType) -> Any:
     """`x` converted to target's dtype. When every operand is weak (all Python scalars: `add(1, 2.0)`) the
     result is weak (JAX's weak f32), so a Python scalar stays a weakly typed value, not a numpy constant."""
     if not target.weak:
-        return lax._convert(x, target.dtype)
+        return convert(x, target.dtype)
     if dtypes.is_python_scalar(x):
-        from .array import Array
         return Array(np.asarray(x, target.dtype), weak_type=True)
-    return lax.convert_element_type(x, target.dtype, weak_type=True)
+    return lax_convert_element_type(x, target.dtype, weak_type=True)
 
 
 def _numpy_binary(name: str, fn):
@@ -58,41 +74,45 @@ def _numpy_binary(name: str, fn):
     return op
 
 
-add = _numpy_binary("add", lax.add)
-subtract = _numpy_binary("subtract", lax.sub)
-multiply = _numpy_binary("multiply", lax.mul)
-bitwise_and = _numpy_binary("bitwise_and", lax.bitwise_and)
-bitwise_or = _numpy_binary("bitwise_or", lax.bitwise_or)
-bitwise_xor = _numpy_binary("bitwise_xor", lax.bitwise_xor)
-less = _numpy_binary("less", lax.lt)
-less_equal = _numpy_binary("less_equal", lax.le)
-greater = _numpy_binary("greater", lax.gt)
-greater_equal = _numpy_binary("greater_equal", lax.ge)
-equal = _numpy_binary("equal", lax.eq)
-not_equal = _numpy_binary("not_equal", lax.ne)
-maximum = _numpy_binary("maximum", lax.max)
-minimum = _numpy_binary("minimum", lax.min)
-left_shift = _numpy_binary("left_shift", lax.shift_left)
+add = _numpy_binary("add", lax_add)
+subtract = _numpy_binary("subtract", lax_sub)
+multiply = _numpy_binary("multiply", lax_mul)
+bitwise_and = _numpy_binary("bitwise_and", lax_bitwise_and)
+bitwise_or = _numpy_binary("bitwise_or", lax_bitwise_or)
+bitwise_xor = _numpy_binary("bitwise_xor", lax_bitwise_xor)
+less = _numpy_binary("less", lax_lt)
+less_equal = _numpy_binary("less_equal", lax_le)
+greater = _numpy_binary("greater", lax_gt)
+greater_equal = _numpy_binary("greater_equal", lax_ge)
+equal = _numpy_binary("equal", lax_eq)
+not_equal = _numpy_binary("not_equal", lax_ne)
+maximum = _numpy_binary("maximum", lax_max)
+minimum = _numpy_binary("minimum", lax_min)
+left_shift = _numpy_binary("left_shift", lax_shift_left)
 
 
-def _right_shift(x, y):
+# The *_promoted functions take operands already promoted to one dtype and shape (xlapy.numpy's ufuncs use
+# them after their own promotion); the operators wrap them with _numpy_binary.
+
+def right_shift_promoted(x, y):
+    """x >> y: logical for unsigned integers, arithmetic for signed ones."""
     if aval(x).dtype.kind == "u":
-        return lax.shift_right_logical(x, y)
-    return lax.shift_right_arithmetic(x, y)
+        return lax_shift_right_logical(x, y)
+    return lax_shift_right_arithmetic(x, y)
 
 
-right_shift = _numpy_binary("right_shift", _right_shift)
+right_shift = _numpy_binary("right_shift", right_shift_promoted)
 
 
 def _to_inexact(x):
     dt = aval(x).dtype
     if dtypes.is_inexact(dt):
         return x
-    return lax.convert_element_type(x, dtypes.default_float(), weak_type=aval(x).weak_type)
+    return lax_convert_element_type(x, dtypes.default_float(), weak_type=aval(x).weak_type)
 
 
 def _true_divide(x, y):
-    return lax.div(_to_inexact(x), _to_inexact(y))
+    return lax_div(_to_inexact(x), _to_inexact(y))
 
 
 true_divide = _numpy_binary("true_divide", _true_divide)
@@ -102,39 +122,41 @@ def _zero(x):
     return np.zeros((), aval(x).dtype)
 
 
-def _floor_divide(x, y):
+def floor_divide_promoted(x, y):
+    """Python's x // y: rounds toward -inf (floor of the quotient for floats)."""
     dt = aval(x).dtype
     if dtypes.is_inexact(dt):
-        return lax.floor(lax.div(x, y))
+        return lax_floor(lax_div(x, y))
     if dt.kind == "u" or dt == np.bool_:
-        return lax.div(x, y)
-    q, r = lax.div(x, y), lax.rem(x, y)
+        return lax_div(x, y)
+    q, r = lax_div(x, y), lax_rem(x, y)
     # round toward -inf: subtract one where the remainder is nonzero and the signs differ
-    fix = lax.bitwise_and(lax.ne(r, _zero(r)), lax.ne(lax.lt(r, _zero(r)), lax.lt(y, _zero(y))))
-    return lax.select(fix, lax.sub(q, np.ones((), dt)), q)
+    fix = lax_bitwise_and(lax_ne(r, _zero(r)), lax_ne(lax_lt(r, _zero(r)), lax_lt(y, _zero(y))))
+    return lax_select(fix, lax_sub(q, np.ones((), dt)), q)
 
 
-floor_divide = _numpy_binary("floor_divide", _floor_divide)
+floor_divide = _numpy_binary("floor_divide", floor_divide_promoted)
 
 
-def _mod(x, y):
+def mod_promoted(x, y):
+    """Python's x % y: the remainder takes the sign of y."""
     dt = aval(x).dtype
-    r = lax.rem(x, y)
+    r = lax_rem(x, y)
     if dt.kind == "u":
         return r
-    fix = lax.bitwise_and(lax.ne(r, _zero(r)), lax.ne(lax.lt(r, _zero(r)), lax.lt(y, _zero(y))))
-    return lax.select(fix, lax.add(r, y), r)
+    fix = lax_bitwise_and(lax_ne(r, _zero(r)), lax_ne(lax_lt(r, _zero(r)), lax_lt(y, _zero(y))))
+    return lax_select(fix, lax_add(r, y), r)
 
 
-mod = _numpy_binary("mod", _mod)
+mod = _numpy_binary("mod", mod_promoted)
 
 
 def power(x, y):
     if not (_is_operand(x) and _is_operand(y)):
         return NotImplemented
     if isinstance(y, int) and not isinstance(y, bool) and hasattr(x, "aval"):
-        return lax.integer_pow(x, y)
-    return lax.pow(*promote_broadcast("power", x, y))
+        return lax_integer_pow(x, y)
+    return lax_pow(*promote_broadcast("power", x, y))
 
 
 def matmul(x, y):
@@ -142,50 +164,50 @@ def matmul(x, y):
         return NotImplemented
     x, y = (np.asarray(v) if isinstance(v, list) else v for v in (x, y))
     t = dtypes.promote(dtypes.type_of(x), dtypes.type_of(y)).dtype
-    x, y = (v if aval(v).dtype == t else lax._convert(v, t) for v in (x, y))
+    x, y = (v if aval(v).dtype == t else convert(v, t) for v in (x, y))
     xa, ya = aval(x), aval(y)
     if xa.ndim == 0 or ya.ndim == 0:
         raise XlapyError(f"matmul: operands must not be scalars, got {xa} and {ya} (at {user_frame()})")
     if xa.ndim <= 2 and ya.ndim <= 2:
         if xa.shape[-1] != ya.shape[0 if ya.ndim == 1 else -2]:
             raise XlapyError(f"matmul: contracting dimensions differ: {xa} @ {ya} (at {user_frame()})")
-        return lax.dot(x, y)
+        return lax_dot(x, y)
     if xa.ndim == 1:
-        return matmul(lax.expand_dims(x, (0,)), y)[..., 0, :]
+        return matmul(lax_expand_dims(x, (0,)), y)[..., 0, :]
     if ya.ndim == 1:
-        return matmul(x, lax.expand_dims(y, (1,)))[..., 0]
+        return matmul(x, lax_expand_dims(y, (1,)))[..., 0]
     batch = np.broadcast_shapes(xa.shape[:-2], ya.shape[:-2])
-    x = lax.broadcast_in_dim(x, batch + xa.shape[-2:], tuple(range(len(batch) + 2 - xa.ndim, len(batch) + 2)))
-    y = lax.broadcast_in_dim(y, batch + ya.shape[-2:], tuple(range(len(batch) + 2 - ya.ndim, len(batch) + 2)))
+    x = lax_broadcast_in_dim(x, batch + xa.shape[-2:], tuple(range(len(batch) + 2 - xa.ndim, len(batch) + 2)))
+    y = lax_broadcast_in_dim(y, batch + ya.shape[-2:], tuple(range(len(batch) + 2 - ya.ndim, len(batch) + 2)))
     nb = len(batch)
     b = tuple(range(nb))
-    return lax.dot_general(x, y, (((nb + 1,), (nb,)), (b, b)))
+    return lax_dot_general(x, y, (((nb + 1,), (nb,)), (b, b)))
 
 
 def negative(x):
-    return lax.neg(x)
+    return lax_neg(x)
 
 
 def absolute(x):
-    return x if aval(x).dtype.kind in "ub" else lax.abs(x)
+    return x if aval(x).dtype.kind in "ub" else lax_abs(x)
 
 
 def invert(x):
-    return lax.bitwise_not(x)
+    return lax_bitwise_not(x)
 
 
 def transpose(x, axes: Sequence[int] | None = None):
     nd = aval(x).ndim
-    return lax.transpose(x, tuple(reversed(range(nd))) if axes is None else tuple(a % nd for a in axes))
+    return lax_transpose(x, tuple(reversed(range(nd))) if axes is None else tuple(a % nd for a in axes))
 
 
 def astype(x, dtype):
-    return lax.convert_element_type(x, dtype)
+    return lax_convert_element_type(x, dtype)
 
 
 def reshape(x, shape):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return lax.reshape(x, shape)
+    return lax_reshape(x, shape)
 
 
 def squeeze(x, axis=None):
@@ -194,7 +216,7 @@ def squeeze(x, axis=None):
         axis = tuple(i for i, s in enumerate(a.shape) if s == 1)
     elif isinstance(axis, int):
         axis = (axis,)
-    return lax.squeeze(x, axis)
+    return lax_squeeze(x, axis)
 
 
 def _axes(x, axis) -> tuple[int, ...]:
@@ -207,19 +229,19 @@ def _axes(x, axis) -> tuple[int, ...]:
 
 def _keepdims(out, x, axes):
     shape = tuple(1 if i in axes else s for i, s in enumerate(aval(x).shape))
-    return lax.reshape(out, shape)
+    return lax_reshape(out, shape)
 
 
-_REDUCERS = {"sum": lax.reduce_sum, "prod": lax.reduce_prod, "max": lax.reduce_max, "min": lax.reduce_min}
+_REDUCERS = {"sum": lax_reduce_sum, "prod": lax_reduce_prod, "max": lax_reduce_max, "min": lax_reduce_min}
 
 
 def reduction(kind: str, x, axis=None, keepdims: bool = False, dtype=None):
     """x.sum/prod/max/min: bool and small integer sums accumulate in the default int (as jnp does)."""
     a = aval(x)
     if dtype is not None:
-        x = lax.convert_element_type(x, dtype)
+        x = lax_convert_element_type(x, dtype)
     elif kind in ("sum", "prod") and (a.dtype == np.bool_ or (a.dtype.kind in "iu" and a.dtype.itemsize < 4)):
-        x = lax.convert_element_type(x, dtypes.default_int() if a.dtype.kind != "u" else np.uint32)
+        x = lax_convert_element_type(x, dtypes.default_int() if a.dtype.kind != "u" else np.uint32)
     axes = _axes(x, axis)
     if kind in ("max", "min") and any(a.shape[i] == 0 for i in axes):
         raise XlapyError(f"{kind}: zero-size array {a} has no identity (at {user_frame()})")
@@ -231,14 +253,14 @@ def mean(x, axis=None, keepdims: bool = False, dtype=None):
     a = aval(x)
     axes = _axes(x, axis)
     count = int(np.prod([a.shape[i] for i in axes], dtype=np.int64))
-    x = lax.convert_element_type(x, dtype) if dtype is not None else _to_inexact(x)
+    x = lax_convert_element_type(x, dtype) if dtype is not None else _to_inexact(x)
     total = reduction("sum", x, axes, keepdims)
-    return lax.div(total, np.asarray(count, aval(total).dtype))
+    return lax_div(total, np.asarray(count, aval(total).dtype))
 
 
 def arg_reduction(kind: str, x, axis=None):
     if axis is None:
-        x = lax.reshape(x, (aval(x).size,))
+        x = lax_reshape(x, (aval(x).size,))
         axis = 0
-    fn = lax.argmax if kind == "argmax" else lax.argmin
+    fn = lax_argmax if kind == "argmax" else lax_argmin
     return fn(x, axis % max(aval(x).ndim, 1), dtypes.default_int())

@@ -34,8 +34,9 @@ from ..hlo import Computation, Instruction, Module
 from .autodiff import jvp_into, vjp_into
 from .autodiff.rules_common import Emitter
 from .autodiff.vjp import add_parameter, materialize, new_computation
-from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
-from .tracer import ShapedArray, bind, trace_function, user_frame
+from .array import with_weak_type
+from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_map, tree_unflatten
+from .tracer import ShapedArray, aval, bind, trace_function, user_frame
 
 
 # -- tracing f ------------------------------------------------------------------------------------------
@@ -55,11 +56,6 @@ class Traced:
         return list(self.leaves) + list(self.captured)
 
 
-def _aval(x: Any) -> ShapedArray:
-    from ..lax import aval
-    return aval(x)
-
-
 def _name_of(fun: Callable) -> str:
     name = re.sub(r"[^A-Za-z0-9_]", "_", getattr(fun, "__name__", "fun")).strip("_")
     return name or "fun"
@@ -67,7 +63,7 @@ def _name_of(fun: Callable) -> str:
 
 def trace_flat(fun: Callable, args: Sequence[Any], kwargs: dict, name: str) -> Traced:
     leaves, in_tree = tree_flatten(tuple(args))
-    avals = [_aval(v) for v in leaves]
+    avals = [aval(v) for v in leaves]
     trace, outs, out_tree = trace_function(lambda *a: fun(*a, **kwargs), avals, in_tree, name)
     trace.finish(outs, tuple_root=True)
     captured = [value for value, _ in trace.captures]
@@ -110,10 +106,9 @@ def _elements(b: Emitter, value: Instruction) -> list[Instruction]:
 
 
 def _call(comp: Computation, operands: Sequence[Any], weak: Sequence[bool], name: str) -> list[Any]:
-    from ..lax import _rebrand
     outs = bind("call", list(operands), {"to_apply": comp}, name=name)
     outs = outs if isinstance(outs, list) else [outs]
-    return [_rebrand(o, w) if w else o for o, w in zip(outs, weak)]
+    return [with_weak_type(o, w) if w else o for o, w in zip(outs, weak)]
 
 
 def _primal_params(b: Emitter, traced: Traced) -> list[Instruction]:
@@ -275,7 +270,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
                              f"(at {user_frame()})")
         cts: list[Any] = []
         for path, ct, a in zip(leaf_paths(value_tree), ct_leaves, traced.out_avals[:n_value]):
-            c = _aval(ct)
+            c = aval(ct)
             if c.shape != a.shape or (_is_real_float(a) and c.dtype != a.dtype):
                 raise XlapyError(f"vjp_fn: the cotangent{path} is {c} but the output{path} is {a} "
                                  f"(at {user_frame()})")
@@ -308,7 +303,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     paths = leaf_paths(traced.in_tree)
     with_tangent = []
     for i, (a, t) in enumerate(zip(traced.in_avals, t_leaves)):
-        ta = _aval(t)
+        ta = aval(t)
         if not _is_real_float(a):
             continue
         if ta.shape != a.shape or ta.dtype != a.dtype:
@@ -337,9 +332,11 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
 
 
 def stop_gradient(x: Any) -> Any:
-    """The identity whose derivative is zero (lax.stop_gradient)."""
-    from ..lax import stop_gradient as lax_stop_gradient
-    return lax_stop_gradient(x)
+    """The identity whose derivative is zero (lax.stop_gradient), on every leaf of the pytree `x`: emits `copy`
+    with metadata op_name="stop_gradient", the marker this module's derivatives cut at (the optimizer removes
+    the copy)."""
+    return tree_map(lambda v: bind("copy", [v], {"metadata": '{op_name="stop_gradient"}'}, name="stop_gradient",
+                                   weak_type=aval(v).weak_type), x)
 
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient"]

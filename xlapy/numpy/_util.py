@@ -7,11 +7,10 @@ import numpy as np
 
 from ..errors import ConcretizationError, XlapyError
 from .. import lax
-from ..lax import aval
 from ..frontend import dtypes
 from ..frontend.array import Array
 from ..frontend.operators import promote_broadcast
-from ..frontend.tracer import Tracer, current_trace, user_frame
+from ..frontend.tracer import Tracer, aval, current_trace, user_frame
 
 __all__ = ["aval", "lax", "dtypes", "Array", "Tracer", "promote_broadcast", "error", "concretization_error",
            "is_traced", "arr", "arrays", "canon_axis", "axes_of", "full_const", "to_inexact", "promote",

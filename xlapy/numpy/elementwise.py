@@ -48,8 +48,8 @@ subtract = _binary("subtract", lax.sub)
 multiply = _binary("multiply", lambda x, y: lax.bitwise_and(x, y) if aval(x).dtype == np.bool_ else lax.mul(x, y))
 true_divide = _binary("true_divide", lax.div, inexact=True)
 divide = true_divide
-floor_divide = _binary("floor_divide", lambda x, y: operators._floor_divide(_bool_to_int(x), _bool_to_int(y)))
-remainder = _binary("remainder", lambda x, y: operators._mod(_bool_to_int(x), _bool_to_int(y)))
+floor_divide = _binary("floor_divide", lambda x, y: operators.floor_divide_promoted(_bool_to_int(x), _bool_to_int(y)))
+remainder = _binary("remainder", lambda x, y: operators.mod_promoted(_bool_to_int(x), _bool_to_int(y)))
 mod = remainder
 fmod = _binary("fmod", lambda x, y: lax.rem(_bool_to_int(x), _bool_to_int(y)))
 arctan2 = _binary("arctan2", lax.atan2, inexact=True)
@@ -424,7 +424,7 @@ bitwise_and = _binary("bitwise_and", lax.bitwise_and)
 bitwise_or = _binary("bitwise_or", lax.bitwise_or)
 bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
 left_shift = _binary("left_shift", lax.shift_left)
-right_shift = _binary("right_shift", operators._right_shift)
+right_shift = _binary("right_shift", operators.right_shift_promoted)
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 

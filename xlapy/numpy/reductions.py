@@ -7,7 +7,7 @@ import builtins
 
 import numpy as np
 
-from ..frontend.lax_reduce import _identity
+from ..frontend.lax_reduce import reduction_identity
 from ._util import arr, as_bool, aval, axes_of, canon_axis, dtypes, error, lax, to_inexact
 
 
@@ -48,7 +48,7 @@ def _monoid(kind: str, name: str, a, axis, dtype, keepdims, initial, where):
             raise error(name, "reducing with where= needs an initial value")
         if initial is None and builtins.any(av.shape[i] == 0 for i in axes):
             raise error(name, f"zero-size array {av} has no identity; pass initial=")
-        ident = _identity(kind, dt)
+        ident = reduction_identity(kind, dt)
     else:
         ident = 0 if kind == "sum" else 1
     x = _where_fill(x, where, ident)
