@@ -13,7 +13,8 @@ from .backends import compile
 from .frontend import Array, config, device_get, device_put, explain_recompile, jit
 from .frontend import pytree as tree_util
 from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp
-from . import dlpack, lax, nn, numpy, random
+from . import numpy     # first: it attaches Array's and Tracer's operators and methods (numpy/array_methods.py)
+from . import dlpack, lax, nn, random
 
 __version__ = "0.1.0"
 __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",

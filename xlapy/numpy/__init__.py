@@ -47,6 +47,7 @@ from .shape_ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d,
                         permute_dims, ravel, repeat, reshape, roll, rot90, row_stack, split, squeeze, stack,
                         swapaxes, tile, trace, transpose, vsplit, vstack)
 from .sorting import argpartition, argsort, lexsort, partition, searchsorted, sort
+from . import array_methods
 
 # -- constants ---------------------------------------------------------------------------------------------
 pi = _math.pi
@@ -140,4 +141,7 @@ def isscalar(element) -> bool:
         hasattr(element, "aval") and element.aval.ndim == 0)
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations",)]
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "array_methods")]
+
+# Array and Tracer get their operators and methods (x + y, x[i], x.sum() ...) from the functions above.
+array_methods.attach()
