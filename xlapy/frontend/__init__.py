@@ -1,4 +1,12 @@
-"""The front end: tracing Python functions into HLO, jit, Array, pytrees (lax lives in xlapy/lax.py).
+"""The front end: tracing Python functions into HLO, jit, Array, pytrees, and the lax ops built on them.
+
+Two layers (tests/unit/test_layering.py checks that imports point down):
+  * the core: tracer.py (Trace, Tracer, bind, aval), dtypes.py, pytree.py, array.py, ops_mixin.py (the operators
+    and methods Array and Tracer declare; xlapy/numpy/array_methods.py defines them), eager.py, jit.py
+    (signature.py, warm_call.py), cost.py, autodiff/ and transforms.py (grad, vjp, jvp, stop_gradient);
+  * the ops over it: lax_operands.py (lax's operand rules), lax_elementwise.py, lax_shapes.py, lax_dot_conv.py,
+    lax_reduce.py, lax_special.py, control_flow.py, and numpy's operators.py and indexing.py. xlapy/lax.py is the
+    façade that exports them as JAX's lax API.
 
 How tracing works
 -----------------
@@ -19,19 +27,25 @@ Every op goes through ONE function, `bind(opcode, operands, attrs, shape=None, n
     `Array` (or a list of them). `eager_stats()` counts compiles and hits.
 Several values passed as one HLO tuple operand are wrapped in `Packed([...])`.
 
-How to add an op (in xlapy/lax.py, xlapy/numpy.py, xlapy/nn.py ...)
--------------------------------------------------------------------
+How to add an op
+----------------
+A lax op goes in the frontend file of its family (lax_elementwise.py, lax_shapes.py, lax_dot_conv.py,
+lax_reduce.py, control_flow.py, lax_special.py) and its name in xlapy/lax.py's import list and __all__; a numpy
+function in the xlapy/numpy/ file of its family and xlapy/numpy/__init__.py; an nn function in xlapy/nn.py.
     def erfc(x):
         return bind("erfc-like-opcode", [x], name="erfc", weak_type=aval(x).weak_type)
-Use `xlapy.lax.aval(x)` to read any operand's ShapedArray (Tracer, Array, numpy value, Python scalar),
-`lax.coerce_same(name, *xs)` for lax's dtype/weak-type rule, `operators.promote_broadcast(name, *xs)` for
-numpy's (promotion + broadcasting), `dtypes.promote` / `dtypes.result_type` for JAX's type lattice.
+Use `tracer.aval(x)` (also `xlapy.lax.aval`) to read any operand's ShapedArray (Tracer, Array, numpy value,
+Python scalar), `lax_operands.coerce_same(name, *xs)` for lax's dtype/weak-type rule and `lax_error(name, msg)`
+for its errors, `operators.promote_broadcast(name, *xs)` for numpy's (promotion + broadcasting),
+`dtypes.promote` / `dtypes.result_type` for JAX's type lattice.
 Ops that take a Python callable trace it with `tracer.trace_function` (see control_flow.py) or
 `lax_reduce.scalar_computation` (reducers, comparators). Never call numpy on a Tracer: `bool()`, `int()`,
 `float()`, `__index__` and `np.asarray` on a Tracer raise ConcretizationError naming the user's line.
 Ops need no registration: an op is a Python function over `bind`; its semantics are the HLO opcode's.
+A new array method (`x.foo()`) is declared in ops_mixin.ARRAY_METHODS and defined in xlapy/numpy/array_methods.py.
 
-Markers for later transformations: `lax.stop_gradient` emits `copy` with metadata op_name="stop_gradient".
+Markers for later transformations: `lax.stop_gradient` (transforms.py) emits `copy` with metadata
+op_name="stop_gradient".
 
 Public names
 ------------
