@@ -10,13 +10,9 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..hlo import Computation, Instruction, Shape
-from .build import constant, emit
+from .build import constant, emit, new_computation, parameter
 
 Body = Callable[[Computation, Instruction, list[Instruction]], list[Instruction]]
-
-
-def parameter(comp: Computation, number: int, shape: Shape, name: str = "param") -> Instruction:
-    return comp.add_instruction(Instruction("parameter", shape, (), {}, name, parameter_number=number))
 
 
 def gte(comp: Computation, tup: Instruction, index: int) -> Instruction:
@@ -35,15 +31,13 @@ def counted_loop(comp: Computation, trip_count: int, values: Sequence[Instructio
     module = comp.parent
     state_shape = Shape.tuple_of([Shape.scalar("s32")] + [v.shape for v in values])
 
-    cond = Computation(f"{name}_condition")
-    module.add_computation(cond)
+    cond = new_computation(module, f"{name}_condition")
     cs = parameter(cond, 0, state_shape, "state")
     ci = gte(cond, cs, 0)
     n = constant(cond, trip_count, "s32")
     cond.root = emit(cond, "compare", [ci, n], {"direction": "LT"})
 
-    bc = Computation(f"{name}_body")
-    module.add_computation(bc)
+    bc = new_computation(module, f"{name}_body")
     bs = parameter(bc, 0, state_shape, "state")
     i = gte(bc, bs, 0)
     carried = [gte(bc, bs, k + 1) for k in range(len(values))]

@@ -6,15 +6,16 @@ scalar 1 of x's element type broadcast to x's shape.
 from __future__ import annotations
 
 from ..hlo import Instruction
-from .build import emit, make, scalar_like
+from .build import make
+from .builder import Builder
 from .op_expander import OpExpanderPass
 
 
 def expand_logistic(inst: Instruction) -> Instruction:
     # logistic(X) => 1 / (1 + exp(-X))
-    comp, x = inst.parent, inst.operands[0]
-    one = scalar_like(comp, 1, x)
-    denominator = emit(comp, "add", [one, emit(comp, "exponential", [emit(comp, "negate", [x])])])
+    b, x = Builder(inst.parent), inst.operands[0]
+    one = b.full_like(x, 1)
+    denominator = b.add(one, b.emit("exponential", [b.neg(x)]))
     return make("divide", [one, denominator])
 
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..hlo import Computation, Instruction, Module, Shape
 from ..hlo.attrs import window_of
-from .build import constant, emit
-from .counted_loop import parameter
+from .build import constant, emit, new_computation
+from .builder import Builder
 from .lift import lift_elementwise
 from .pipeline import Pass
 
@@ -39,21 +39,19 @@ def _linear_index(comp: Computation, shape: Shape, et: str) -> Instruction:
 
 
 def _selecting_reducer(module: Module, select: Computation, vt: str, it: str) -> Computation | None:
-    red = Computation("select_and_scatter_reducer")
-    module.add_computation(red)
-    v1, i1 = parameter(red, 0, Shape.scalar(vt), "v1"), parameter(red, 1, Shape.scalar(it), "i1")
-    v2, i2 = parameter(red, 2, Shape.scalar(vt), "v2"), parameter(red, 3, Shape.scalar(it), "i2")
-    picked = lift_elementwise(red, select, [v1, v2])
+    b = Builder(new_computation(module, "select_and_scatter_reducer"))
+    v1, i1 = b.parameter(0, Shape.scalar(vt), "v1"), b.parameter(1, Shape.scalar(it), "i1")
+    v2, i2 = b.parameter(2, Shape.scalar(vt), "v2"), b.parameter(3, Shape.scalar(it), "i2")
+    picked = lift_elementwise(b.comp, select, [v1, v2])
     if picked is None:
-        module.remove_computation(red)
+        module.remove_computation(b.comp)
         return None
-    minus_one = constant(red, -1, it)
-    first_valid = emit(red, "compare", [i1, minus_one], {"direction": "NE"})
-    second_invalid = emit(red, "compare", [i2, minus_one], {"direction": "EQ"})
-    take_first = emit(red, "and", [first_valid, emit(red, "or", [second_invalid, picked[0]])])
-    red.root = emit(red, "tuple", [emit(red, "select", [take_first, v1, v2]),
-                                   emit(red, "select", [take_first, i1, i2])])
-    return red
+    minus_one = b.scalar(-1, it)
+    first_valid = b.compare(i1, minus_one, "NE")
+    second_invalid = b.compare(i2, minus_one, "EQ")
+    take_first = b.emit("and", [first_valid, b.emit("or", [second_invalid, picked[0]])])
+    b.comp.root = b.tuple([b.select(take_first, v1, v2), b.select(take_first, i1, i2)])
+    return b.comp
 
 
 def _expand(comp: Computation, inst: Instruction) -> Instruction | None:

@@ -13,7 +13,7 @@ from .rules_common import Emitter
 
 
 def _c(b: Emitter, v: float, like: Instruction) -> Instruction:
-    return b.full_like(v, like)
+    return b.full_like(like, v)
 
 
 def _recip(b: Emitter, x: Instruction) -> Instruction:

@@ -20,9 +20,9 @@ def _bilinear_jvp(b: Emitter, inst: Instruction, ts):
     lhs, rhs = inst.operands
     terms = []
     if ts[0] is not None:
-        terms.append(b.add_inst(inst.clone_with([ts[0], rhs], name=f"{inst.opcode}.jvp")))
+        terms.append(b.add_instruction(inst.clone_with([ts[0], rhs], name=f"{inst.opcode}.jvp")))
     if ts[1] is not None:
-        terms.append(b.add_inst(inst.clone_with([lhs, ts[1]], name=f"{inst.opcode}.jvp")))
+        terms.append(b.add_instruction(inst.clone_with([lhs, ts[1]], name=f"{inst.opcode}.jvp")))
     return terms[0] if len(terms) == 1 else b.add(*terms)
 
 

@@ -6,7 +6,7 @@ gather <-> scatter-add, dynamic-slice <-> dynamic-update-slice, transpose <-> in
 """
 from __future__ import annotations
 
-from ...hlo import Instruction
+from ...hlo import Instruction, Shape
 from ...hlo.attrs import PadDim, SliceRange
 from .rules_common import AutodiffError, Emitter, is_float, reducer_kind
 
@@ -14,7 +14,7 @@ from .rules_common import AutodiffError, Emitter, is_float, reducer_kind
 def _same_op(b: Emitter, inst: Instruction, ts) -> Instruction:
     """inst re-emitted with each float operand replaced by its tangent (zeros where the tangent is zero)."""
     ops = [(t if t is not None else b.zeros(o.shape)) if is_float(o.shape) else o for o, t in zip(inst.operands, ts)]
-    return b.add_inst(inst.clone_with(ops, name=f"{inst.opcode}.jvp"))
+    return b.add_instruction(inst.clone_with(ops, name=f"{inst.opcode}.jvp"))
 
 
 def _pad(b: Emitter, x: Instruction, config) -> Instruction:
@@ -106,7 +106,7 @@ def _scatter_attrs_of_gather(b, gather: Instruction) -> dict:
             "scatter_indices_batching_dims": a.get("start_indices_batching_dims", ()),
             "index_vector_dim": a["index_vector_dim"],
             "indices_are_sorted": a.get("indices_are_sorted", False),
-            "to_apply": b.binary_computation("add", gather.shape.element_type)}
+            "to_apply": b.reducer("add", gather.shape.element_type)}
 
 
 def _gather_vjp(b, inst, ct):
@@ -155,7 +155,7 @@ def _scatter_vjp(b, inst, ct):
     if _scatter_kind(inst) == "add":
         return [ct, None, _gather_of_scatter(b, inst, ct)]
     # overwrite (indices assumed unique, as JAX assumes for its transpose)
-    ct_x = b.add_inst(inst.clone_with([ct, idx, b.zeros(upd.shape)], name="scatter.vjp"))
+    ct_x = b.add_instruction(inst.clone_with([ct, idx, b.zeros(upd.shape)], name="scatter.vjp"))
     return [ct_x, None, _gather_of_scatter(b, inst, ct)]
 
 
@@ -186,10 +186,19 @@ def _clamp_masks(b, inst):
             b.compare(hi_b, x, "LT"))
 
 
+def _sum_to_shape(b: Emitter, x: Instruction, shape: Shape) -> Instruction:
+    """Undo an implicit scalar broadcast: sum `x` down to `shape` (a scalar or x's own shape)."""
+    if tuple(x.shape.dims) == tuple(shape.dims):
+        return x
+    if shape.rank == 0:
+        return b.reduce_sum(x, range(x.shape.rank))
+    raise AutodiffError(f"autodiff: cannot sum {x.shape} down to {shape}")
+
+
 def _clamp_vjp(b, inst, ct):
     zero = b.zeros(ct.shape)
     masks = _clamp_masks(b, inst)
-    return [b.sum_to_shape(b.select(m, ct, zero), o.shape) for m, o in zip(masks, inst.operands)]
+    return [_sum_to_shape(b, b.select(m, ct, zero), o.shape) for m, o in zip(masks, inst.operands)]
 
 
 def _clamp_jvp(b, inst, ts):

@@ -15,8 +15,10 @@
 """
 from __future__ import annotations
 
-from ...hlo import Computation, Instruction, Shape
+from ...hlo import Computation, Instruction, Module, Shape
 from ...hlo.attrs import PadDim, Window, WindowDim
+from ...passes.build import new_computation, parameter, shared_computation
+from ...passes.builder import Builder
 from .rules_common import AutodiffError, Emitter, is_float, reducer_kind
 
 
@@ -127,12 +129,12 @@ def _reduce_window_sum_vjp(b, inst, ct):
     zero = b.scalar(0, ct.shape.element_type)
     padded = b.emit("pad", [ct, zero], {"padding": tuple(config)})
     out = b.emit("reduce-window", [padded, zero], {"window": Window(tuple(new_dims)),
-                                                    "to_apply": b.binary_computation("add", ct.shape.element_type)})
+                                                    "to_apply": b.reducer("add", ct.shape.element_type)})
     return [out, None]
 
 
 def _select_comparator(b: Emitter, kind: str, et: str) -> Computation:
-    return b.binary_computation("compare-GE" if kind == "maximum" else "compare-LE", et)
+    return b.comparator("GE" if kind == "maximum" else "LE", et)
 
 
 def _reduce_window_vjp(b, inst, ct):
@@ -147,23 +149,23 @@ def _reduce_window_vjp(b, inst, ct):
     x = inst.operands[0]
     et = x.shape.element_type
     out = b.emit("select-and-scatter", [x, ct, b.scalar(0, et)],
-                 {"window": win, "select": _select_comparator(b, kind, et), "scatter": b.binary_computation("add", et)})
+                 {"window": win, "select": _select_comparator(b, kind, et), "scatter": b.reducer("add", et)})
     return [out, None]
 
 
 def _chooser_pair_computation(b: Emitter, kind: str, et: str, tangent_et: str) -> Computation:
     """((v0, t0), (v1, t1)) -> the pair whose v wins (v0 on ties): carries a tangent along a max/min."""
     def build() -> Computation:
-        vs, ts = Shape.array(et, ()), Shape.array(tangent_et, ())
-        p = [Instruction("parameter", s, (), name=n, parameter_number=i)
-             for i, (s, n) in enumerate([(vs, "v0"), (ts, "t0"), (vs, "v1"), (ts, "t1")])]
-        keep = Instruction("compare", Shape.array("pred", ()), [p[0], p[2]],
-                           {"direction": "GE" if kind == "maximum" else "LE"}, "keep")
-        v = Instruction("select", vs, [keep, p[0], p[2]], name="v")
-        t = Instruction("select", ts, [keep, p[1], p[3]], name="t")
-        root = Instruction("tuple", Shape.tuple_of([vs, ts]), [v, t], name="pair")
-        return Computation(f"ad_choose_{kind}_{et}", [*p, keep, v, t, root], root)
-    return b.helper(("choose", kind, et, tangent_et), build)
+        pb = Builder(new_computation(b.module, f"ad_choose_{kind}_{et}"))
+        vs, ts = Shape.scalar(et), Shape.scalar(tangent_et)
+        v0, t0, v1, t1 = [pb.parameter(i, s, n) for i, (s, n) in enumerate([(vs, "v0"), (ts, "t0"), (vs, "v1"),
+                                                                             (ts, "t1")])]
+        keep = pb.emit("compare", [v0, v1], {"direction": "GE" if kind == "maximum" else "LE"}, name="keep")
+        v = pb.emit("select", [keep, v0, v1], name="v")
+        t = pb.emit("select", [keep, t0, t1], name="t")
+        pb.comp.root = pb.emit("tuple", [v, t], name="pair")
+        return pb.comp
+    return shared_computation(b.module, ("choose", kind, et, tangent_et), build)
 
 
 def _gather_selected(b: Emitter, kind: str, x: Instruction, t: Instruction, window: Window) -> Instruction:
@@ -181,7 +183,7 @@ def _reduce_window_jvp(b, inst, ts):
     x = inst.operands[0]
     t = ts[0] if ts[0] is not None else b.zeros(x.shape)
     if kind == "add":
-        return b.add_inst(inst.clone_with([t, b.scalar(0, t.shape.element_type)], name="reduce-window.jvp"))
+        return b.add_instruction(inst.clone_with([t, b.scalar(0, t.shape.element_type)], name="reduce-window.jvp"))
     if kind == "multiply":
         raise AutodiffError(f"differentiation of reduce-window with a multiply reducer ({inst.name}) is not supported")
     return _gather_selected(b, kind, x, t, inst.attrs["window"])
@@ -205,7 +207,7 @@ def _select_and_scatter_jvp(b, inst, ts):
     _sas_kind(inst)
     x, src, init = inst.operands
     t = ts[1] if ts[1] is not None else b.zeros(src.shape)
-    return b.add_inst(inst.clone_with([x, t, b.scalar(0, t.shape.element_type)], name="select-and-scatter.jvp"))
+    return b.add_instruction(inst.clone_with([x, t, b.scalar(0, t.shape.element_type)], name="select-and-scatter.jvp"))
 
 
 # -- sort ---------------------------------------------------------------------------------------------------
@@ -216,10 +218,9 @@ def _extended_comparator(b: Emitter, comp: Computation, extra: list[str]) -> Com
         n = len(comp.parameters)
         for k, et in enumerate(extra):
             for j in range(2):
-                new.add_instruction(Instruction("parameter", Shape.array(et, ()), (), name=f"extra{k}_{j}",
-                                                parameter_number=n + 2 * k + j))
-        return new
-    return b.helper(("sort-ext", id(comp), tuple(extra)), build)
+                parameter(new, n + 2 * k + j, Shape.scalar(et), f"extra{k}_{j}")
+        return b.module.add_computation(new)
+    return shared_computation(b.module, ("sort-ext", id(comp), tuple(extra)), build)
 
 
 def _sort_with(b: Emitter, inst: Instruction, extras: list[Instruction]) -> list[Instruction]:
@@ -235,17 +236,19 @@ def _sort_with(b: Emitter, inst: Instruction, extras: list[Instruction]) -> list
 
 def _unsort(b: Emitter, perm: Instruction, ct: Instruction, dim: int) -> Instruction:
     """ct scattered back through the permutation: sort (perm, ct) by perm."""
-    comparator = b.helper(("unsort", ct.shape.element_type), lambda: _perm_comparator(ct.shape.element_type))
+    et = ct.shape.element_type
+    comparator = shared_computation(b.module, ("unsort", et), lambda: _perm_comparator(b.module, et))
     shape = Shape.tuple_of([perm.shape.without_layout(), ct.shape.without_layout()])
     out = b.emit("sort", [perm, ct], {"dimensions": (dim,), "is_stable": True, "to_apply": comparator}, shape=shape)
     return b.gte(out, 1)
 
 
-def _perm_comparator(et: str) -> Computation:
-    p = [Instruction("parameter", Shape.array(t, ()), (), name=f"p{i}", parameter_number=i)
-         for i, t in enumerate(["s32", "s32", et, et])]
-    root = Instruction("compare", Shape.array("pred", ()), [p[0], p[1]], {"direction": "LT"}, "lt")
-    return Computation(f"ad_unsort_{et}", [*p, root], root)
+def _perm_comparator(module: Module, et: str) -> Computation:
+    """(p0, p1, x0, x1) -> p0 < p1: sorts (permutation, values) by the permutation."""
+    pb = Builder(new_computation(module, f"ad_unsort_{et}"))
+    p = [pb.parameter(i, Shape.scalar(t), f"p{i}") for i, t in enumerate(["s32", "s32", et, et])]
+    pb.comp.root = pb.emit("compare", [p[0], p[1]], {"direction": "LT"}, name="lt")
+    return pb.comp
 
 
 def _outputs(b: Emitter, inst: Instruction, ct) -> list:
@@ -283,7 +286,7 @@ def _topk_flat_indices(b: Emitter, inst: Instruction) -> tuple[Instruction, int]
     rows = x.shape.numel // n if n else 0
     idx = b.reshape(b.gte(inst, 1), (rows, k))
     row = b.emit("iota", [], {"iota_dimension": 0}, shape=Shape.array("s32", (rows, k)))
-    flat = b.add(b.mul(row, b.full(n, row.shape)), idx)
+    flat = b.add(b.mul(row, b.full(row.shape, n)), idx)
     return b.reshape(flat, (rows * k, 1)), rows * n
 
 
@@ -300,7 +303,7 @@ def _topk_vjp(b, inst, ct):
     x = inst.operands[0]
     flat_idx, size = _topk_flat_indices(b, inst)
     updates = b.reshape(ct_values, (flat_idx.shape.dims[0],))
-    attrs = dict(_FLAT_SCATTER, to_apply=b.binary_computation("add", x.shape.element_type))
+    attrs = dict(_FLAT_SCATTER, to_apply=b.reducer("add", x.shape.element_type))
     flat = b.emit("scatter", [b.zeros(Shape.array(x.shape.element_type, (size,))), flat_idx, updates],
                   {k: v for k, v in attrs.items() if v != ()})
     return [b.reshape(flat, x.shape.dims)]

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from ...hlo import Computation, Instruction, Module, Shape
 from ...hlo.tables import merge_rule_tables, module_tables
+from ...passes import build
 from .loops import emit_taped_loop
 from .rules_common import AutodiffError, Emitter, is_float
 
@@ -97,7 +98,7 @@ def copy_forward(b: Emitter, comp: Computation, args: Sequence[Instruction], unr
                 k, start, n = found
                 mapping[id(inst)] = emit_taped_loop(b, inst, ops[0], n, k, start, b.tapes)
                 continue
-        mapping[id(inst)] = b.add_inst(inst.clone_with(ops))
+        mapping[id(inst)] = b.add_instruction(inst.clone_with(ops))
     return mapping[id(comp.root)]
 
 
@@ -181,13 +182,12 @@ def check_wrt(comp: Computation, wrt: Sequence[int]) -> None:
 
 
 def new_computation(module: Module, name: str) -> tuple[Computation, Emitter]:
-    comp = Computation(name)
-    module.add_computation(comp)
-    return comp, Emitter(module, comp)
+    comp = build.new_computation(module, name)
+    return comp, Emitter(comp)
 
 
 def add_parameter(b: Emitter, shape: Shape, number: int, name: str) -> Instruction:
-    return b.add_inst(Instruction("parameter", shape, (), name=name, parameter_number=number))
+    return b.parameter(number, shape, name)
 
 
 def vjp_computation(module: Module, comp: Computation, wrt: Sequence[int], name: str | None = None) -> Computation:
