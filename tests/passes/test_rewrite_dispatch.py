@@ -1,8 +1,9 @@
-"""The rewrite driver only tries the rules whose root opcode can match, in table order, and rules without a root
-opcode (Any, ConstantScalar, Op(None)) everywhere; match() builds no failure reasons, explain() still does."""
+"""A RuleSet indexes its rules by root opcode once: the driver tries, for an instruction, only the rules whose
+root opcode can match, in table order, and rules without a root opcode (Any, ConstantScalar, Op(None))
+everywhere; match() builds no failure reasons, explain() still does."""
 from xlapy.hlo import parse
 from xlapy.passes.pattern import Any, ConstantScalar, Op
-from xlapy.passes.rewrite import _by_opcode, apply_rules_to
+from xlapy.passes.rewrite import RuleSet, apply_rules_to, rule
 
 TEXT = """HloModule m
 ENTRY main {
@@ -14,20 +15,20 @@ ENTRY main {
 
 
 def test_rules_are_indexed_by_root_opcode_in_table_order():
-    add_rule = (Op("add", Any("x"), ConstantScalar(0)), lambda i, c: c["x"])
-    generic = (Any(), lambda i, c: None)
-    neg_or_add = (Op({"negate", "add"}), lambda i, c: None)
-    keyed, other = _by_opcode([add_rule, generic, neg_or_add])
-    assert keyed["add"] == [add_rule, generic, neg_or_add]
-    assert keyed["negate"] == [generic, neg_or_add]
-    assert other == [generic]
+    add_rule = rule(Op("add", Any("x"), ConstantScalar(0)))(lambda inst, x: x)
+    generic = rule(Any())(lambda inst: None)
+    neg_or_add = rule(Op({"negate", "add"}))(lambda inst: None)
+    rules = RuleSet([add_rule, generic, neg_or_add])
+    assert rules.for_opcode("add") == (add_rule, generic, neg_or_add)
+    assert rules.for_opcode("negate") == (generic, neg_or_add)
+    assert rules.for_opcode("multiply") == (generic,)
 
 
 def test_rewrite_applies_and_visits_every_opcode():
     module = parse(TEXT)
     seen = []
-    rules = [(Op("add", Any("x"), ConstantScalar(0)), lambda i, c: c["x"]),
-             (Any(), lambda i, c: seen.append(i.opcode))]
+    rules = RuleSet([rule(Op("add", Any("x"), ConstantScalar(0)))(lambda inst, x: x),
+                     rule(Any())(lambda inst: seen.append(inst.opcode))])
     assert apply_rules_to(module.entry, rules)
     assert module.entry.root.operands[0].opcode == "parameter"
     assert set(seen) >= {"parameter", "constant", "negate"}

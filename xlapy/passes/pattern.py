@@ -3,23 +3,64 @@
     pat = Op("add", Any("a"), ConstantScalar(0))       # commutative ops match either operand order
     caps = pat.match(inst)                              # {'a': <inst>} or None
     print(pat.explain(inst))                            # why it did not match
+    Op("multiply", A, A, dtype=FLOATS)                  # element type constraints: a name, a set, a category
 
 Captures bind names to instructions; the same name used twice must bind the same instruction.
-`one_user=True` requires the matched instruction to have exactly one user. Rules are (pattern, fn) pairs;
-fn(inst, caps) returns a replacement Instruction or None when it does not apply (see rewrite.py).
+`one_user=True` requires the matched instruction to have exactly one user. `dtype` requires the matched
+instruction's element type to be one of a set: "f32", {"f16", "bf16"}, or a category (FLOATS, INTS, PRED,
+COMPLEX, REAL; categories combine with `|`). Rules put a pattern on a rewrite function: see rewrite.py.
 """
 from __future__ import annotations
 
-from typing import Any as AnyT, Callable
+from typing import Any as AnyT, Callable, Iterable
 
 import numpy as np
 
-from ..hlo import ELIDED, Instruction
+from ..hlo import ELIDED, PRIMITIVE_TYPES, Instruction, type_name_of_dtype
+
+
+class ElementTypes(frozenset):
+    """A set of element type names that a pattern accepts, with the label `explain()` prints."""
+
+    def __new__(cls, names, label: str | None = None):
+        self = super().__new__(cls, names)
+        unknown = sorted(n for n in self if n not in PRIMITIVE_TYPES)
+        if unknown:
+            raise ValueError(f"unknown element type(s) {', '.join(unknown)} in a pattern's dtype")
+        self.label = label or "/".join(sorted(self))
+        return self
+
+    def __or__(self, other) -> "ElementTypes":
+        other = element_types(other)
+        return ElementTypes(frozenset.__or__(self, other), f"{self.label}|{other.label}")
+
+    def __repr__(self) -> str:
+        return self.label
+
+
+def _of_kind(label: str, *kinds: str) -> ElementTypes:
+    return ElementTypes((n for n, t in PRIMITIVE_TYPES.items() if t.kind in kinds), label)
+
+
+FLOATS = _of_kind("floats", "float")
+INTS = _of_kind("ints", "int", "uint")        # signed and unsigned integers, not pred
+PRED = ElementTypes({"pred"}, "pred")
+COMPLEX = _of_kind("complex", "complex")
+REAL = _of_kind("real", "pred", "int", "uint", "float")   # every array type that is not complex
+
+
+def element_types(spec: "str | Iterable[str] | ElementTypes") -> ElementTypes:
+    """A pattern's `dtype=`: one element type name, several, or a category such as FLOATS."""
+    if isinstance(spec, ElementTypes):
+        return spec
+    return ElementTypes({spec} if isinstance(spec, str) else spec)
 
 
 class Pattern:
     name: str | None = None
     one_user: bool = False
+    dtype: ElementTypes | None = None
+    operands: tuple["Pattern", ...] = ()
 
     def match(self, inst: Instruction) -> dict[str, Instruction] | None:
         caps: dict[str, Instruction] = {}
@@ -31,6 +72,31 @@ class Pattern:
             return f"{inst.name} matches {self}"
         reasons = list(dict.fromkeys(why))   # every failed attempt (both orders of a commutative op), deduplicated
         return f"{inst.name} does not match {self}: " + ("; ".join(reasons) if reasons else "no reason recorded")
+
+    def captures(self) -> set[str]:
+        """The capture names this pattern binds (a rule's function takes exactly these keyword arguments)."""
+        names = {self.name} if self.name is not None else set()
+        for p in self.operands:
+            names |= p.captures()
+        return names
+
+    def _dtype_ok(self, inst: Instruction, why: list | None) -> bool:
+        if self.dtype is None:
+            return True
+        if not inst.shape.is_tuple and inst.shape.element_type in self.dtype:
+            return True
+        if why is not None:
+            has = "is a tuple" if inst.shape.is_tuple else f"has element type {inst.shape.element_type}"
+            why.append(f"{inst.name} {has}, pattern {self} wants {self.dtype.label}")
+        return False
+
+    def _pred_ok(self, inst: Instruction, why: list | None) -> bool:
+        pred = getattr(self, "pred", None)
+        if pred is None or pred(inst):
+            return True
+        if why is not None:
+            why.append(f"{inst.name} fails the predicate of {self}")
+        return False
 
     def _bind(self, inst: Instruction, caps: dict, why: list | None) -> bool:
         if self.one_user and len(inst.users) != 1:
@@ -50,42 +116,44 @@ class Pattern:
         """Whether inst matches, binding captures; `why` collects failure reasons (None: match() needs none)."""
         raise NotImplementedError
 
+    def _dtype_repr(self) -> str:
+        return "" if self.dtype is None else f"dtype={self.dtype.label}"
+
+
+def _dtype_of(dtype) -> ElementTypes | None:
+    return None if dtype is None else element_types(dtype)
+
 
 class Any(Pattern):
-    """Any instruction; `pred` optionally filters (e.g. lambda i: i.shape.rank == 0)."""
+    """Any instruction; `pred` optionally filters (e.g. lambda i: i.shape.rank == 0), `dtype` constrains its
+    element type."""
 
     def __init__(self, name: str | None = None, pred: Callable[[Instruction], bool] | None = None,
-                 one_user: bool = False):
-        self.name, self.pred, self.one_user = name, pred, one_user
+                 one_user: bool = False, dtype=None):
+        self.name, self.pred, self.one_user, self.dtype = name, pred, one_user, _dtype_of(dtype)
 
     def _match(self, inst, caps, why):
-        if self.pred is not None and not self.pred(inst):
-            if why is not None:
-                why.append(f"{inst.name} fails the predicate of {self}")
-            return False
-        return self._bind(inst, caps, why)
+        return self._dtype_ok(inst, why) and self._pred_ok(inst, why) and self._bind(inst, caps, why)
 
     def __repr__(self):
-        return f"Any({self.name or ''})"
+        return f"Any({', '.join(x for x in (self.name or '', self._dtype_repr()) if x)})"
 
 
 class Op(Pattern):
     """An instruction with `opcode` (a str or a set of str) whose operands match `operands` (None: any)."""
 
     def __init__(self, opcode: str | set[str] | None, *operands: Pattern, name: str | None = None,
-                 one_user: bool = False, pred: Callable[[Instruction], bool] | None = None):
+                 one_user: bool = False, pred: Callable[[Instruction], bool] | None = None, dtype=None):
         self.opcodes = None if opcode is None else ({opcode} if isinstance(opcode, str) else set(opcode))
         self.operands = operands
-        self.name, self.one_user, self.pred = name, one_user, pred
+        self.name, self.one_user, self.pred, self.dtype = name, one_user, pred, _dtype_of(dtype)
 
     def _match(self, inst, caps, why):
         if self.opcodes is not None and inst.opcode not in self.opcodes:
             if why is not None:
                 why.append(f"{inst.name} is {inst.opcode}, not {'/'.join(sorted(self.opcodes))}")
             return False
-        if self.pred is not None and not self.pred(inst):
-            if why is not None:
-                why.append(f"{inst.name} fails the predicate of {self}")
+        if not (self._dtype_ok(inst, why) and self._pred_ok(inst, why)):
             return False
         if self.operands:
             if len(inst.operands) != len(self.operands):
@@ -106,7 +174,7 @@ class Op(Pattern):
         return self._bind(inst, caps, why)
 
     def __repr__(self):
-        ops = ", ".join(map(repr, self.operands))
+        ops = ", ".join([*map(repr, self.operands), *([self._dtype_repr()] if self.dtype else [])])
         return f"{'/'.join(sorted(self.opcodes)) if self.opcodes else 'Op'}({ops})"
 
 
@@ -127,11 +195,24 @@ def literal_scalar(inst: Instruction) -> AnyT | None:
     return first
 
 
-class ConstantScalar(Pattern):
-    """A constant (or broadcast of a scalar constant) all of whose elements equal `value` (None: any value)."""
+def same_value(v: AnyT, x: AnyT) -> bool:
+    """v == x for a literal scalar v, with +0.0 and -0.0 told apart in every float type (ml_dtypes' included)."""
+    try:
+        if not bool(v == x):
+            return False
+        dt = np.asarray(v).dtype
+        is_float = dt.kind == "f" or (dt.kind == "V" and PRIMITIVE_TYPES[type_name_of_dtype(dt)].is_float)
+        return not is_float or bool(np.signbit(float(v))) == bool(np.signbit(float(x)))
+    except (TypeError, ValueError):
+        return False
 
-    def __init__(self, value: AnyT = None, name: str | None = None, one_user: bool = False):
-        self.value, self.name, self.one_user = value, name, one_user
+
+class ConstantScalar(Pattern):
+    """A constant (or broadcast of a scalar constant) all of whose elements equal `value` (None: any value;
+    0.0 and -0.0 are different values)."""
+
+    def __init__(self, value: AnyT = None, name: str | None = None, one_user: bool = False, dtype=None):
+        self.value, self.name, self.one_user, self.dtype = value, name, one_user, _dtype_of(dtype)
 
     def _match(self, inst, caps, why):
         v = literal_scalar(inst)
@@ -139,24 +220,18 @@ class ConstantScalar(Pattern):
             if why is not None:
                 why.append(f"{inst.name} ({inst.opcode}) is not a uniform constant")
             return False
-        if self.value is not None:
-            try:
-                equal = bool(v == self.value) and (np.signbit(v) == np.signbit(self.value)
-                                                   if np.asarray(v).dtype.kind == "f" else True)
-            except (TypeError, ValueError):
-                equal = False
-            if not equal:
-                if why is not None:
-                    why.append(f"{inst.name} holds {v}, not {self.value}")
-                return False
+        if not self._dtype_ok(inst, why):
+            return False
+        if self.value is not None and not same_value(v, self.value):
+            if why is not None:
+                why.append(f"{inst.name} holds {v}, not {self.value}")
+            return False
         return self._bind(inst, caps, why)
 
     def __repr__(self):
-        return f"ConstantScalar({'' if self.value is None else self.value})"
+        args = ["" if self.value is None else str(self.value), self._dtype_repr()]
+        return f"ConstantScalar({', '.join(a for a in args if a)})"
 
 
 def Constant(name: str | None = None) -> Pattern:
     return Op("constant", name=name)
-
-
-Rule = tuple[Pattern, Callable[[Instruction, dict], "Instruction | None"]]

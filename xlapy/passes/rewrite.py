@@ -1,20 +1,91 @@
-"""The rewrite driver: apply a table of (pattern, fn) rules to every instruction, in post order.
+"""Rewrite rules, rule sets and the driver that applies them (tinygrad's PatternMatcher and graph_rewrite; the
+rules of XLA's algebraic simplifier, written as data).
 
-fn(inst, caps) returns the instruction that should replace `inst` (an existing one, or a new one made with
-build.make/emit), or None when the rule does not apply after all. New instructions that are not yet in the
-computation are added; replaced instructions are left for DCE. One sweep per call: passes run the driver
-inside a FixedPoint, so rules compose without the driver looping itself.
+    @rule(Op("add", A, ConstantScalar(0), dtype=INTS))
+    def add_zero(inst, a):
+        # A + 0 => A
+        return a
+
+    RULES = RuleSet([add_zero, ...]) + other.RULES      # indexed by root opcode once; sets combine with +
+    changed = apply_rules(module, RULES, trace)
+
+A rule's function receives the matched instruction and the pattern's captures as keyword arguments (it
+takes exactly the names its pattern captures; `rule` checks this when the module loads). It returns the
+instruction that should replace `inst`: an existing one, or a new one made with build.make (detached: the
+driver adds it, with any new operands, to the computation); or None when the rewrite does not apply after
+all. Replaced instructions are left for DCE. One sweep per call: passes run the driver inside a
+FixedPoint, so rules compose without the driver looping itself.
 """
 from __future__ import annotations
 
-import itertools
-from typing import Callable, Sequence
+import inspect
+from typing import Callable, Iterable, Iterator
 
 from ..errors import XlapyError
 from ..hlo import Computation, Instruction, Module
 from .pattern import Pattern
 
-Rule = tuple[Pattern, Callable[[Instruction, dict], "Instruction | None"]]
+RewriteFn = Callable[..., "Instruction | None"]
+
+
+class Rule:
+    """A pattern and the rewrite it guards; calling the rule calls the rewrite."""
+
+    def __init__(self, pattern: Pattern, fn: RewriteFn):
+        self.pattern, self.fn, self.name = pattern, fn, fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, inst: Instruction, **captures: Instruction) -> Instruction | None:
+        return self.fn(inst, **captures)
+
+    def apply(self, inst: Instruction) -> Instruction | None:
+        """The rewrite of `inst`, or None when the pattern does not match or the rewrite does not apply."""
+        caps = self.pattern.match(inst)
+        return None if caps is None else self.fn(inst, **caps)
+
+    @property
+    def opcodes(self) -> set[str] | None:
+        """The root opcodes the pattern can match (None: any)."""
+        return getattr(self.pattern, "opcodes", None)
+
+    def __repr__(self) -> str:
+        return f"<rule {self.name}: {self.pattern}>"
+
+
+def rule(pattern: Pattern) -> Callable[[RewriteFn], Rule]:
+    """Decorator: the function becomes a Rule guarded by `pattern`, its captures passed as keyword arguments."""
+    def wrap(fn: RewriteFn) -> Rule:
+        params = list(inspect.signature(fn).parameters)
+        if set(params[1:]) != pattern.captures():
+            raise TypeError(f"rule {fn.__name__}: its pattern {pattern} captures {sorted(pattern.captures())}, "
+                            f"but the function takes {params[1:]} after the instruction")
+        return Rule(pattern, fn)
+    return wrap
+
+
+class RuleSet:
+    """An ordered table of rules, indexed by root opcode when it is made: the driver tries, for an
+    instruction, only the rules whose pattern can match its opcode, in table order."""
+
+    def __init__(self, rules: Iterable[Rule]):
+        self.rules: tuple[Rule, ...] = tuple(rules)
+        keyed = {op for r in self.rules for op in (r.opcodes or ())}
+        self._by_opcode = {op: tuple(r for r in self.rules if r.opcodes is None or op in r.opcodes)
+                           for op in keyed}
+        self._generic = tuple(r for r in self.rules if r.opcodes is None)
+
+    def for_opcode(self, opcode: str) -> tuple[Rule, ...]:
+        """The rules that can match an instruction with `opcode`, in table order."""
+        return self._by_opcode.get(opcode, self._generic)
+
+    def __add__(self, other: "RuleSet") -> "RuleSet":
+        return RuleSet(self.rules + other.rules)
+
+    def __iter__(self) -> Iterator[Rule]:
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
 
 
 def _adopt(comp: Computation, inst: Instruction) -> None:
@@ -26,60 +97,31 @@ def _adopt(comp: Computation, inst: Instruction) -> None:
     comp.add_instruction(inst)
 
 
-def _by_opcode(rules: Sequence[Rule]) -> tuple[dict[str, list[Rule]], list[Rule]]:
-    """The rules that can match each opcode, in table order (a rule whose pattern names its root opcodes is
-    listed under those only), and the rules for any other opcode: matching skips the rules that cannot apply."""
-    keyed: dict[str, list[Rule]] = {}
-    for pattern, _ in rules:
-        for op in (getattr(pattern, "opcodes", None) or ()):
-            keyed.setdefault(op, [])
-    for op, table in keyed.items():
-        table.extend(r for r in rules if getattr(r[0], "opcodes", None) is None or op in r[0].opcodes)
-    return keyed, [r for r in rules if getattr(r[0], "opcodes", None) is None]
-
-
-_TABLES: dict[tuple, tuple] = {}     # rule tables by the ids of their rules (which the entry keeps alive)
-
-
-def _tables(rules: Sequence[Rule]) -> tuple[dict[str, list[Rule]], list[Rule]]:
-    """_by_opcode(rules), computed once per rule list (every pass run sweeps every computation with it)."""
-    key = tuple(map(id, itertools.chain.from_iterable(rules)))
-    hit = _TABLES.get(key)
-    if hit is None:
-        if len(_TABLES) > 64:
-            _TABLES.clear()
-        hit = _TABLES[key] = (_by_opcode(rules), list(rules))
-    return hit[0]
-
-
-def apply_rules_to(comp: Computation, rules: Sequence[Rule], trace: list | None = None) -> bool:
+def apply_rules_to(comp: Computation, rules: RuleSet, trace: list | None = None) -> bool:
+    """One sweep over `comp` in post order; `trace` collects (rule name, old name, new name) per rewrite."""
     changed = False
-    keyed, generic = _tables(rules)
     for inst in comp.post_order():
         if inst.parent is not comp:      # removed by an earlier rewrite in this sweep
             continue
-        for pattern, fn in keyed.get(inst.opcode, generic):
-            caps = pattern.match(inst)
-            if caps is None:
-                continue
-            new = fn(inst, caps)
+        for r in rules.for_opcode(inst.opcode):
+            new = r.apply(inst)
             if new is None or new is inst:
                 continue
             if not new.shape.compatible(inst.shape):
-                raise XlapyError(f"rewrite rule {getattr(fn, '__name__', fn)} turned {inst.name} "
-                                 f"({inst.shape}) into {new.name} of shape {new.shape}")
+                raise XlapyError(f"rewrite rule {r.name} turned {inst.name} ({inst.shape}) into {new.name} "
+                                 f"of shape {new.shape}")
             if new.parent is None:
                 new.shape = inst.shape   # keep the layout of the value it replaces
                 _adopt(comp, new)
             inst.replace_all_uses_with(new)
             if trace is not None:
-                trace.append((getattr(fn, "__name__", str(fn)), inst.name, new.name))
+                trace.append((r.name, inst.name, new.name))
             changed = True
             break
     return changed
 
 
-def apply_rules(module: Module, rules: Sequence[Rule], trace: list | None = None) -> bool:
+def apply_rules(module: Module, rules: RuleSet, trace: list | None = None) -> bool:
     changed = False
     for comp in list(module.computations):
         changed |= apply_rules_to(comp, rules, trace)

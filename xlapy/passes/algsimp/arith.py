@@ -5,70 +5,70 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..build import make
-from ..pattern import Any, ConstantScalar, Op
-from .util import equals, full_like, is_float, is_integral, is_negative_zero, scalar_value
-
-A, B = Any("a"), Any("b")
-
-
-def _a(inst, c):
-    return c["a"]
+from ..build import make, make_full_like
+from ..pattern import FLOATS, INTS, PRED, REAL, ConstantScalar, Op
+from ..rewrite import RuleSet, rule
+from .util import INTS_OR_PRED, A, is_zero, scalar_value
 
 
-def add_zero(inst, c):
-    # A + 0 => A (integers);  A + -0.0 => A (floats: -0.0 is the additive identity)
-    v = scalar_value(c["z"])
-    if is_integral(inst) and v == 0 and not inst.shape.ptype.is_pred:
-        return c["a"]
-    if is_float(inst) and is_negative_zero(v):
-        return c["a"]
-    return None
+@rule(Op("add", A, ConstantScalar(0), dtype=INTS))
+def add_zero(inst, a):
+    # A + 0 => A (integers)
+    return a
 
 
-def sub_zero(inst, c):
-    # A - 0 => A (integers, and floats with +0.0: x - (+0) == x for every x)
-    v = scalar_value(c["z"])
-    if is_integral(inst) and v == 0:
-        return c["a"]
-    if is_float(inst) and equals(v, 0.0):
-        return c["a"]
-    return None
+@rule(Op("add", A, ConstantScalar(-0.0), dtype=FLOATS))
+def add_negative_zero(inst, a):
+    # A + -0.0 => A (floats: -0.0 is the additive identity, +0.0 is not)
+    return a
 
 
-def sub_self(inst, c):
+@rule(Op("subtract", A, ConstantScalar(0), dtype=REAL))
+def sub_zero(inst, a):
+    # A - 0 => A (integers; floats with +0.0: x - (+0) == x for every x)
+    return a
+
+
+@rule(Op("subtract", A, A, dtype=INTS_OR_PRED))
+def sub_self(inst, a):
     # A - A => 0 (integers only: inf - inf is NaN)
-    return full_like(inst, 0) if is_integral(inst) else None
+    return make_full_like(inst, 0)
 
 
-def zero_minus(inst, c):
-    # 0 - A => -A (integers);  -0.0 - A => -A (floats)
-    v = scalar_value(c["z"])
-    if (is_integral(inst) and v == 0) or (is_float(inst) and is_negative_zero(v)):
-        return make("negate", [c["a"]])
-    return None
+@rule(Op("subtract", ConstantScalar(0), A, dtype=INTS_OR_PRED))
+def zero_minus(inst, a):
+    # 0 - A => -A (integers)
+    return make("negate", [a])
 
 
-def mul_one(inst, c):
+@rule(Op("subtract", ConstantScalar(-0.0), A, dtype=FLOATS))
+def negative_zero_minus(inst, a):
+    # -0.0 - A => -A (floats: exact for every A, signed zeros included)
+    return make("negate", [a])
+
+
+@rule(Op("multiply", A, ConstantScalar(1), dtype=REAL))
+def mul_one(inst, a):
     # A * 1 => A
-    return c["a"] if equals(scalar_value(c["one"]), 1.0) and not inst.shape.ptype.is_complex else None
+    return a
 
 
-def mul_zero(inst, c):
+@rule(Op("multiply", A, ConstantScalar(0), dtype=INTS_OR_PRED))
+def mul_zero(inst, a):
     # A * 0 => 0 (integers only: NaN * 0 is NaN, -1 * 0 is -0)
-    return full_like(inst, 0) if is_integral(inst) and scalar_value(c["z"]) == 0 else None
+    return make_full_like(inst, 0)
 
 
-def div_one(inst, c):
+@rule(Op("divide", A, ConstantScalar(1), dtype=REAL))
+def div_one(inst, a):
     # A / 1 => A
-    return c["a"] if equals(scalar_value(c["one"]), 1.0) and not inst.shape.ptype.is_complex else None
+    return a
 
 
-def div_power_of_two(inst, c):
+@rule(Op("divide", A, ConstantScalar(name="k"), dtype=FLOATS))
+def div_power_of_two(inst, a, k):
     # A / 2^k => A * 2^-k (floats; exact because 2^-k is representable and scaling by it is exact)
-    if not is_float(inst):
-        return None
-    v = scalar_value(c["k"])
+    v = scalar_value(k)
     f = float(v) if v is not None else 0.0
     if f == 0 or not np.isfinite(f):
         return None
@@ -78,156 +78,139 @@ def div_power_of_two(inst, c):
     inv = np.asarray(1.0 / f).astype(inst.shape.dtype)
     if float(inv) == 0 or not np.isfinite(float(inv)) or float(inv) * f != 1.0:
         return None
-    return make("multiply", [c["a"], full_like(inst, inv)])
+    return make("multiply", [a, make_full_like(inst, inv)])
 
 
-def neg_neg(inst, c):
+@rule(Op("negate", Op("negate", A)))
+def neg_neg(inst, a):
     # -(-A) => A
-    return c["a"]
+    return a
 
 
-def not_not(inst, c):
+@rule(Op("not", Op("not", A)))
+def not_not(inst, a):
     # not(not(A)) => A
-    return c["a"]
+    return a
 
 
-def idempotent_self(inst, c):
+@rule(Op({"maximum", "minimum", "and", "or"}, A, A))
+def idempotent_self(inst, a):
     # max(A, A) => A;  min(A, A) => A;  and(A, A) => A;  or(A, A) => A
-    return c["a"]
+    return a
 
 
-def abs_abs(inst, c):
+@rule(Op("abs", Op("abs", name="inner")))
+def abs_abs(inst, inner):
     # abs(abs(A)) => abs(A)
-    return c["inner"]
+    return inner
 
 
-def pow_one(inst, c):
+@rule(Op("power", A, ConstantScalar(1), dtype=REAL))
+def pow_one(inst, a):
     # A ^ 1 => A
-    return c["a"] if equals(scalar_value(c["e"]), 1.0) and not inst.shape.ptype.is_complex else None
+    return a
 
 
-def pow_zero(inst, c):
+@rule(Op("power", A, ConstantScalar(0), dtype=REAL))
+def pow_zero(inst, a):
     # A ^ 0 => 1 (IEEE pow(x, 0) is 1 for every x, NaN included)
-    v = scalar_value(c["e"])
-    return full_like(inst, 1) if v is not None and equals(v, 0.0) and not inst.shape.ptype.is_complex else None
+    return make_full_like(inst, 1)
 
 
-def pow_two(inst, c):
+@rule(Op("power", A, ConstantScalar(2), dtype=FLOATS))
+def pow_two(inst, a):
     # A ^ 2 => A * A (floats: both round the exact square once)
-    return make("multiply", [c["a"], c["a"]]) if is_float(inst) and equals(scalar_value(c["e"]), 2.0) else None
+    return make("multiply", [a, a])
 
 
-def pow_minus_one(inst, c):
+@rule(Op("power", A, ConstantScalar(-1), dtype=FLOATS))
+def pow_minus_one(inst, a):
     # A ^ -1 => 1 / A (floats)
-    if is_float(inst) and equals(scalar_value(c["e"]), -1.0):
-        return make("divide", [full_like(inst, 1), c["a"]])
-    return None
+    return make("divide", [make_full_like(inst, 1), a])
 
 
-def and_true(inst, c):
-    # and(A, true) => A  (pred);  and(A, -1) => A (integers: all ones)
-    v = scalar_value(c["k"])
-    if v is None:
-        return None
-    if inst.shape.ptype.is_pred:
-        return c["a"] if bool(v) else full_like(inst, False)   # and(A, false) => false
-    if is_integral(inst):
-        if int(v) == 0:
-            return full_like(inst, 0)                              # and(A, 0) => 0
-        if np.asarray(v).astype(inst.shape.dtype) == np.asarray(-1).astype(inst.shape.dtype):
-            return c["a"]
-    return None
+@rule(Op("and", A, ConstantScalar(0), dtype=INTS_OR_PRED))
+def and_zero(inst, a):
+    # and(A, 0) => 0  (and(A, false) => false)
+    return make_full_like(inst, 0)
 
 
-def or_false(inst, c):
-    # or(A, false) => A;  or(A, true) => true  (pred);  or(A, 0) => A (integers)
-    v = scalar_value(c["k"])
-    if v is None:
-        return None
-    if inst.shape.ptype.is_pred:
-        return full_like(inst, True) if bool(v) else c["a"]
-    if is_integral(inst) and int(v) == 0:
-        return c["a"]
-    return None
+@rule(Op("and", A, ConstantScalar(name="k"), dtype=INTS_OR_PRED))
+def and_true(inst, a, k):
+    # and(A, -1) => A  (all ones; and(A, true) => A)
+    dtype = inst.shape.dtype
+    return a if np.asarray(scalar_value(k)).astype(dtype) == np.asarray(-1).astype(dtype) else None
 
 
-def xor_zero(inst, c):
+@rule(Op("or", A, ConstantScalar(0), dtype=INTS_OR_PRED))
+def or_false(inst, a):
+    # or(A, 0) => A  (or(A, false) => A)
+    return a
+
+
+@rule(Op("or", A, ConstantScalar(True), dtype=PRED))
+def or_true(inst, a):
+    # or(A, true) => true
+    return make_full_like(inst, True)
+
+
+@rule(Op("xor", A, ConstantScalar(0), dtype=INTS_OR_PRED))
+def xor_zero(inst, a):
     # xor(A, 0) => A
-    return c["a"] if is_integral(inst) and scalar_value(c["k"]) is not None and int(scalar_value(c["k"])) == 0 \
-        else None
+    return a
 
 
-def shift_zero(inst, c):
+@rule(Op({"shift-left", "shift-right-logical", "shift-right-arithmetic"}, A, ConstantScalar(0), dtype=INTS))
+def shift_zero(inst, a):
     # A << 0 => A;  A >> 0 => A
-    v = scalar_value(c["k"])
-    return c["a"] if v is not None and int(v) == 0 else None
+    return a
 
 
-RULES = [
-    (Op("add", A, ConstantScalar(name="z")), add_zero),
-    (Op("subtract", A, ConstantScalar(name="z")), sub_zero),
-    (Op("subtract", A, A), sub_self),
-    (Op("subtract", ConstantScalar(name="z"), A), zero_minus),
-    (Op("multiply", A, ConstantScalar(name="one")), mul_one),
-    (Op("multiply", A, ConstantScalar(name="z")), mul_zero),
-    (Op("divide", A, ConstantScalar(name="one")), div_one),
-    (Op("divide", A, ConstantScalar(name="k")), div_power_of_two),
-    (Op("negate", Op("negate", A)), neg_neg),
-    (Op("not", Op("not", A)), not_not),
-    (Op({"maximum", "minimum", "and", "or"}, A, A), idempotent_self),
-    (Op("abs", Op("abs", A, name="inner")), abs_abs),
-    (Op("power", A, ConstantScalar(name="e")), pow_one),
-    (Op("power", A, ConstantScalar(name="e")), pow_zero),
-    (Op("power", A, ConstantScalar(name="e")), pow_two),
-    (Op("power", A, ConstantScalar(name="e")), pow_minus_one),
-    (Op("and", A, ConstantScalar(name="k")), and_true),
-    (Op("or", A, ConstantScalar(name="k")), or_false),
-    (Op("xor", A, ConstantScalar(name="k")), xor_zero),
-    (Op({"shift-left", "shift-right-logical", "shift-right-arithmetic"}, A, ConstantScalar(name="k")), shift_zero),
-]
+RULES = RuleSet([
+    add_zero, add_negative_zero, sub_zero, sub_self, zero_minus, negative_zero_minus, mul_one, mul_zero, div_one,
+    div_power_of_two, neg_neg, not_not, idempotent_self, abs_abs, pow_one, pow_zero, pow_two, pow_minus_one,
+    and_zero, and_true, or_false, or_true, xor_zero, shift_zero,
+])
 
 
 # -- fast math: true for real numbers, not for every IEEE value ---------------------------------------------
-def fm_add_zero(inst, c):
+@rule(Op("add", A, ConstantScalar(name="z"), dtype=FLOATS))
+def fm_add_zero(inst, a, z):
     # A + 0 => A (floats; wrong for A = -0)
-    v = scalar_value(c["z"])
-    return c["a"] if is_float(inst) and v is not None and float(v) == 0.0 else None
+    return a if is_zero(z) else None
 
 
-def fm_mul_zero(inst, c):
+@rule(Op("multiply", A, ConstantScalar(name="z"), dtype=FLOATS))
+def fm_mul_zero(inst, a, z):
     # A * 0 => 0 (floats; wrong for NaN, Inf, negative A)
-    v = scalar_value(c["z"])
-    return full_like(inst, 0) if is_float(inst) and v is not None and float(v) == 0.0 else None
+    return make_full_like(inst, 0) if is_zero(z) else None
 
 
-def fm_sub_self(inst, c):
+@rule(Op("subtract", A, A, dtype=FLOATS))
+def fm_sub_self(inst, a):
     # A - A => 0 (floats; wrong for NaN and Inf)
-    return full_like(inst, 0) if is_float(inst) else None
+    return make_full_like(inst, 0)
 
 
-def fm_log_exp(inst, c):
+@rule(Op("log", Op("exponential", A)))
+def fm_log_exp(inst, a):
     # log(exp(A)) => A (wrong where exp overflows)
-    return c["a"]
+    return a
 
 
-def fm_exp_log(inst, c):
+@rule(Op("exponential", Op("log", A)))
+def fm_exp_log(inst, a):
     # exp(log(A)) => A (wrong for negative A)
-    return c["a"]
+    return a
 
 
-def fm_div_const(inst, c):
+@rule(Op("divide", A, ConstantScalar(name="k"), dtype=FLOATS))
+def fm_div_const(inst, a, k):
     # A / C => A * (1 / C)
-    v = scalar_value(c["k"])
-    if not is_float(inst) or v is None or float(v) == 0:
+    v = scalar_value(k)
+    if float(v) == 0:
         return None
-    return make("multiply", [c["a"], full_like(inst, 1.0 / float(v))])
+    return make("multiply", [a, make_full_like(inst, 1.0 / float(v))])
 
 
-FAST_MATH_RULES = [
-    (Op("add", A, ConstantScalar(name="z")), fm_add_zero),
-    (Op("multiply", A, ConstantScalar(name="z")), fm_mul_zero),
-    (Op("subtract", A, A), fm_sub_self),
-    (Op("log", Op("exponential", A)), fm_log_exp),
-    (Op("exponential", Op("log", A)), fm_exp_log),
-    (Op("divide", A, ConstantScalar(name="k")), fm_div_const),
-]
+FAST_MATH_RULES = RuleSet([fm_add_zero, fm_mul_zero, fm_sub_self, fm_log_exp, fm_exp_log, fm_div_const])

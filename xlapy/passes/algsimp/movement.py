@@ -6,13 +6,13 @@ import numpy as np
 from ...hlo.attrs import SliceRange
 from ..build import make
 from ..pattern import Any, Op
+from ..rewrite import RuleSet, rule
+from .util import A
 
-A = Any("a")
 
-
-def same_shape_noop(inst, c):
+@rule(Op({"reshape", "broadcast", "transpose", "copy", "bitcast"}, A))
+def same_shape_noop(inst, a):
     # reshape(A) => A, broadcast(A) => A, transpose(A) => A, copy(A) => A ... when the result is A's shape
-    a = c["a"]
     if not a.shape.compatible(inst.shape):
         return None
     if inst.opcode == "transpose" and tuple(inst.attrs["dimensions"]) != tuple(range(a.shape.rank)):
@@ -24,62 +24,63 @@ def same_shape_noop(inst, c):
     return a
 
 
-def reshape_reshape(inst, c):
+@rule(Op("reshape", Op("reshape", A)))
+def reshape_reshape(inst, a):
     # reshape(reshape(A)) => reshape(A)
-    return make("reshape", [c["a"]], shape=inst.shape.without_layout())
+    return make("reshape", [a], shape=inst.shape.without_layout())
 
 
-def broadcast_broadcast(inst, c):
+@rule(Op("broadcast", Op("broadcast", A, name="inner")))
+def broadcast_broadcast(inst, a, inner):
     # broadcast(broadcast(A, d1), d2) => broadcast(A, d2[d1])
-    inner = c["inner"]
     outer_dims = inst.attrs.get("dimensions", ())
     dims = tuple(outer_dims[d] for d in inner.attrs.get("dimensions", ()))
-    return make("broadcast", [c["a"]], {"dimensions": dims}, shape=inst.shape.without_layout())
+    return make("broadcast", [a], {"dimensions": dims}, shape=inst.shape.without_layout())
 
 
-def transpose_transpose(inst, c):
+@rule(Op("transpose", Op("transpose", A, name="inner")))
+def transpose_transpose(inst, a, inner):
     # transpose(transpose(A, p1), p2) => transpose(A, p1[p2])
-    p1, p2 = c["inner"].attrs["dimensions"], inst.attrs["dimensions"]
+    p1, p2 = inner.attrs["dimensions"], inst.attrs["dimensions"]
     perm = tuple(p1[i] for i in p2)
     if perm == tuple(range(len(perm))):
-        return c["a"]
-    return make("transpose", [c["a"]], {"dimensions": perm}, shape=inst.shape.without_layout())
+        return a
+    return make("transpose", [a], {"dimensions": perm}, shape=inst.shape.without_layout())
 
 
-def reshape_of_scalar_broadcast(inst, c):
-    # reshape(broadcast(scalar)) => broadcast(scalar);  transpose(broadcast(scalar)) => broadcast(scalar)
-    s = c["s"]
-    if s.shape.rank != 0:
-        return None
+@rule(Op({"reshape", "transpose"}, Op("broadcast", Any("s", pred=lambda s: s.shape.rank == 0))))
+def reshape_of_scalar_broadcast(inst, s):
+    # reshape(broadcast(S)) => broadcast(S);  transpose(broadcast(S)) => broadcast(S)   (S a scalar)
     return make("broadcast", [s], {"dimensions": ()}, shape=inst.shape.without_layout())
 
 
-def slice_full(inst, c):
+@rule(Op("slice", A))
+def slice_full(inst, a):
     # slice(A) covering all of A => A
-    a = c["a"]
     ranges = inst.attrs["slice"]
     full = all(r.start == 0 and r.limit == d and r.stride == 1 for r, d in zip(ranges, a.shape.dims))
     return a if full else None
 
 
-def slice_slice(inst, c):
+@rule(Op("slice", Op("slice", A, name="inner")))
+def slice_slice(inst, a, inner):
     # slice(slice(A)) => slice(A) with composed bounds (unit strides)
-    outer, inner = inst.attrs["slice"], c["inner"].attrs["slice"]
-    if any(r.stride != 1 for r in (*outer, *inner)):
+    outer_ranges, inner_ranges = inst.attrs["slice"], inner.attrs["slice"]
+    if any(r.stride != 1 for r in (*outer_ranges, *inner_ranges)):
         return None
-    ranges = tuple(SliceRange(i.start + o.start, i.start + o.limit, 1) for o, i in zip(outer, inner))
-    return make("slice", [c["a"]], {"slice": ranges}, shape=inst.shape.without_layout())
+    ranges = tuple(SliceRange(i.start + o.start, i.start + o.limit, 1) for o, i in zip(outer_ranges, inner_ranges))
+    return make("slice", [a], {"slice": ranges}, shape=inst.shape.without_layout())
 
 
-def slice_of_concat(inst, c):
+@rule(Op("slice", Op("concatenate", name="cat")))
+def slice_of_concat(inst, cat):
     # slice(concatenate(A, B, ...)) => A when the slice is exactly one operand
-    concat = c["cat"]
-    dim = concat.attrs["dimensions"][0]
+    dim = cat.attrs["dimensions"][0]
     ranges = inst.attrs["slice"]
     if any(r.stride != 1 for r in ranges):
         return None
     offset = 0
-    for op in concat.operands:
+    for op in cat.operands:
         size = op.shape.dims[dim]
         if all((r.start, r.limit) == ((offset, offset + size) if d == dim else (0, op.shape.dims[d]))
                for d, r in enumerate(ranges)):
@@ -88,17 +89,20 @@ def slice_of_concat(inst, c):
     return None
 
 
-def pad_zero(inst, c):
+@rule(Op("pad", A, Any()))
+def pad_zero(inst, a):
     # pad(A, v) with no padding => A
-    return c["a"] if all(p.low == 0 and p.high == 0 and p.interior == 0 for p in inst.attrs["padding"]) else None
+    return a if all(p.low == 0 and p.high == 0 and p.interior == 0 for p in inst.attrs["padding"]) else None
 
 
-def concat_single(inst, c):
+@rule(Op("concatenate", A))
+def concat_single(inst, a):
     # concatenate(A) => A
-    return inst.operands[0] if len(inst.operands) == 1 else None
+    return a
 
 
-def concat_drop_empty(inst, c):
+@rule(Op("concatenate"))
+def concat_drop_empty(inst):
     # concatenate(A, <empty>, B) => concatenate(A, B)
     keep = [o for o in inst.operands if o.shape.numel > 0]
     if len(keep) == len(inst.operands) or not keep:
@@ -108,18 +112,20 @@ def concat_drop_empty(inst, c):
     return make("concatenate", keep, dict(inst.attrs), shape=inst.shape.without_layout())
 
 
-def reverse_trivial(inst, c):
+@rule(Op("reverse", A))
+def reverse_trivial(inst, a):
     # reverse(A) over only size-1 dimensions (or none) => A
-    a = c["a"]
     return a if all(a.shape.dims[d] == 1 for d in inst.attrs.get("dimensions", ())) else None
 
 
-def reverse_reverse(inst, c):
+@rule(Op("reverse", Op("reverse", A, name="inner")))
+def reverse_reverse(inst, a, inner):
     # reverse(reverse(A, d), d) => A
-    return c["a"] if sorted(inst.attrs["dimensions"]) == sorted(c["inner"].attrs["dimensions"]) else None
+    return a if sorted(inst.attrs["dimensions"]) == sorted(inner.attrs["dimensions"]) else None
 
 
-def dynamic_slice_constant_starts(inst, c):
+@rule(Op("dynamic-slice"))
+def dynamic_slice_constant_starts(inst):
     # dynamic-slice(A, c0, c1, ...) => slice(A) when every start is a constant (clamped as at run time)
     a = inst.operands[0]
     starts = inst.operands[1:]
@@ -133,26 +139,15 @@ def dynamic_slice_constant_starts(inst, c):
     return make("slice", [a], {"slice": tuple(ranges)}, shape=inst.shape.without_layout())
 
 
-def dus_full(inst, c):
+@rule(Op("dynamic-update-slice"))
+def dus_full(inst):
     # dynamic-update-slice(A, U, ...) => U when U covers all of A
     update = inst.operands[1]
     return update if update.shape.compatible(inst.shape) else None
 
 
-RULES = [
-    (Op({"reshape", "broadcast", "transpose", "copy", "bitcast"}, A), same_shape_noop),
-    (Op("reshape", Op("reshape", A)), reshape_reshape),
-    (Op("broadcast", Op("broadcast", A, name="inner")), broadcast_broadcast),
-    (Op("transpose", Op("transpose", A, name="inner")), transpose_transpose),
-    (Op({"reshape", "transpose"}, Op("broadcast", Any("s"))), reshape_of_scalar_broadcast),
-    (Op("slice", A), slice_full),
-    (Op("slice", Op("slice", A, name="inner")), slice_slice),
-    (Op("slice", Op("concatenate", name="cat")), slice_of_concat),
-    (Op("pad", A, Any()), pad_zero),
-    (Op("concatenate"), concat_single),
-    (Op("concatenate"), concat_drop_empty),
-    (Op("reverse", A), reverse_trivial),
-    (Op("reverse", Op("reverse", A, name="inner")), reverse_reverse),
-    (Op("dynamic-slice"), dynamic_slice_constant_starts),
-    (Op("dynamic-update-slice"), dus_full),
-]
+RULES = RuleSet([
+    same_shape_noop, reshape_reshape, broadcast_broadcast, transpose_transpose, reshape_of_scalar_broadcast,
+    slice_full, slice_slice, slice_of_concat, pad_zero, concat_single, concat_drop_empty, reverse_trivial,
+    reverse_reverse, dynamic_slice_constant_starts, dus_full,
+])
