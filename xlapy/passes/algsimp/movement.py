@@ -19,7 +19,8 @@ def same_shape_noop(inst, a):
         return None
     if inst.opcode == "broadcast" and tuple(inst.attrs.get("dimensions", ())) != tuple(range(a.shape.rank)):
         return None
-    if inst.opcode in ("copy", "bitcast") and inst.shape.layout != a.shape.layout and None not in (inst.shape.layout, a.shape.layout):
+    layouts = (inst.shape.layout, a.shape.layout)
+    if inst.opcode in ("copy", "bitcast") and layouts[0] != layouts[1] and None not in layouts:
         return None   # a layout-changing copy is real work
     return a
 
