@@ -2,6 +2,7 @@
 instruction and the shapes), all as HLO text."""
 from __future__ import annotations
 
+import functools
 import glob
 import os
 
@@ -9,27 +10,14 @@ import pytest
 
 import xlapy
 from xlapy.errors import HloParseError, HloVerifierError
+from xlapy.testing import hlo_module, reducer
 
 parser = pytest.importorskip("xlapy.hlo.parser")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "testdata")
 
-ADD = """
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-"""
-
-ADD_S32 = """
-add_s32 {
-  a = s32[] parameter(0)
-  b = s32[] parameter(1)
-  ROOT s = s32[] add(a, b)
-}
-"""
+ADD, ADD_S32 = reducer("add"), reducer("add_s32")
 
 LESS = """
 less {
@@ -103,8 +91,8 @@ fused {
 """
 
 
-def module(entry: str, helpers: str = "") -> str:
-    return f"HloModule m\n{helpers}\nENTRY main {{\n{entry.strip()}\n}}\n"
+# module(entry, helpers...): the ENTRY is called main here (some messages name it)
+module = functools.partial(hlo_module, entry_name="main")
 
 
 GOOD = {

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import xlapy
+from xlapy.testing import hlo_module
 
 LENGTHS = [1, 2, 3, 5, 8, 12, 17, 64, 100, 257, 1024]
 COMPLEX = {"f32": "c64", "f64": "c128"}
@@ -38,7 +39,7 @@ def _module(cases) -> str:
                      f"fft_length={{{','.join(map(str, lengths))}}}")
         outs.append((f"r{i}", _text(oty, odims)))
     lines.append(f"  ROOT out = ({', '.join(t for _, t in outs)}) tuple({', '.join(n for n, _ in outs)})")
-    return "HloModule fft_test\nENTRY e {\n" + "\n".join(lines) + "\n}\n"
+    return hlo_module("\n".join(lines), name="fft_test")
 
 
 def _operand(kind, real, shape, lengths, seed):

@@ -4,15 +4,11 @@ import numpy as np
 import pytest
 
 import xlapy
+from xlapy.testing import hlo_module
 
 f32, s32 = np.float32, np.int32
 A23 = np.arange(6, dtype=f32).reshape(2, 3)
 A234 = np.arange(24, dtype=f32).reshape(2, 3, 4)
-
-
-def module(params: str, body: str) -> str:
-    lines = [f"  p{i} = {p} parameter({i})" for i, p in enumerate(params.split(";")) if p]
-    return "HloModule m\n\nENTRY e {\n" + "\n".join(lines) + "\n" + body + "\n}\n"
 
 
 CASES = [
@@ -57,7 +53,8 @@ CASES = [
 
 @pytest.mark.parametrize("name, params, body, args, want", CASES, ids=[c[0] for c in CASES])
 def test_data_movement(hlo, name, params, body, args, want):
-    hlo.assert_exact(hlo.run_text(module(params, body), *args), want)
+    text = hlo_module(body, params=[p for p in params.split(";") if p])
+    hlo.assert_exact(hlo.run_text(text, *args), want)
 
 
 def _pad_reference(x, value, pads):
@@ -82,11 +79,12 @@ def _pad_reference(x, value, pads):
 def test_pad(hlo, padding, pads):
     want = _pad_reference(A23, f32(-1), pads)
     dims = ",".join(str(d) for d in want.shape)
-    text = module("f32[2,3];f32[]", f"  ROOT p = f32[{dims}] pad(p0, p1), padding={padding}")
+    text = hlo_module(f"ROOT p = f32[{dims}] pad(p0, p1), padding={padding}", params=["f32[2,3]", "f32[]"])
     hlo.assert_exact(hlo.run_text(text, A23, np.array(-1, f32)), want)
 
 
-DS = module("f32[4,5];s32[];s32[]", "  ROOT d = f32[2,3] dynamic-slice(p0, p1, p2), dynamic_slice_sizes={2,3}")
+DS = hlo_module("ROOT d = f32[2,3] dynamic-slice(p0, p1, p2), dynamic_slice_sizes={2,3}",
+                params=["f32[4,5]", "s32[]", "s32[]"])
 X45 = np.arange(20, dtype=f32).reshape(4, 5)
 
 
@@ -97,15 +95,16 @@ def test_dynamic_slice_clamps_starts(hlo, i, j, oi, oj):
 
 
 def test_dynamic_slice_unsigned_starts(hlo):
-    text = module("f32[4,5];u32[];u32[]", "  ROOT d = f32[2,3] dynamic-slice(p0, p1, p2), dynamic_slice_sizes={2,3}")
+    text = hlo_module("ROOT d = f32[2,3] dynamic-slice(p0, p1, p2), dynamic_slice_sizes={2,3}",
+                      params=["f32[4,5]", "u32[]", "u32[]"])
     got = hlo.run_text(text, X45, np.array(2**32 - 1, np.uint32), np.array(1, np.uint32))
     hlo.assert_exact(got, X45[2:4, 1:4])
 
 
 @pytest.mark.parametrize("i, j, oi, oj", [(1, 1, 1, 1), (3, 4, 2, 2), (-1, -1, 0, 0)])
 def test_dynamic_update_slice_clamps_starts(hlo, i, j, oi, oj):
-    text = module("f32[4,5];f32[2,3];s64[];s64[]",
-                  "  ROOT d = f32[4,5] dynamic-update-slice(p0, p1, p2, p3)")
+    text = hlo_module("ROOT d = f32[4,5] dynamic-update-slice(p0, p1, p2, p3)",
+                      params=["f32[4,5]", "f32[2,3]", "s64[]", "s64[]"])
     update = -np.ones((2, 3), f32)
     want = X45.copy()
     want[oi:oi + 2, oj:oj + 3] = update
@@ -115,7 +114,7 @@ def test_dynamic_update_slice_clamps_starts(hlo, i, j, oi, oj):
 
 
 def test_tuple_result_is_a_python_tuple(hlo):
-    text = module("f32[2,3];s32[]", "  ROOT t = (f32[2,3], s32[]) tuple(p0, p1)")
+    text = hlo_module("ROOT t = (f32[2,3], s32[]) tuple(p0, p1)", params=["f32[2,3]", "s32[]"])
     got = hlo.run_text(text, A23, np.array(3, s32))
     assert isinstance(got, tuple) and len(got) == 2
     hlo.assert_exact(got[0], A23)
@@ -123,6 +122,6 @@ def test_tuple_result_is_a_python_tuple(hlo):
 
 
 def test_elided_constant_raises(hlo):
-    text = module("", "  ROOT c = f32[3] constant({...})")
+    text = hlo_module("ROOT c = f32[3] constant({...})")
     with pytest.raises(xlapy.ExecutionError, match=r"constant c has elided values"):
         hlo.run_text(text)

@@ -7,17 +7,13 @@ import pytest
 
 import xlapy
 from xlapy.hlo.attrs import ConvDimensionNumbers, Window
-from xlapy.testing import CONV_CASES   # shared with the CPU backend's conv tests
+from xlapy.testing import CONV_CASES, hlo_module   # CONV_CASES: shared with the CPU backend's conv tests
 
 RNG = np.random.default_rng(0)
 
 
 def run(text: str, *args):
     return xlapy.compile(xlapy.hlo.parse(text), backend="interpreter", verify=False)(*args)
-
-
-def module(params: str, root: str, out: str) -> str:
-    return f"HloModule m\n\nENTRY e {{\n{params}\n  ROOT r = {out} {root}\n}}\n"
 
 
 # -- dot ------------------------------------------------------------------------------------------
@@ -71,7 +67,7 @@ def _parse_shape(s):
 def test_dot(lhs, rhs, out, dims, ref):
     (lt, ls), (rt, rs), (ot, _) = _parse_shape(lhs), _parse_shape(rhs), _parse_shape(out)
     a, b = _rand(ls, lt), _rand(rs, rt)
-    text = module(f"  a = {lhs} parameter(0)\n  b = {rhs} parameter(1)", f"dot(a, b), {dims}", out)
+    text = hlo_module(f"ROOT r = {out} dot(p0, p1), {dims}", params=[lhs, rhs])
     got = run(text, a, b)
     wide = np.int64 if np.dtype(ot).kind in "iu" else np.float64
     want = np.asarray(ref(a.astype(wide), b.astype(wide))).astype(ot)
@@ -85,8 +81,8 @@ def test_dot(lhs, rhs, out, dims, ref):
 def test_dot_bf16_computes_in_f32_and_rounds_once():
     a = RNG.standard_normal((4, 33)).astype(ml_dtypes.bfloat16)
     b = RNG.standard_normal((33, 3)).astype(ml_dtypes.bfloat16)
-    text = module("  a = bf16[4,33] parameter(0)\n  b = bf16[33,3] parameter(1)",
-                  "dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}", "bf16[4,3]")
+    text = hlo_module("ROOT r = bf16[4,3] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                      params=["bf16[4,33]", "bf16[33,3]"])
     got = run(text, a, b)
     assert got.dtype == ml_dtypes.bfloat16
     want = (a.astype(np.float32) @ b.astype(np.float32)).astype(ml_dtypes.bfloat16)
@@ -95,8 +91,8 @@ def test_dot_bf16_computes_in_f32_and_rounds_once():
 
 def test_dot_f16_operands_to_f32_result():
     a, b = _rand((2, 5), np.float16), _rand((5, 3), np.float16)
-    text = module("  a = f16[2,5] parameter(0)\n  b = f16[5,3] parameter(1)",
-                  "dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}", "f32[2,3]")
+    text = hlo_module("ROOT r = f32[2,3] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+                      params=["f16[2,5]", "f16[5,3]"])
     got = run(text, a, b)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-6)
@@ -160,9 +156,9 @@ def test_convolution_matches_naive_reference(ls, rs, labels, window, fgc, bgc):
     lhs, rhs = _rand(ls, np.float32), _rand(rs, np.float32)
     want = naive_conv(lhs, rhs, labels, window, fgc, bgc)
     win = "" if window == "{}" else f"window={window}, "
-    text = module(f"  a = {_shape_text('f32', ls)} parameter(0)\n  b = {_shape_text('f32', rs)} parameter(1)",
-                  f"convolution(a, b), {win}dim_labels={labels}, feature_group_count={fgc}, "
-                  f"batch_group_count={bgc}", _shape_text("f32", want.shape))
+    text = hlo_module(f"ROOT r = {_shape_text('f32', want.shape)} convolution(p0, p1), {win}dim_labels={labels}, "
+                      f"feature_group_count={fgc}, batch_group_count={bgc}",
+                      params=[_shape_text("f32", ls), _shape_text("f32", rs)])
     got = run(text, lhs, rhs)
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
@@ -172,8 +168,8 @@ def test_convolution_integer_wraps_in_result_type():
     lhs = RNG.integers(-128, 128, (1, 5, 5, 3)).astype(np.int8)
     rhs = RNG.integers(-128, 128, (3, 3, 3, 2)).astype(np.int8)
     want = naive_conv(lhs, rhs, "b01f_01io->b01f", "{size=3x3}").astype(np.int64)
-    text = module("  a = s8[1,5,5,3] parameter(0)\n  b = s8[3,3,3,2] parameter(1)",
-                  "convolution(a, b), window={size=3x3}, dim_labels=b01f_01io->b01f", "s8[1,3,3,2]")
+    text = hlo_module("ROOT r = s8[1,3,3,2] convolution(p0, p1), window={size=3x3}, dim_labels=b01f_01io->b01f",
+                      params=["s8[1,5,5,3]", "s8[3,3,3,2]"])
     np.testing.assert_array_equal(run(text, lhs, rhs), want.astype(np.int8))
     text32 = text.replace("s8[1,3,3,2]", "s32[1,3,3,2]")
     np.testing.assert_array_equal(run(text32, lhs, rhs), want.astype(np.int32))
@@ -183,20 +179,19 @@ def test_convolution_bf16():
     lhs = RNG.standard_normal((1, 6, 6, 4)).astype(ml_dtypes.bfloat16)
     rhs = RNG.standard_normal((3, 3, 4, 5)).astype(ml_dtypes.bfloat16)
     want = naive_conv(lhs, rhs, "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}")
-    text = module("  a = bf16[1,6,6,4] parameter(0)\n  b = bf16[3,3,4,5] parameter(1)",
-                  "convolution(a, b), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f", "bf16[1,6,6,5]")
+    text = hlo_module("ROOT r = bf16[1,6,6,5] convolution(p0, p1), window={size=3x3 pad=1_1x1_1}, "
+                      "dim_labels=b01f_01io->b01f", params=["bf16[1,6,6,4]", "bf16[3,3,4,5]"])
     got = run(text, lhs, rhs)
     assert got.dtype == ml_dtypes.bfloat16
     np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=1e-2)
 
 
 def test_convolution_mobilenet_sized_is_fast():
-    stem = module("  a = f32[1,224,224,3] parameter(0)\n  b = f32[3,3,3,32] parameter(1)",
-                  "convolution(a, b), window={size=3x3 stride=2x2 pad=0_1x0_1}, dim_labels=b01f_01io->b01f",
-                  "f32[1,112,112,32]")
-    depthwise = module("  a = f32[1,112,112,32] parameter(0)\n  b = f32[3,3,1,32] parameter(1)",
-                       "convolution(a, b), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, "
-                       "feature_group_count=32", "f32[1,112,112,32]")
+    stem = hlo_module("ROOT r = f32[1,112,112,32] convolution(p0, p1), window={size=3x3 stride=2x2 pad=0_1x0_1}, "
+                      "dim_labels=b01f_01io->b01f", params=["f32[1,224,224,3]", "f32[3,3,3,32]"])
+    depthwise = hlo_module("ROOT r = f32[1,112,112,32] convolution(p0, p1), window={size=3x3 pad=1_1x1_1}, "
+                           "dim_labels=b01f_01io->b01f, feature_group_count=32",
+                           params=["f32[1,112,112,32]", "f32[3,3,1,32]"])
     x, k = _rand((1, 224, 224, 3), np.float32), _rand((3, 3, 3, 32), np.float32)
     y, kd = _rand((1, 112, 112, 32), np.float32), _rand((3, 3, 1, 32), np.float32)
     out = run(stem, x, k)
@@ -219,9 +214,11 @@ def test_batch_norm_training(fi):
     c = x.shape[fi]
     scale, offset = RNG.standard_normal(c).astype(np.float32), RNG.standard_normal(c).astype(np.float32)
     axes = tuple(d for d in range(4) if d != fi)
-    text = module(f"  x = f32[2,3,4,5] parameter(0)\n  s = f32[{c}] parameter(1)\n  o = f32[{c}] parameter(2)",
-                  f"batch-norm-training(x, s, o), epsilon=0.001, feature_index={fi}",
-                  f"(f32[2,3,4,5], f32[{c}], f32[{c}])")
+    text = hlo_module(f"""
+        x = f32[2,3,4,5] parameter(0)
+        s = f32[{c}] parameter(1)
+        o = f32[{c}] parameter(2)
+        ROOT r = (f32[2,3,4,5], f32[{c}], f32[{c}]) batch-norm-training(x, s, o), epsilon=0.001, feature_index={fi}""")
     out, mean, var = run(text, x, scale, offset)
     np.testing.assert_allclose(mean, x.mean(axis=axes), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(var, x.var(axis=axes), rtol=1e-4, atol=1e-5)   # biased
@@ -234,9 +231,13 @@ def test_batch_norm_inference():
     x = RNG.standard_normal((4, 3, 2)).astype(np.float32)
     s, o, m = (RNG.standard_normal(3).astype(np.float32) for _ in range(3))
     v = RNG.random(3).astype(np.float32) + 0.5
-    text = module("  x = f32[4,3,2] parameter(0)\n  s = f32[3] parameter(1)\n  o = f32[3] parameter(2)\n"
-                  "  m = f32[3] parameter(3)\n  v = f32[3] parameter(4)",
-                  "batch-norm-inference(x, s, o, m, v), epsilon=0.01, feature_index=1", "f32[4,3,2]")
+    text = hlo_module("""
+        x = f32[4,3,2] parameter(0)
+        s = f32[3] parameter(1)
+        o = f32[3] parameter(2)
+        m = f32[3] parameter(3)
+        v = f32[3] parameter(4)
+        ROOT r = f32[4,3,2] batch-norm-inference(x, s, o, m, v), epsilon=0.01, feature_index=1""")
     b = lambda t: t.reshape(1, 3, 1)  # noqa: E731
     want = (x - b(m)) / np.sqrt(b(v) + 0.01) * b(s) + b(o)
     np.testing.assert_allclose(run(text, x, s, o, m, v), want, rtol=1e-5, atol=1e-5)
@@ -248,10 +249,13 @@ def test_batch_norm_grad_matches_numeric_gradient_formula():
     scale = RNG.standard_normal(2)
     mean, var = x.mean(axis=(0, 1)), x.var(axis=(0, 1))
     eps = 0.001
-    text = module("  x = f64[3,4,2] parameter(0)\n  s = f64[2] parameter(1)\n  m = f64[2] parameter(2)\n"
-                  "  v = f64[2] parameter(3)\n  g = f64[3,4,2] parameter(4)",
-                  f"batch-norm-grad(x, s, m, v, g), epsilon={eps}, feature_index=2",
-                  "(f64[3,4,2], f64[2], f64[2])")
+    text = hlo_module(f"""
+        x = f64[3,4,2] parameter(0)
+        s = f64[2] parameter(1)
+        m = f64[2] parameter(2)
+        v = f64[2] parameter(3)
+        g = f64[3,4,2] parameter(4)
+        ROOT r = (f64[3,4,2], f64[2], f64[2]) batch-norm-grad(x, s, m, v, g), epsilon={eps}, feature_index=2""")
     gx, gs, go = run(text, x, scale, mean, var, gy)
     # Reference: the gradient of y = (x - mean(x)) / sqrt(var(x) + eps) * scale + offset (numpy autodiff by hand).
     n = 12
@@ -273,7 +277,7 @@ def _spd(n):
 @pytest.mark.parametrize("lower", ["true", "false"])
 def test_cholesky(lower):
     a = _spd(4)
-    text = module("  a = f64[4,4] parameter(0)", f"cholesky(a), lower={lower}", "f64[4,4]")
+    text = hlo_module(f"ROOT r = f64[4,4] cholesky(p0), lower={lower}", params=["f64[4,4]"])
     got = run(text, a)
     if lower == "true":
         np.testing.assert_allclose(got @ got.T, a, rtol=1e-10)
@@ -289,9 +293,9 @@ def test_cholesky(lower):
 def test_triangular_solve(left, lower, unit, trans):
     a = RNG.standard_normal((4, 4)) + 4 * np.eye(4)
     b = RNG.standard_normal((4, 3) if left == "true" else (3, 4))
-    text = module("  a = f64[4,4] parameter(0)\n" f"  b = f64[{b.shape[0]},{b.shape[1]}] parameter(1)",
-                  f"triangular-solve(a, b), left_side={left}, lower={lower}, unit_diagonal={unit}, "
-                  f"transpose_a={trans}", f"f64[{b.shape[0]},{b.shape[1]}]")
+    b_shape = f"f64[{b.shape[0]},{b.shape[1]}]"
+    text = hlo_module(f"ROOT r = {b_shape} triangular-solve(p0, p1), left_side={left}, lower={lower}, "
+                      f"unit_diagonal={unit}, transpose_a={trans}", params=["f64[4,4]", b_shape])
     x = run(text, a, b)
     t = np.tril(a) if lower == "true" else np.triu(a)
     if unit == "true":
@@ -308,7 +312,7 @@ def test_fft_kinds():
              ("RFFT", "f32[2,8]", x, "c64[2,5]", np.fft.rfft(x)),
              ("IRFFT", "c64[2,5]", np.fft.rfft(x).astype(np.complex64), "f32[2,8]", x)]
     for kind, in_shape, arg, out_shape, want in cases:
-        text = module(f"  x = {in_shape} parameter(0)", f"fft(x), fft_type={kind}, fft_length={{8}}", out_shape)
+        text = hlo_module(f"ROOT r = {out_shape} fft(p0), fft_type={kind}, fft_length={{8}}", params=[in_shape])
         got = run(text, arg)
         assert got.dtype == want.astype(got.dtype).dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
