@@ -131,6 +131,7 @@ class _Trampoline:
         self.out_of_memory = fn.append_basic_block("fail")
         self.spec = b.bitcast(self.call("PyLong_AsVoidPtr", self.self_obj), _SPEC_T.as_pointer())
         self.n_params, self.n_results = self.spec_field("n_params"), self.spec_field("n_results")
+        self.param_leaves, self.result_leaves = self.spec_field("params"), self.spec_field("results")
         self.param_data = b.alloca(I8P, b.add(self.n_params, i64(1)))     # the entry's params
         self.result_data = b.alloca(I8P, b.add(self.n_results, i64(1)))   # the entry's results
         self.result_objs = b.alloca(I8P, b.add(self.n_results, i64(1)))   # the arrays that own them
@@ -180,10 +181,9 @@ class _Trampoline:
         pointer goes to param_data."""
         b = self.b
         self.require(b.icmp_signed("==", self.nargs, self.n_params), "count_ok")
-        leaves = self.spec_field("params")
         with for_range(b, self.n_params, "param") as i:
             arr = b.load(b.gep(self.args, [i]))
-            self.check_array(arr, b.gep(leaves, [i]))
+            self.check_array(arr, b.gep(self.param_leaves, [i]))
             b.store(self.object_field(arr, _OFF_DATA, I8P), b.gep(self.param_data, [i]))
 
     def check_array(self, arr: ir.Value, leaf: ir.Value) -> None:
@@ -205,9 +205,8 @@ class _Trampoline:
         """A new array per result leaf (numpy's PyArray_Empty) in result_objs, its data pointer in result_data;
         where numpy fails, the arrays made so far are dropped and numpy's error is returned."""
         b = self.b
-        leaves = self.spec_field("results")
         with for_range(b, self.n_results, "result") as j:
-            leaf = b.gep(leaves, [j])
+            leaf = b.gep(self.result_leaves, [j])
             descr = self.leaf_field(leaf, "descr")
             self.call("Py_IncRef", descr)                          # PyArray_Empty steals a reference to descr
             out = self.call("PyArray_Empty", b.trunc(self.leaf_field(leaf, "nd"), I32), self.leaf_field(leaf, "dims"),
