@@ -91,7 +91,8 @@ ROOT d = f32[3] dynamic-slice(p, i), dynamic_slice_sizes={3}"""), "CHECK: slice=
 p = f32[3] parameter(0)
 b = f32[3,5] broadcast(p), dimensions={0}
 z = f32[] constant(-inf)
-ROOT r = f32[3] reduce(b, z), dimensions={1}, to_apply=max""", reducers=["max"]), "CHECK-NOT: reduce(\nCHECK: maximum(f32[3]"),
+ROOT r = f32[3] reduce(b, z), dimensions={1}, to_apply=max""", reducers=["max"]),
+     "CHECK-NOT: reduce(\nCHECK: maximum(f32[3]"),
 ]
 
 # Float rewrites that are NOT exact under IEEE rules: the module must stay as it is.

@@ -1,6 +1,6 @@
 """ConditionalSimplifier, SortSimplifier, ReshapeMover: HLO text in, CHECK lines out; must-not-change cases;
-idempotence; semantics kept on corner values (check_rewrite). And every corpus module with control flow or a sort, after each control
-simplifier (WhileLoopSimplifier included), still gives XLA's recorded outputs."""
+idempotence; semantics kept on corner values (check_rewrite). And every corpus module with control flow or a
+sort, after each control simplifier (WhileLoopSimplifier included), still gives XLA's recorded outputs."""
 import re
 
 import numpy as np
