@@ -15,12 +15,13 @@ from .frontend import pytree as tree_util
 from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp
 from . import numpy     # first: it attaches Array's and Tracer's operators and methods (numpy/array_methods.py)
 from . import dlpack, lax, nn, random
+from . import profiler      # JAX's jax.profiler; XLA_FLAGS=--xla_hlo_profile starts a process-wide trace here
 
 __version__ = "0.1.0"
 __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",
            "ConcretizationError", "hlo", "compile", "Array", "config", "device_get", "device_put",
            "explain_recompile", "jit", "tree_util", "grad", "value_and_grad", "vjp", "jvp", "stop_gradient",
-           "dlpack", "lax", "nn", "numpy", "random"]
+           "dlpack", "lax", "nn", "numpy", "random", "profiler"]
 
 
 def __getattr__(name: str):

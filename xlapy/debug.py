@@ -7,6 +7,8 @@
   --xla_dump_hlo_pass_re=REGEX    also dump after every pass whose name matches
   --xla_dump_hlo_module_re=REGEX  only dump modules whose name matches
   --xla_disable_hlo_passes=a,b    never run these passes
+  --xla_hlo_profile               instrument every compiled kernel and print the kernel table at exit
+                                  (xlapy/profiler.py)
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ class DebugOptions:
     dump_hlo_pass_re: str = ""
     dump_hlo_module_re: str = ""
     disable_hlo_passes: frozenset[str] = field(default_factory=frozenset)
+    hlo_profile: bool = False
 
     @property
     def dumping(self) -> bool:
@@ -52,6 +55,7 @@ _FLAGS = {
     "xla_dump_hlo_pass_re": ("dump_hlo_pass_re", "regex"),
     "xla_dump_hlo_module_re": ("dump_hlo_module_re", "regex"),
     "xla_disable_hlo_passes": ("disable_hlo_passes", "list"),
+    "xla_hlo_profile": ("hlo_profile", "bool"),
 }
 
 

@@ -3,7 +3,7 @@
 Two layers (tests/unit/test_layering.py checks that imports point down):
   * the core: tracer.py (Trace, Tracer, bind, aval), dtypes.py, pytree.py, array.py, ops_mixin.py (the operators
     and methods Array and Tracer declare; xlapy/numpy/array_methods.py defines them), eager.py, jit.py
-    (signature.py, warm_call.py), cost.py, autodiff/ and transforms.py (grad, vjp, jvp, stop_gradient);
+    (signature.py, warm_call.py), autodiff/ and transforms.py (grad, vjp, jvp, stop_gradient);
   * the ops over it: lax_operands.py (lax's operand rules), lax_elementwise.py, lax_shapes.py, lax_dot_conv.py,
     lax_reduce.py, lax_special.py, control_flow.py, and numpy's operators.py and indexing.py. xlapy/lax.py is the
     façade that exports them as JAX's lax API.
@@ -53,7 +53,7 @@ jit, Jitted, Lowered, Compiled, explain_recompile, RecompilationWarning (jit.py)
 type: isinstance(tracer, Array) is True, as for jax.Array), asarray, is_concrete_array (array.py);
 Tracer, ShapedArray, Trace, bind, Packed, current_trace, trace_function (tracer.py); pytree functions
 (pytree.py, exported as xlapy.tree_util); dtypes.config (xlapy.config: enable_x64, default_backend);
-eager_stats, clear_eager_cache (eager.py); cost_analysis (cost.py).
+eager_stats, clear_eager_cache (eager.py). The cost model behind `cost_analysis()` is xlapy/hlo/cost.py.
 """
 from __future__ import annotations
 

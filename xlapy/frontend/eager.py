@@ -14,6 +14,7 @@ from typing import Any, Hashable, Sequence
 
 import numpy as np
 
+from .. import trace_events
 from ..errors import XlapyError
 from ..hlo import Computation, Module
 from . import dtypes
@@ -85,7 +86,7 @@ def get_executable(module: Module, backend: str, key: tuple | None = None):
     """The cached executable for `module` on `backend`, under `key` (default: the module's text). On a miss
     the module is compiled and consumed (compile_op_module)."""
     if key is None:
-        key = (module.to_text(), backend)
+        key = (module.to_text(), backend, trace_events.session() is not None)
     exe = _CACHE.get(key)
     if exe is None:
         exe = compile_op_module(module, backend)
@@ -134,7 +135,7 @@ def _op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], 
     except TypeError:
         return None
     return (opcode, name, frozen, frozen_shape, groups, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
-            flags, backend)
+            flags, backend, trace_events.session() is not None)    # under the profiler: an instrumented twin
 
 
 def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, shape=None, name=None,

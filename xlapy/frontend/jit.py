@@ -19,8 +19,10 @@ import functools
 import inspect
 import re
 import warnings
+import weakref
 from typing import Any, Callable, Iterable, Sequence
 
+from .. import trace_events
 from ..errors import XlapyError
 from ..hlo import Module
 from . import dtypes
@@ -58,7 +60,7 @@ class Lowered:
         return Compiled(self, compile_module(self.module, backend=self.backend, pipeline="cpu"))
 
     def cost_analysis(self) -> dict[str, float]:
-        from .cost import cost_analysis
+        from ..hlo.cost import cost_analysis
         return cost_analysis(self.module)
 
 
@@ -72,7 +74,7 @@ class Compiled:
         return self.executable.as_text()
 
     def cost_analysis(self) -> dict[str, float]:
-        from .cost import cost_analysis
+        from ..hlo.cost import cost_analysis
         module = getattr(self.executable, "module", None)
         return cost_analysis(module if isinstance(module, Module) else self.lowered.module)
 
@@ -100,6 +102,20 @@ _MAX_FAST = 16          # warm-call functions kept per jitted function; later si
 
 def _no_match(args: tuple, kwargs: dict) -> Any:
     return MISS
+
+
+_LIVE: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
+
+
+def _forget_warm_calls() -> None:
+    """When a profiler trace starts or stops, warm calls must take the full path once: the signature then says
+    whether the executable is the instrumented one (so warm calls need no check of their own)."""
+    for jitted in list(_LIVE):
+        jitted._fast.clear()
+        jitted._dispatch = _no_match
+
+
+trace_events.on_start_stop(_forget_warm_calls)
 
 
 class Jitted:
@@ -132,6 +148,7 @@ class Jitted:
         # static argnames given positionally, and static argnums passed by keyword, are both recognized
         self._static_names = set(self.static_argnames) | {positional[i] for i in self.static_argnums
                                                           if -len(positional) <= i < len(positional)}
+        _LIVE.add(self)
         name = getattr(fun, "__name__", "fun")
         self.__name__ = name
         self.module_name = "jit_" + re.sub(r"[^A-Za-z0-9_]", "_", name).rstrip("_")
@@ -186,10 +203,15 @@ class Jitted:
             names = self._leaf_names(tree)
             avals = tuple(abstractify(leaf, f" {name}") for leaf, name in zip(leaves, names))
         backend = self.backend or dtypes.config.default_backend
-        return Signature(tree, avals, static, backend, bool(dtypes.config.enable_x64)), dyn, leaves
+        return Signature(tree, avals, static, backend, bool(dtypes.config.enable_x64),
+                         trace_events.session() is not None), dyn, leaves
 
     # -- tracing -------------------------------------------------------------------------------------
     def _trace(self, sig: Signature, args: tuple, kwargs: dict) -> Lowered:
+        with trace_events.span(f"trace {self.module_name}", "trace"):
+            return self._trace_untimed(sig, args, kwargs)
+
+    def _trace_untimed(self, sig: Signature, args: tuple, kwargs: dict) -> Lowered:
         self.trace_count += 1
         names = self._leaf_names(sig.tree)
         trace = Trace("main")
@@ -228,7 +250,8 @@ class Jitted:
                               stacklevel=2)
             lowered = self._trace(sig, args, kwargs)
             from ..backends import compile as compile_module
-            entry = (lowered, compile_module(lowered.module, backend=sig.backend))
+            with trace_events.span(f"compile {self.module_name}", "compile", backend=sig.backend):
+                entry = (lowered, compile_module(lowered.module, backend=sig.backend))
             self._cache[sig] = entry
         lowered, executable = entry
         if len(self._fast) < _MAX_FAST:

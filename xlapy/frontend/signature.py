@@ -1,7 +1,7 @@
 """What jit specializes on: a call's Signature, its cache key.
 
 A Signature is (the pytree structure of the dynamic arguments, each leaf's abstract value, the static argument
-values, the backend, jax_enable_x64). Two calls with equal signatures share one trace and one executable; jit.py
+values, the backend, jax_enable_x64, whether the profiler is recording). Two calls with equal signatures share one trace and one executable; jit.py
 builds it on a cold call, and warm_call.py generates a check that a later call has the same one.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ class Signature:
     static: tuple[tuple[Any, Any], ...]
     backend: str
     x64: bool = False       # jax_enable_x64 at trace time: it changes what the function traces to, as in JAX
+    profiled: bool = False  # compiled while a profiler trace ran: its kernels log their times (xlapy.profiler)
 
 
 def abstractify(value: Any, path: str = "") -> ShapedArray:

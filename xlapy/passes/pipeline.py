@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .. import debug
+from .. import debug, trace_events
 from ..errors import HloVerifierError, XlapyError
 from ..hlo import Module
 
@@ -73,7 +73,8 @@ class Pipeline(Pass):
             if ctx.dumper is not None:
                 ctx.dumper.flush(p.name)
             try:
-                did = bool(p.run(module))
+                with trace_events.span(p.name, "pass", pipeline=self.name):
+                    did = bool(p.run(module))
             except XlapyError:
                 raise
             except Exception as e:

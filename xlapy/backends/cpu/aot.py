@@ -296,7 +296,7 @@ def compile_aot(module: Module, name: str, target_triple: str | None = None, cpu
     _check_supported(module)
     tm, triple, cpu, features = _target_machine(target_triple, cpu, features)
     with _blas_provider(blas):
-        optimized, llvm_module, scratch = emit_llvm(module, tm, triple, run_pipeline, True, fast_math)
+        optimized, llvm_module, scratch, _ = emit_llvm(module, tm, triple, run_pipeline, True, fast_math)
     args, results = _leaves(optimized)
     llvm_module.name = name
     _add_wrapper(llvm_module, name)

@@ -17,17 +17,18 @@ from pathlib import Path
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ... import debug
+from ... import debug, trace_events
 from ...errors import XlapyError
 from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
-from . import buffer_assignment, compile_plan, llvm_jit, llvm_parallel
+from . import buffer_assignment, compile_plan, llvm_jit, llvm_parallel, profile_ir
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
 from .executable import Executable
 from .irhelpers import I8P, VOID, i64, intrinsic, is_x86, mark_ftz
 from .parallel import resolve_num_threads
+from .profile_ir import KernelTimer
 
 
 def target_machine():
@@ -56,9 +57,10 @@ def _leaf_sources(inst: Instruction) -> list[tuple[Instruction, int]]:
     return [(inst, k) for k in range(len([x for x in inst.shape.leaves() if not x.is_token]))]
 
 
-def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1) -> tuple[ir.Function, int]:
+def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
+                timer: KernelTimer | None = None) -> tuple[ir.Function, int]:
     """Emit the entry function into llvm_module; returns it and the scratch size in bytes. Large loops are
-    split over num_threads threads (parallel.py)."""
+    split over num_threads threads (parallel.py). With a timer, every kernel logs its run time (profile_ir.py)."""
     fn = ir.Function(llvm_module, ENTRY_TYPE, ENTRY_NAME)
     fn.attributes.add("nounwind")
     mark_ftz(fn)
@@ -72,6 +74,10 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1) ->
     entry = module.entry
     em = IrEmitter(b, scratch_arg)
     em.num_threads = num_threads
+    if timer is not None:
+        em.timer = timer
+        timer.log_offset = em.scratch.allocate(profile_ir.LOG_BYTES)    # never released: lives for the call
+        timer.set_log(b, scratch_arg)
     counter = iter(range(1 << 30))
 
     def param_tree(shape):
@@ -92,7 +98,11 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1) ->
             em.targets[(id(inst), leaf)] = res
         seen.add((id(inst), leaf))
 
-    value: ValueTree = em.emit_computation(entry, args)
+    token = profile_ir.activate(timer)
+    try:
+        value: ValueTree = em.emit_computation(entry, args, timed=True)
+    finally:
+        profile_ir.deactivate(token)
     for src, dst in zip(leaves(value), results):
         em.copy_leaf(src, dst)
     if saved is not None:
@@ -133,12 +143,13 @@ def _dump(module: Module, suffix: str, text: str, options: debug.DebugOptions) -
 
 def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None, verify: bool = True,
               fast_math: bool = False, options: debug.DebugOptions | None = None,
-              num_threads: int = 1) -> tuple[Module, ir.Module, int]:
+              num_threads: int = 1, profile: bool = False) -> tuple[Module, ir.Module, int, KernelTimer | None]:
     """The front half of compilation, shared by the JIT and AOT (aot.py): optimize the HLO (cpu_pipeline
     unless the module is already optimized; the caller's module is never modified), verify it, and emit the
     entry function into a new LLVM module for `triple` and target machine `tm` (large loops split over
     num_threads threads; AOT code stays single-threaded). Returns the optimized HLO
-    module, the LLVM IR module and the scratch size in bytes."""
+    module, the LLVM IR module, the scratch size in bytes and, when `profile`, the kernel timer whose table
+    names what the instrumented code logs."""
     if module.entry is None:
         raise XlapyError(f"module {module.name} has no entry computation")
     options = options or debug.options()
@@ -154,8 +165,10 @@ def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None,
     llvm_module = ir.Module(name=re.sub(r"[^A-Za-z0-9_.]", "_", module.name))
     llvm_module.triple = triple
     llvm_module.data_layout = str(tm.target_data)
-    _, scratch_size = emit_module(module, llvm_module, num_threads)
-    return module, llvm_module, scratch_size
+    timer = KernelTimer(llvm_module) if profile else None
+    with trace_events.span(f"emit {module.name}", "llvm"):
+        _, scratch_size = emit_module(module, llvm_module, num_threads, timer)
+    return module, llvm_module, scratch_size, timer
 
 
 def parse_llvm(module: Module, text: str):
@@ -181,35 +194,43 @@ def _parallel_split(text: str):
 
 
 def compile_module(module: Module, run_pipeline: bool | None = None, verify: bool = True,
-                   fast_math: bool = False, num_threads: int | None = None, llvm_level: str | None = None) -> Executable:
+                   fast_math: bool = False, num_threads: int | None = None, llvm_level: str | None = None,
+                   profile: bool | None = None) -> Executable:
     """Compile `module` for this CPU. run_pipeline: None runs cpu_pipeline() unless the module is already
     optimized (scheduled or fused); the caller's module is never modified. num_threads: large loops are split
     over this many threads (None: $XLAPY_NUM_THREADS, else os.cpu_count(); 1: no threads). llvm_level:
     "optimized" (LLVM O3) or "quick" (no LLVM optimization, for small modules); None chooses by the module's
-    size (compile_plan.py)."""
+    size (compile_plan.py). profile: instrument every kernel for the profiler (profile_ir.py); None does so
+    while a profiler trace runs or XLA_FLAGS has --xla_hlo_profile."""
     if llvm_level is not None and llvm_level not in compile_plan.LEVELS:
         raise XlapyError(f"llvm_level must be one of {', '.join(compile_plan.LEVELS)}, got {llvm_level!r}")
     options = debug.options()
+    if profile is None:
+        profile = trace_events.session() is not None or options.hlo_profile
     tm = llvm_jit.shared_target_machine()
-    module, llvm_module, scratch_size = emit_llvm(module, tm, llvm.get_process_triple(), run_pipeline, verify,
-                                                  fast_math, options, resolve_num_threads(num_threads))
+    module, llvm_module, scratch_size, timer = emit_llvm(
+        module, tm, llvm.get_process_triple(), run_pipeline, verify, fast_math, options,
+        resolve_num_threads(num_threads), profile)
     level = llvm_level or compile_plan.choose_level(module)
     text = str(llvm_module)
     _dump(module, "ir-no-opt.ll", text, options)
     split = _parallel_split(text) if level == compile_plan.OPTIMIZED else None
     if split is not None:
         try:
-            engine, address, opt_parts = llvm_parallel.compile_split(
-                split[0], split[1], optimize_llvm, lambda: llvm_jit.new_target_machine(3), ENTRY_NAME)
+            with trace_events.span(f"LLVM {level}, two threads", "llvm"):
+                engine, address, opt_parts = llvm_parallel.compile_split(
+                    split[0], split[1], optimize_llvm, lambda: llvm_jit.new_target_machine(3), ENTRY_NAME)
         except llvm_parallel.InvalidIR as e:
             raise XlapyError(f"cpu backend produced invalid LLVM IR for module {module.name}: {e}") from e
     else:
         parsed = parse_llvm(module, text)
         if level == compile_plan.OPTIMIZED:
-            optimize_llvm(parsed, tm)
+            with trace_events.span("LLVM optimize", "llvm"):
+                optimize_llvm(parsed, tm)
         opt_parts = [str(parsed) if level == compile_plan.OPTIMIZED else text]   # before the engine owns it
         jit = llvm_jit.jit_quick if level == compile_plan.QUICK else llvm_jit.jit_optimized
-        engine, address = jit(parsed, ENTRY_NAME)
+        with trace_events.span(f"LLVM code generation ({level})", "llvm"):
+            engine, address = jit(parsed, ENTRY_NAME)
         global _WARM
         _WARM = _WARM or level == compile_plan.OPTIMIZED
 
@@ -224,6 +245,8 @@ def compile_module(module: Module, run_pipeline: bool | None = None, verify: boo
     if options.dumps_module(module.name):
         _dump(module, "ir-with-opt.ll", opt_text(), options)
         _dump(module, "s", assembly(), options)
-    exe = Executable(module, engine, address, scratch_size, text, opt_text, assembly)
+    exe = Executable(module, engine, address, scratch_size, text, opt_text, assembly,
+                     kernels=timer.kernels if timer is not None else None,
+                     log_offset=timer.log_offset if timer is not None else None)
     exe.llvm_level = level
     return exe

@@ -32,6 +32,7 @@ from .indexing import is_row_major, linear_index, major_to_minor, placed
 from .irhelpers import I8, I8P, i64, loop_nest, memcpy
 from .loops import emit_loop, split_reduction
 from .parallel import task_count
+from .profile_ir import KernelTimer, is_timed
 from .types import load_element, storage_type, store_element
 
 
@@ -59,6 +60,8 @@ class IrEmitter:
         self.targets: dict[tuple[int, int], BufferRef] = {}    # (id(inst), leaf) -> preassigned result buffer
         self._constants: dict[int, ir.GlobalVariable] = {}
         self.num_threads = 1      # large loops are split over this many threads (parallel.py)
+        self.timer: KernelTimer | None = None     # set when the module is compiled for the profiler (profile_ir.py)
+        self._timed_depth = 0
 
     # -- buffers ---------------------------------------------------------------------------------------
     def constant_pointer(self, inst: Instruction) -> ir.Value:
@@ -129,21 +132,40 @@ class IrEmitter:
 
     # -- computations ----------------------------------------------------------------------------------
     def emit_computation(self, comp: Computation, args: Sequence[ValueTree],
-                         writable_params: bool = False) -> ValueTree:
+                         writable_params: bool = False, timed: bool = False) -> ValueTree:
         """Emit comp's instructions in post order over `args`. writable_params: the caller owns the argument
-        buffers and lets the computation update them in place (a while body's loop state)."""
+        buffers and lets the computation update them in place (a while body's loop state). timed: under the
+        profiler, each instruction is a kernel whose run time the code logs (the entry computation and the
+        computations control flow runs; not a row fusion's inner computation)."""
         values: dict[int, ValueTree] = {}
         assignment = self.assignment
         aliasing = assignment.enter(comp, writable_params)
+        timer = self.timer if timed else None
+        self._timed_depth += timer is not None
         for k, inst in enumerate(aliasing.order):
             if inst.opcode == "parameter":
                 values[id(inst)] = args[inst.parameter_number]
                 continue
             assignment.begin(k)
-            value = values[id(inst)] = self.emit_instruction(inst, [values[id(o)] for o in inst.operands])
+            operands = [values[id(o)] for o in inst.operands]
+            if timer is not None and is_timed(inst):
+                value = self._emit_timed(timer, inst, operands)
+            else:
+                value = self.emit_instruction(inst, operands)
+            values[id(inst)] = value
             assignment.end(inst, [leaf.pointer for leaf in leaves(value)])
+        self._timed_depth -= timer is not None
         assignment.leave()
         return values[id(comp.root)]
+
+    def _emit_timed(self, timer: KernelTimer, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
+        kernel = timer.kernel_id(inst, top=self._timed_depth == 1)
+        outer, timer.current = timer.current, inst
+        t0 = timer.start(self.b)
+        value = self.emit_instruction(inst, operands)
+        timer.stop(self.b, kernel, t0)
+        timer.current = outer
+        return value
 
     # -- in-place dynamic-update-slice ---------------------------------------------------------------------
     def may_update_in_place(self, inst: Instruction, operand_number: int, target: ValueTree) -> bool:
@@ -285,13 +307,17 @@ def _while(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     done_bb = b.append_basic_block(f"{inst.name}.done")
     b.branch(cond_bb)
     b.position_at_end(cond_bb)
+    timer = em.timer if em._timed_depth else None
+    t0 = timer.start(b) if timer is not None else None         # one profiler event per iteration
     pred = em.emit_computation(inst.attrs["condition"], [state])
     b.cbranch(load_element(b, pred.pointer, pred.shape.ptype, i64(0)), body_bb, done_bb)
     b.position_at_end(body_bb)
     # The body may update the state in place: an element it passes through costs nothing, a DUS of an element
     # whose old value is dead afterwards writes only its window, and copy_tree skips leaves already in place.
-    result = em.emit_computation(inst.attrs["body"], [state], writable_params=True)
+    result = em.emit_computation(inst.attrs["body"], [state], writable_params=True, timed=True)
     em.copy_tree(result, state)
+    if timer is not None:
+        timer.stop(b, timer.kernel_id(inst, "iteration"), t0)
     b.branch(cond_bb)
     b.position_at_end(done_bb)
     return state
@@ -323,14 +349,14 @@ def _conditional(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
         switch.add_case(ir.Constant(index.type, k), block)
     for k, (comp, block) in enumerate(zip(branches, blocks)):
         b.position_at_end(block)
-        em.copy_tree(em.emit_computation(comp, [operands[1 + k]]), out)
+        em.copy_tree(em.emit_computation(comp, [operands[1 + k]], timed=True), out)
         b.branch(done)
     b.position_at_end(done)
     return out
 
 
 def _call(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
-    return em.emit_computation(inst.attrs["to_apply"], operands)
+    return em.emit_computation(inst.attrs["to_apply"], operands, timed=True)
 
 
 def _dot(em: IrEmitter, inst: Instruction, operands) -> BufferRef:

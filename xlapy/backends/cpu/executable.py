@@ -17,6 +17,7 @@ from ...hlo import Module, Shape
 from . import fastcall
 from .buffers import ALIGNMENT
 from .indexing import major_to_minor
+from .profile_ir import KernelLog
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Executable:
     backend = "cpu"
 
     def __init__(self, module: Module, engine, address: int, scratch_size: int, llvm_ir: str, llvm_ir_opt: str,
-                 assembly_fn):
+                 assembly_fn, kernels: list | None = None, log_offset: int | None = None):
         self.module = module
         self.llvm_ir = llvm_ir
         self._llvm_ir_opt = llvm_ir_opt      # the text, or a function printing it on first use
@@ -66,7 +67,10 @@ class Executable:
         self._fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address)
         self._lock = threading.Lock()
         self._simple = all(len(x) == 1 and x[0].physical_order is None for x in self._param_leaves)
-        self._fast = self._make_fast_call(address, scratch_size)
+        # profiled code (profile_ir.py) logs its kernels into the scratch buffer: calls go through ctypes, which
+        # reads the log after each call
+        self.profile = KernelLog(module.name, kernels, self._scratch_ptr.value + log_offset) if kernels else None
+        self._fast = self._make_fast_call(address, scratch_size) if self.profile is None else None
         # the native caller, `fast_call(*arrays)`, or None: callers that hold numpy arrays may call it directly
         self.fast_call = self._fast.function if self._fast is not None else None
 
@@ -127,7 +131,10 @@ class Executable:
             results[j] = o.ctypes.data
             outs.append(o if spec.physical_order is None else o.transpose(np.argsort(spec.physical_order)))
         with self._lock:
-            self._fn(params, results, self._scratch_ptr)
+            if self.profile is None:
+                self._fn(params, results, self._scratch_ptr)
+            else:
+                self.profile.run(self._fn, params, results, self._scratch_ptr)
         del keep
         return self._assemble(self._structure, outs)
 

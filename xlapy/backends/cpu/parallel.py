@@ -26,7 +26,7 @@ from llvmlite import ir
 from ...errors import XlapyError
 from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import Shape
-from . import scalar_ops, threadpool
+from . import profile_ir, scalar_ops, threadpool
 from .buffers import byte_size
 from .irhelpers import I8P, I32, I64, VOID, alloca_once, for_range, i64, intrinsic, is_x86, mark_ftz
 
@@ -225,11 +225,16 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     start = b.load(b.gep(table, [i64(0), index]), name="start")
     end = b.load(b.gep(table, [i64(0), b.add(index, i64(1))]), name="end")
     saved = scalar_ops.enter_ftz(b) if is_x86(module) else None
+    timer = profile_ir.active()          # under the profiler, each task logs its run time on its thread
+    timed = timer is not None and timer.current is not None
+    t0 = timer.start(b) if timed else None
     first = worker.append_basic_block("body")
     b.branch(first)
     b.position_at_end(first)
     try:
         body(b, start, end, index)
+        if timed:
+            timer.stop(b, timer.kernel_id(timer.current, "task"), t0)
         if saved is not None:
             intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(saved, I8P)])
         b.ret(ir.Constant(I8P, None))

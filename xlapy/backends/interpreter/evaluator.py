@@ -7,12 +7,16 @@ opcode is found by reading one table.
 """
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ... import trace_events
 from ...errors import ExecutionError, UnimplementedError, XlapyError
 from ...hlo import Computation, Instruction, Module, Shape
+from ...hlo.cost import instruction_bytes, instruction_flops
 from ...hlo.tables import merge_rule_tables, module_tables
 
 
@@ -49,9 +53,10 @@ class Evaluator:
         self.module = module
         self.table = handler_table()
 
-    def call(self, comp: Computation, args: Sequence[Any], lifted: bool = False) -> Any:
+    def call(self, comp: Computation, args: Sequence[Any], lifted: bool = False, times: list | None = None) -> Any:
         """Evaluate `comp` on `args`. lifted=True runs a scalar computation on whole arrays at once
-        (reducers.call_lifted), so results are not checked against the scalar shapes the HLO declares."""
+        (reducers.call_lifted), so results are not checked against the scalar shapes the HLO declares. times: a
+        list that receives (instruction, start ns, end ns) of each instruction (the profiler's kernels)."""
         values: dict[int, Any] = {}
         for inst in comp.post_order():
             if inst.opcode == "parameter":
@@ -64,6 +69,7 @@ class Evaluator:
             if fn is None:
                 raise UnimplementedError(f"interpreter: no rule for opcode {inst.opcode!r} (instruction {inst.name})")
             operands = [values[id(o)] for o in inst.operands]
+            t0 = time.monotonic_ns() if times is not None else 0
             try:
                 with np.errstate(all="ignore"):
                     value = fn(inst, operands, self)
@@ -79,6 +85,8 @@ class Evaluator:
                 raise ExecutionError(f"interpreter rule for {inst.opcode} returned {value.dtype}{list(value.shape)} "
                                      f"for {inst.name}, which is {inst.shape}")
             values[id(inst)] = value
+            if times is not None:
+                times.append((inst, t0, time.monotonic_ns()))
         return values[id(comp.root)]
 
     def call_scalar(self, comp: Computation, *scalars: Any) -> Any:
@@ -119,10 +127,29 @@ class Executable:
         if len(args) != len(params):
             raise XlapyError(f"module {self.module.name} takes {len(params)} arguments, got {len(args)}")
         values = [coerce_argument(a, p.shape, i) for i, (a, p) in enumerate(zip(args, params))]
-        return self.evaluator.call(entry, values)
+        session = trace_events.session()
+        if session is None:
+            return self.evaluator.call(entry, values)
+        times: list = []
+        t0 = time.monotonic_ns()
+        out = self.evaluator.call(entry, values, times=times)
+        session.extend(profile_events(self.module.name, t0, time.monotonic_ns(), times))
+        return out
 
     def as_text(self) -> str:
         return self.module.to_text()
+
+
+def profile_events(module: str, t0: int, t1: int, times: list) -> list[trace_events.Event]:
+    """A call and its instructions as profiler events (the interpreter times them from Python)."""
+    lane = ("cpu", threading.get_ident())
+    module = f"{module} (interpreter)"
+    out = [trace_events.Event(module, "call", t0, t1, lane, {"module": module, "backend": "interpreter"})]
+    for inst, start, end in times:
+        out.append(trace_events.Event(inst.name, "kernel", start, end, lane,
+                                      {"module": module, "kind": inst.opcode, "flops": instruction_flops(inst)[0],
+                                       "bytes": instruction_bytes(inst), "top": True}))
+    return out
 
 
 def compile_module(module: Module, verify: bool = True) -> Executable:
