@@ -53,7 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--train-budget", type=float, default=90.0,
                    help="seconds of training per model: a way of running the step projected to take longer "
                         "is replaced by the next (see choose())")
-    p.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no tqdm progress bars (they are off anyway when the output is not a terminal)")
     return p.parse_args(argv)
 
 
@@ -130,6 +131,12 @@ def batches(rng: np.random.Generator, n: int, batch: int) -> list[np.ndarray]:
     return [order[i:i + batch] for i in range(0, n - batch + 1, batch)]
 
 
+def progress_bars_wanted(args: argparse.Namespace) -> bool:
+    """tqdm's bars only on a terminal: redirected to a file or a pipe, every bar leaves its lines behind, so
+    there the demo logs one line per epoch instead."""
+    return not args.no_progress and sys.stdout.isatty() and sys.stderr.isatty()
+
+
 def train(name: str, data: tuple, args: argparse.Namespace) -> dict:
     from tqdm import tqdm
     x_train, y_train, x_test, y_test = data
@@ -156,6 +163,7 @@ def train(name: str, data: tuple, args: argparse.Namespace) -> dict:
           f"(trace + optimize + compile) {choice.compile_s:.2f} s; parameters from {init_source}")
     predict = xlapy.jit(choice.logits_fn, backend=choice.backend)
 
+    bars = progress_bars_wanted(args)
     history = {"loss": [], "test_accuracy": []}
     step_times = []
     start, step_number = time.perf_counter(), 1
@@ -164,7 +172,7 @@ def train(name: str, data: tuple, args: argparse.Namespace) -> dict:
             epoch_batches = batches(rng, len(x_train), batch)
         losses = [float(loss)] if epoch == 0 else []
         todo = epoch_batches[1:] if epoch == 0 else epoch_batches
-        bar = tqdm(todo, desc=f"{name} epoch {epoch + 1:2d}/{epochs}", unit="step", disable=args.no_progress)
+        bar = tqdm(todo, desc=f"{name} epoch {epoch + 1:2d}/{epochs}", unit="step", disable=not bars)
         for idx in bar:
             t = time.perf_counter()
             params, velocity, loss = choice.jitted(params, velocity, x_train[idx], y_train[idx],
@@ -174,7 +182,11 @@ def train(name: str, data: tuple, args: argparse.Namespace) -> dict:
             step_number += 1
         history["loss"].append(float(np.mean(losses)))
         history["test_accuracy"].append(dm.accuracy(predict, params, x_test, y_test))
-        bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", test_acc=f"{history['test_accuracy'][-1]:.3f}")
+        if bars:
+            bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", test_acc=f"{history['test_accuracy'][-1]:.3f}")
+        else:
+            print(f"  [{name}] epoch {epoch + 1:2d}/{epochs}: loss {history['loss'][-1]:.3f}, "
+                  f"test accuracy {history['test_accuracy'][-1]:.3f}", flush=True)
         bar.close()
     return {"name": name, "variant": choice.variant, "backend": choice.backend, "step": choice.step,
             "jitted": choice.jitted, "params": params, "velocity": velocity, "history": history,
