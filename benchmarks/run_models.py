@@ -1,0 +1,218 @@
+"""Real-model benchmark (issue 11): compile time and run time of xlapy against XLA:CPU on benchmarks/models.
+
+    make bench-models                                         # every module, quiet machine
+    .venv-models/bin/python benchmarks/run_models.py --only 'gpt2|lstm' --busy --out /tmp/models.md
+
+XLA's side compiles the committed HLO text through jaxlib's XLA client (tools/xla_check.py), rather than
+`jax.jit` of the Python function: both compilers get the same text (TensorFlow's modules too, which jax.jit
+cannot produce), neither side's time includes tracing or lowering, and the generator's record pass has
+checked that XLA's run of this text reproduces jax.jit's outputs bit for bit (and TF's within tolerance).
+It needs an environment with xlapy and jax: .venv-models (tools/setup_models_env.sh) or .venv-bench.
+
+Each module runs in its own worker process (a crash or a runaway compile stays there): the worker compiles
+with XLA, then with xlapy under a time limit (--timeout, reported as "timeout"), checks xlapy's outputs against
+XLA's recorded ones (benchmarks/models/outputs.py, the test's tolerance), and times both executables with
+benchmarks/run.py's interleaved_medians (rounds that time each implementation in turn, so the machine's slow
+phases hit both alike). `--busy` starts one competing busy-loop process for the whole run, the contended
+figure issue 11 asks for. Ratios are xlapy / XLA: above 1 means xlapy is slower.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import math
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tools"))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"model_corpus_{name}", HERE / "models" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+inputs = _load("inputs")
+outputs = _load("outputs")
+
+
+class CompileTimeout(Exception):
+    pass
+
+
+def _emit(result: dict) -> None:
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def worker(module_id: str, timeout: float, repeat: int, min_time: float) -> int:
+    """Measure one module; prints a RESULT line after XLA's figures and again after xlapy's."""
+    import jax
+    import numpy as np
+    import xla_check
+    from run import interleaved_medians
+    import xlapy
+    from xlapy.tools import npz
+    xla_check.ENABLE_X64 = True          # s64 parameters (Keras' step counter) keep their type
+    entry = inputs.load_entry(module_id)
+    text = entry["hlo_path"].read_text()
+    args = inputs.make_inputs(entry)
+    result = {"module": module_id, "instructions": entry["instructions"]}
+    run_xla = None
+    try:
+        t0 = time.perf_counter()
+        xla_exe, device = xla_check.compile_hlo_text(text)
+        result["xla_compile_s"] = time.perf_counter() - t0
+        # fresh input buffers per call: a module with input_output_alias donates them (a host copy, well under
+        # 1% of any module's run time here)
+        run_xla = lambda: [x.block_until_ready() for x in xla_exe.execute([jax.device_put(a, device) for a in args])]  # noqa: E731
+        result["xla_run_s"] = interleaved_medians({"xla": run_xla}, repeat, min_time)["xla"]
+    except Exception as e:   # XLA cannot re-read some of its own optimized dumps: time xlapy alone
+        result["xla_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''}"
+    _emit(result)
+
+    def on_alarm(signum, frame):
+        raise CompileTimeout()
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(int(timeout))
+    t0 = time.perf_counter()
+    try:
+        exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu")
+    except CompileTimeout:
+        result["xlapy"] = "timeout"
+        _emit(result)
+        return 0
+    except Exception as e:
+        result["xlapy"] = f"compile error: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+        _emit(result)
+        return 0
+    finally:
+        signal.alarm(0)
+    result["xlapy_compile_s"] = time.perf_counter() - t0
+    try:
+        got = npz.flatten(exe(*args))
+    except Exception as e:
+        result["xlapy"] = f"run error: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+        _emit(result)
+        return 0
+    records = entry["outputs"] if "outputs" in entry else inputs.load_entry(
+        f"{entry['model']}/{entry['expected_from']}")["outputs"]
+    problems = outputs.compare(got, records, dict(np.load(entry["expected_path"])), outputs.tolerance(entry))
+    result["xlapy"] = "ok" if not problems else f"MISMATCH {problems[0][:150]}"
+    fns = {"xla": run_xla, "xlapy": lambda: exe(*args)} if run_xla else {"xlapy": lambda: exe(*args)}
+    times = interleaved_medians(fns, repeat, min_time)
+    result["xla_run_s"], result["xlapy_run_s"] = times.get("xla"), times["xlapy"]
+    _emit(result)
+    return 0
+
+
+def run_worker(module_id: str, a) -> dict:
+    cmd = [sys.executable, __file__, "--worker", module_id, "--timeout", str(a.timeout),
+           "--repeat", str(a.repeat), "--min-time", str(a.min_time)]
+    result = {"module": module_id, "xlapy": "worker died"}
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout + 600)
+        tail = proc.stderr.strip().splitlines()[-1:] if proc.returncode else []
+        if tail:
+            result["xlapy"] = f"worker died (rc {proc.returncode}): {tail[0][:120]}"
+        stdout = proc.stdout
+    except subprocess.TimeoutExpired as e:
+        result["xlapy"] = "timeout (worker killed)"
+        stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+    for line in stdout.splitlines():
+        if line.startswith("RESULT "):
+            last = json.loads(line[len("RESULT "):])
+            result = {**result, **last} if "xlapy" in last else {**last, "xlapy": result["xlapy"]}
+    return result
+
+
+def _time(seconds) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
+
+
+def _ratio(a, b) -> str:
+    return f"{a / b:.2f}×" if a and b else "—"
+
+
+def _geomean(values) -> float | None:
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| module | instructions | XLA compile | xlapy compile | compile xlapy/XLA | XLA run | xlapy run | "
+             "run xlapy/XLA | xlapy |", "|---|---|---|---|---|---|---|---|---|"]
+    compile_ratios, run_ratios = [], []
+    for r in results:
+        xc, yc, xr, yr = (r.get(k) for k in ("xla_compile_s", "xlapy_compile_s", "xla_run_s", "xlapy_run_s"))
+        if xc and yc:
+            compile_ratios.append(yc / xc)
+        if xr and yr and r.get("xlapy") == "ok":
+            run_ratios.append(yr / xr)
+        status = r.get("xlapy", "—") + (f" (XLA: {r['xla_error']})" if "xla_error" in r else "")
+        lines.append(f"| {r['module']} | {r.get('instructions', '—')} | {_time(xc)} | {_time(yc)} | {_ratio(yc, xc)} | "
+                     f"{_time(xr)} | {_time(yr)} | {_ratio(yr, xr)} | {status} |")
+    cg, rg = _geomean(compile_ratios), _geomean(run_ratios)
+    lines.append(f"| geometric mean | | | | {f'{cg:.2f}×' if cg else '—'} ({len(compile_ratios)}) | | | "
+                 f"{f'{rg:.2f}×' if rg else '—'} ({len(run_ratios)}) | |")
+    return "\n".join(lines)
+
+
+def _busy_loop() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", help="regex on module ids (model/kind), e.g. 'gpt2|lstm/train'")
+    p.add_argument("--busy", action="store_true", help="run one competing busy-loop process meanwhile")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed for one xlapy compile")
+    p.add_argument("--repeat", type=int, default=7, help="interleaved rounds of the run-time measurement")
+    p.add_argument("--min-time", type=float, default=1.0, help="seconds of run timing per implementation")
+    p.add_argument("--out", help="also write the table (markdown) to this file")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.worker:
+        return worker(a.worker, a.timeout, a.repeat, a.min_time)
+    ids = [m for m in inputs.module_ids() if not a.only or re.search(a.only, m)]
+    busy = _busy_loop() if a.busy else None
+    results = []
+    try:
+        for module_id in ids:
+            t0 = time.perf_counter()
+            results.append(run_worker(module_id, a))
+            print(f"{module_id}: {results[-1].get('xlapy')} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr,
+                  flush=True)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+    import jax
+    header = (f"{datetime.date.today()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+              f"jax/jaxlib {jax.__version__} (XLA:CPU), {'one competing busy-loop process' if a.busy else 'quiet'}; "
+              f"xlapy compile limit {a.timeout:.0f} s; run times: medians of {a.repeat} interleaved rounds")
+    text = header + "\n\n" + table(results) + "\n"
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
