@@ -96,7 +96,18 @@ def module_data(module: Module, times: dict[str, float] | None = None) -> dict:
 
 
 def time_total(module: Module, times: dict[str, float]) -> float:
-    """What a share of time is a share of: the entry's timed instructions (a fusion's time already holds its
-    fused instructions'), or every given time when none of the entry's is given."""
-    entry = [times[i.name] for i in module.entry.instructions if i.name in times]
-    return float(sum(entry) if entry else sum(times.values()))
+    """What a share of time is a share of: every given time except those inside an instruction that has one
+    itself (a timed fusion's fused instructions, the body of a timed loop). A loop without a time of its own
+    (a profile times the kernels of its body) counts through its body's times."""
+    total = 0.0
+
+    def walk(comp: Computation, inside_timed: bool) -> None:
+        nonlocal total
+        for inst in comp.instructions:
+            timed = inst.name in times
+            if timed and not inside_timed:
+                total += times[inst.name]
+            for called in inst.called_computations():
+                walk(called, inside_timed or timed)
+    walk(module.entry, False)
+    return float(total)
