@@ -1,8 +1,9 @@
 """The HTML graph page of the demo's training steps (examples/digits_demo.py), opened in headless Chromium:
 every box is drawn, no two boxes overlap (their rectangles read from the DOM), the MLP step's page is at most
 2,000 px wide at the default zoom, search and hover work, profile times colour the boxes, and the page falls
-back to the module's text with one line when the layout library is missing or fails. Screenshots go to
-$XLAPY_SCREENSHOT_DIR (default /tmp/xlapy_graph_screenshots)."""
+back to the module's text with one line when the layout library is missing or fails, or waits for a click when
+the view is too big to lay out quickly. Screenshots go to $XLAPY_SCREENSHOT_DIR (default
+/tmp/xlapy_graph_screenshots)."""
 from __future__ import annotations
 
 import sys
@@ -132,4 +133,16 @@ def test_a_library_that_fails_in_the_browser_leaves_the_text_and_says_so(browser
     page.write_text(graph.to_html(module))
     dom = browser.dom(page)
     assert browser.status_line(dom).startswith("The graph could not be drawn in this browser"), browser.status_line(dom)
+    assert '<details id="hlo-text" open' in dom
+
+
+def test_a_view_too_big_to_lay_out_at_once_waits_for_a_click(browser, tmp_path, monkeypatch):
+    monkeypatch.delenv(graph_html.NO_LAYOUT_ENV, raising=False)
+    chain = [f"n{k} = f32[4] negate(n{k - 1})" for k in range(1, 900)]
+    module = xlapy.hlo.parse("HloModule chain\nENTRY e {\n  n0 = f32[4] parameter(0)\n  "
+                             + "\n  ".join(chain) + "\n  ROOT r = f32[4] negate(n899)\n}\n")
+    page = tmp_path / "chain.html"
+    page.write_text(graph.to_html(module))
+    dom = browser.dom(page)
+    assert "901 boxes, more than the 800" in browser.status_line(dom) and "lay it out anyway</button>" in dom
     assert '<details id="hlo-text" open' in dom
