@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test corpus bench bench-peers clean
+.PHONY: demo test corpus bench bench-peers bench-publish clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,7 +19,8 @@ demo: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
 
-# Benchmarks (never run by tests): numpy and xlapy side by side, and JAX / PyTorch where installed.
+# Benchmarks (never run by tests): numpy and xlapy side by side, and JAX / PyTorch where installed. They write
+# benchmarks/out/ (ignored by git); `make bench-publish` copies the latest run over the tracked results.
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run.py
 
@@ -28,6 +29,11 @@ bench-peers:
 	test -x .venv-bench/bin/python || $(PY) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install -q -e '.[test]' matplotlib jax jaxlib torch==2.13.0
 	.venv-bench/bin/python benchmarks/run.py
+
+bench-publish:
+	@test -f benchmarks/out/results.md || { echo "no benchmarks/out/results.md: run make bench or make bench-peers first"; exit 1; }
+	cp benchmarks/out/results.md benchmarks/results.md
+	test ! -f benchmarks/out/results.png || cp benchmarks/out/results.png benchmarks/results.png
 
 # Regenerate the JAX/XLA correctness corpus (needs network access to PyPI for jax).
 corpus:

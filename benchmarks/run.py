@@ -4,7 +4,8 @@
     make bench-peers    # also JAX and PyTorch (installed into .venv-bench)
 
 Prints a table of medians and ratios (peer time / xlapy time: above 1 means xlapy is faster) and writes
-benchmarks/results.md and benchmarks/results.png. Timings are medians over interleaved rounds after warm-up:
+benchmarks/out/results.md and benchmarks/out/results.png (ignored by git; `make bench-publish` copies them over
+the tracked benchmarks/results.md and results.png that the README quotes). Timings are medians over interleaved rounds after warm-up:
 each round times every implementation once, so the machine's slow phases hit them all alike.
 """
 from __future__ import annotations
@@ -104,7 +105,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=11, help="interleaved rounds per case")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds of timing per implementation and case")
     p.add_argument("--one-shot-repeat", type=int, default=3, help="rounds for compile-time cases")
-    p.add_argument("--out", default=str(HERE / "results.md"))
+    p.add_argument("--out", default=str(HERE / "out" / "results.md"),
+                   help="the table (the chart goes beside it as .png); default benchmarks/out/results.md")
     args = p.parse_args(argv)
     peers = _peers()
     wanted = set(args.only.split(",")) if args.only else None
@@ -166,6 +168,7 @@ def write_results(rows, out: Path) -> None:
         cells = [_fmt(times[i]) if i in times else ("—" if i in installed else "not installed") for i in IMPLS]
         lines.append(f"| {case.id} {case.title} | " + " | ".join(cells) + " | "
                      + " | ".join(_ratio(times, i) for i in ("numpy", "jax", "torch")) + " |")
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")
     try:
