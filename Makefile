@@ -42,3 +42,11 @@ corpus:
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# The real-model suite (benchmarks/models, issue 11): compile and run time of xlapy against XLA:CPU, per module,
+# in .venv-models (jax pinned to the corpus's version, xlapy editable). Options through BENCH_MODELS_ARGS, e.g.
+# make bench-models BENCH_MODELS_ARGS="--only 'gpt2|lstm' --busy --timeout 300"
+.PHONY: bench-models
+bench-models:
+	bash tools/setup_models_env.sh models
+	.venv-models/bin/python benchmarks/run_models.py $(BENCH_MODELS_ARGS)

@@ -51,8 +51,9 @@ inputs = _load("inputs")
 outputs = _load("outputs")
 
 
-class CompileTimeout(Exception):
-    pass
+class CompileTimeout(BaseException):
+    """Raised by the alarm: a BaseException, so that xlapy's passes, which wrap an Exception in an XlapyError
+    naming the pass, let it through."""
 
 
 def _emit(result: dict) -> None:
@@ -79,7 +80,8 @@ def worker(module_id: str, timeout: float, repeat: int, min_time: float) -> int:
         result["xla_compile_s"] = time.perf_counter() - t0
         # fresh input buffers per call: a module with input_output_alias donates them (a host copy, well under
         # 1% of any module's run time here)
-        run_xla = lambda: [x.block_until_ready() for x in xla_exe.execute([jax.device_put(a, device) for a in args])]  # noqa: E731
+        def run_xla():
+            return [x.block_until_ready() for x in xla_exe.execute([jax.device_put(a, device) for a in args])]
         result["xla_run_s"] = interleaved_medians({"xla": run_xla}, repeat, min_time)["xla"]
     except Exception as e:   # XLA cannot re-read some of its own optimized dumps: time xlapy alone
         result["xla_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''}"
@@ -93,7 +95,7 @@ def worker(module_id: str, timeout: float, repeat: int, min_time: float) -> int:
     try:
         exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu")
     except CompileTimeout:
-        result["xlapy"] = "timeout"
+        result["xlapy"] = f"timeout ({timeout:.0f} s)"
         _emit(result)
         return 0
     except Exception as e:
@@ -166,8 +168,8 @@ def table(results: list[dict]) -> str:
         if xr and yr and r.get("xlapy") == "ok":
             run_ratios.append(yr / xr)
         status = r.get("xlapy", "—") + (f" (XLA: {r['xla_error']})" if "xla_error" in r else "")
-        lines.append(f"| {r['module']} | {r.get('instructions', '—')} | {_time(xc)} | {_time(yc)} | {_ratio(yc, xc)} | "
-                     f"{_time(xr)} | {_time(yr)} | {_ratio(yr, xr)} | {status} |")
+        lines.append(f"| {r['module']} | {r.get('instructions', '—')} | {_time(xc)} | {_time(yc)} | "
+                     f"{_ratio(yc, xc)} | {_time(xr)} | {_time(yr)} | {_ratio(yr, xr)} | {status} |")
     cg, rg = _geomean(compile_ratios), _geomean(run_ratios)
     lines.append(f"| geometric mean | | | | {f'{cg:.2f}×' if cg else '—'} ({len(compile_ratios)}) | | | "
                  f"{f'{rg:.2f}×' if rg else '—'} ({len(run_ratios)}) | |")

@@ -9,10 +9,14 @@
 
 Two passes, each a sub-process (x64 must be fixed before JAX traces anything):
 
-| pass   | JAX mode | what it does |
-|--------|----------|--------------|
-| trace  | x32      | for each program of tools/models_jax.py: draw the inputs from their specs (benchmarks/models/inputs.py), `jax.jit(fn, keep_unused=True).lower(*args).as_text(dialect="hlo")` -> MODEL/KIND.hlo, the manifest MODEL/KIND.json (input specs, versions, jax.jit's compile and run time), and jax's outputs -> build/models_ref/ |
-| record | x64      | for EVERY module of the corpus (JAX's and TensorFlow's): compile the committed HLO text with jaxlib's XLA client, run it on the spec-made inputs, check its outputs against the producer's (build/models_ref/, within PRODUCER_TOL), then write MODEL/KIND.npz (outputs.py: full arrays or samples) and complete the manifest (outputs, instruction count, longest reduction, XLA's compile and run time) |
+- trace (JAX's default x32 mode), for each program of tools/models_jax.py: draw the inputs from their specs
+  (benchmarks/models/inputs.py); `jax.jit(fn, keep_unused=True).lower(*args).as_text(dialect="hlo")` ->
+  MODEL/KIND.hlo; the manifest MODEL/KIND.json (input specs, versions, jax.jit's compile and run time); jax's
+  outputs -> build/models_ref/ (not committed).
+- record (x64), for EVERY module of the corpus, JAX's and TensorFlow's: compile the committed HLO text with
+  jaxlib's XLA client, run it on the spec-made inputs, check the outputs against the producer's own
+  (build/models_ref/, within PRODUCER_TOL), then write MODEL/KIND.npz (outputs.py: whole arrays or samples) and
+  complete the manifest (outputs, instruction count, longest reduction, XLA's compile and run time).
 
 The record pass runs with x64 on so s64 parameters (Keras' step counter) keep their type on the way to XLA.
 """
@@ -121,7 +125,6 @@ def write_module(module_id: str, hlo: str, manifest: dict, produced: list[np.nda
 
 
 def trace_pass(only: str | None) -> int:
-    import jax
     import models_jax
     versions = versions_jax()
     failures = 0

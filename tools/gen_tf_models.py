@@ -4,10 +4,11 @@
     .venv-tf/bin/python tools/gen_tf_models.py            # then: .venv-models/bin/python tools/gen_models.py --pass record
     .venv-tf/bin/python tools/gen_tf_models.py --only gru
 
-| model       | Keras code                                                  | modules |
-|-------------|-------------------------------------------------------------|---------|
-| mobilenetv2 | keras.applications.MobileNetV2(alpha=0.35, weights=None), 64x64, 10 classes: depthwise-separable inverted residuals, BatchNorm, ReLU6 | fwd, train (SGD momentum), and both again as XLA-optimized HLO |
-| gru         | keras.Sequential: two keras.layers.GRU(128) over 64 steps, Dense | fwd, train (Adam), and both again as XLA-optimized HLO |
+- mobilenetv2: keras.applications.MobileNetV2(alpha=0.35, weights=None), 64x64, 10 classes (depthwise-separable
+  inverted residuals, BatchNorm, ReLU6); fwd, train (SGD momentum).
+- gru: keras.Sequential of two keras.layers.GRU(128) over 64 steps and a Dense; fwd, train (Adam).
+
+Each module also comes as `KIND_opt`, the XLA-optimized HLO.
 
 Every module is a `tf.function(jit_compile=True)` running ordinary Keras code (`model(x, training=...)`,
 `optimizer.apply(grads, model.trainable_variables)`) whose variables are also passed as its first ARGUMENT:

@@ -1,14 +1,17 @@
 """The JAX half of the real-model suite: models written with the libraries' own layers, each as a forward
 program and a training step (loss, gradients, an optax update). tools/gen_models.py lowers them to HLO.
 
-| model     | library      | forward                                   | training step                     |
-|-----------|--------------|-------------------------------------------|-----------------------------------|
-| resnet50  | flax.linen   | ResNet-50 (3-4-6-3 bottlenecks), BatchNorm inference | BatchNorm batch stats, SGD Nesterov momentum, weight decay |
-| vit       | flax.nnx     | ViT: patch conv, 6 pre-LN blocks (nnx.MultiHeadAttention) | clip_by_global_norm + AdamW |
-| gpt2      | flax.linen   | sampling loop: fori_loop over decode steps with the KV cache of MultiHeadDotProductAttention(decode=True), categorical sampling | next-token cross-entropy, clip + AdamW |
-| unet      | equinox      | diffusion U-Net noise prediction (GroupNorm, Conv2d, ConvTranspose2d, time embedding, skips) | denoising loss, Adam |
-| lstm      | flax.linen   | bidirectional LSTM classifier (nn.RNN + OptimizedLSTMCell, ragged lengths) | cross-entropy, Adam |
-| gnn       | flax.linen + jax.ops | message passing: embeddings, gathers by sender, segment_sum by receiver and graph | regression loss, Adam |
+- resnet50 (flax.linen): ResNet-50 (3-4-6-3 bottlenecks), BatchNorm with running statistics; training step
+  with batch statistics, SGD Nesterov momentum and weight decay.
+- vit (flax.nnx): patch convolution, 6 pre-LN blocks with nnx.MultiHeadAttention; clip_by_global_norm + AdamW.
+- gpt2 (flax.linen): a GPT-2-shaped decoder; forward = sampling: a fori_loop over decode steps with the KV
+  cache of MultiHeadDotProductAttention(decode=True) and categorical sampling; training step: next-token
+  cross-entropy, clip + AdamW.
+- unet (equinox): a diffusion U-Net (GroupNorm, Conv2d, ConvTranspose2d, time embedding, skips) predicting the
+  noise; denoising loss, Adam.
+- lstm (flax.linen): a bidirectional LSTM classifier (nn.RNN + OptimizedLSTMCell, ragged lengths); Adam.
+- gnn (flax.linen + jax.ops): message passing with embeddings, gathers by sender and segment_sum by receiver
+  and by graph; regression loss, Adam.
 
 Sizes are scaled down (batch, width, resolution) so XLA:CPU runs each program in 5-500 ms on 2 cores; the
 architectures keep their real structure. A program's arguments are a pytree: leaves that are arrays are the
@@ -230,8 +233,8 @@ def gpt2() -> list[Program]:
 
     sample_batch, prompt_len, total_len = 2, 8, 32
     decoder = GPT(max_len=train_len, decode=True)
-    cache_shapes = jax.eval_shape(lambda: decoder.init(jax.random.PRNGKey(0), jnp.zeros((sample_batch, total_len), jnp.int32),
-                                                       jnp.zeros((sample_batch, total_len), jnp.int32))["cache"])
+    full = jnp.zeros((sample_batch, total_len), jnp.int32)
+    cache_shapes = jax.eval_shape(lambda: decoder.init(jax.random.PRNGKey(0), full, full)["cache"])
 
     def sample(params, prompt, key):
         """Temperature sampling with the KV cache: one token per fori_loop step (the prompt is fed token by
@@ -345,7 +348,8 @@ def unet() -> list[Program]:
     tx = optax.adam(2e-4)
 
     def predict_noise(params, images, noise, t):
-        x_t = jnp.cos(t * jnp.pi / 2)[:, None, None, None] * images + jnp.sin(t * jnp.pi / 2)[:, None, None, None] * noise
+        x_t = (jnp.cos(t * jnp.pi / 2)[:, None, None, None] * images
+               + jnp.sin(t * jnp.pi / 2)[:, None, None, None] * noise)
         return jax.vmap(eqx.combine(params, static))(x_t, t)
 
     def loss_fn(params, images, noise, t):

@@ -30,9 +30,11 @@ make_venv() {  # make_venv DIR CHECK_IMPORTS PIP_ARGS...
 if [ "$WHICH" = all ] || [ "$WHICH" = models ]; then
   make_venv "$ROOT/.venv-models" "import jax, jaxlib, flax, equinox, optax, xlapy" \
     "jax==$JAX_VERSION" "jaxlib==$JAX_VERSION" flax equinox optax ml_dtypes pytest -e "$ROOT"
-  "$ROOT/.venv-models/bin/python" -c 'import jax, flax, equinox, optax; print("models: jax", jax.__version__, "flax", flax.__version__, "equinox", equinox.__version__, "optax", optax.__version__)'
+  "$ROOT/.venv-models/bin/python" -c 'import jax, flax, equinox, optax
+print("models: jax", jax.__version__, "flax", flax.__version__, "equinox", equinox.__version__, "optax", optax.__version__)'
 fi
 if [ "$WHICH" = all ] || [ "$WHICH" = tf ]; then
   make_venv "$ROOT/.venv-tf" "import tensorflow, keras" "tensorflow-cpu==$TF_VERSION"
-  "$ROOT/.venv-tf/bin/python" -c 'import os; os.environ["TF_CPP_MIN_LOG_LEVEL"]="2"; import tensorflow as tf, keras; print("tf: tensorflow", tf.__version__, "keras", keras.__version__)' 2>/dev/null
+  TF_CPP_MIN_LOG_LEVEL=2 "$ROOT/.venv-tf/bin/python" -c 'import tensorflow as tf, keras
+print("tf: tensorflow", tf.__version__, "keras", keras.__version__)' 2>/dev/null
 fi

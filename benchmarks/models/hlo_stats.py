@@ -1,9 +1,10 @@
 """Size figures of an HLO module read from its text (no parser needed, so every venv can use it).
 
-| figure | what | why |
-|---|---|---|
-| instructions | instruction lines in all computations | the size gate of tests/models and the x axis of compile-time scaling |
-| longest_reduction | the most terms one output element sums: a dot's contracted size, a convolution's kernel volume times its input features, a reduce's reduced size | f32 rounding error grows with it, so the correctness tolerance scales with its square root |
+- instructions: instruction lines in all computations; the size gate of tests/models and the x axis of
+  compile-time scaling.
+- longest_reduction: the most terms one output element sums (a dot's contracted size, a convolution's kernel
+  volume times its input features, a reduce's reduced size, a reduce-window's window): f32 rounding error
+  grows with it, so the correctness tolerance scales with its square root.
 
 Operand shapes are looked up by name (JAX's dumps print `dot(a, b)`; TensorFlow's print them inline,
 `dot(f32[8,64]{1,0} %a, ...)`: both forms are read).

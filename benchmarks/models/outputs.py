@@ -4,10 +4,10 @@ A training step returns the whole updated model (parameters, optimizer moments, 
 those arrays would blow the corpus's size budget (about 30 MB in all; the ~2,400 outputs of the training steps
 kept whole up to 64K elements would take 45 MB), so each output is kept in one of two forms:
 
-| output size        | kept in NAME.npz                                | kept in NAME.json (per output)          |
-|--------------------|-------------------------------------------------|-----------------------------------------|
-| <= FULL_LIMIT elements | `outK`: the whole array                     | shape, dtype, sum, sum_abs, max_abs     |
-| larger             | `outK_sample`: SAMPLE_SIZE elements at indices drawn from `sample_seed` | the same, plus sample_seed |
+| output size | kept in NAME.npz | kept in NAME.json (per output) |
+|---|---|---|
+| <= FULL_LIMIT elements | `outK`: the whole array | shape, dtype, sum, sum_abs, max_abs, nonfinite |
+| larger | `outK_sample`: SAMPLE_SIZE elements at indices from `sample_seed` | the same, plus sample_seed |
 
 sum / sum_abs / max_abs are computed in float64 over the whole array, so a wrong element outside the sample
 still moves them. Needs only numpy.

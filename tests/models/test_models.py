@@ -18,8 +18,8 @@ TOL_PER_TERM = 2e-6 (about 32 f32 unit roundoffs) and TRAIN_FACTOR = 10: the rou
 terms added in another order grows like sqrt(n) (the manifest records the module's longest dot / convolution /
 reduce), and a training step chains the forward pass, its transpose and an optimizer update, which amplify
 differences (BatchNorm's 1/sqrt(var), Adam's 1/sqrt(nu)). Measured today on the modules that pass, xlapy's
-worst normalized error is 20x (gnn/train) to 100x (forward programs) below the tolerance: the bound catches
-a wrong element, not rounding. Integer outputs (the sampled tokens) must match exactly.
+worst normalized error is 70x to 250x below the tolerance: the bound catches a wrong element, not rounding.
+Integer outputs (the sampled tokens) must match exactly.
 """
 from __future__ import annotations
 
@@ -37,7 +37,13 @@ MODELS = REPO / "benchmarks" / "models"
 MAX_INSTRUCTIONS = 2000          # today: every forward program, and the training steps of gnn, lstm and gru
 
 # module id -> the xlapy bug that makes it fail today (strict xfail: fixing the bug flips the test)
+_BN_SUM = ("accuracy: f32 reduce is summed sequentially (BatchNorm's mean of f32[8,32,32,16] over {0,1,2}, 8192 "
+           "terms: 1.9e-6 relative error against f64, XLA 1.2e-7); the error grows to 4x XLA's by the last block, "
+           "where one ReLU6 gate flips (pre-activation -6.6e-5 in f64, -4.4e-5 XLA, +4.5e-6 xlapy), so the first "
+           "conv kernel's update is off by 2.4e-3 of its max")
 KNOWN_FAILURES: dict[str, str] = {
+    "mobilenetv2/train": _BN_SUM,
+    "mobilenetv2/train_opt": _BN_SUM,
     "gru/train": "parser: the empty integer literal `s32[0]{0} constant({})` (TF's EmptyTensorList accumulators "
                  "in the GRU's gradient while-loops) leaks StopIteration from xlapy/hlo/literal.py (an all-integer "
                  "literal with zero atoms reaches `next(a for a in atoms if not INT.fullmatch(a))`)",
@@ -68,8 +74,8 @@ def _cases():
         entry = inputs.load_entry(module_id)
         marks = [pytest.mark.models]
         if entry["instructions"] > _threshold():
-            marks.append(pytest.mark.skip(reason=f"{module_id}: {entry['instructions']} instructions > XLAPY_MODEL_TESTS "
-                                                 f"threshold {_threshold()} (set XLAPY_MODEL_TESTS=all)"))
+            marks.append(pytest.mark.skip(reason=f"{module_id}: {entry['instructions']} instructions > "
+                                                 f"XLAPY_MODEL_TESTS threshold {_threshold()} (set it to all)"))
         elif module_id in KNOWN_FAILURES:
             marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[module_id]))
         cases.append(pytest.param(module_id, marks=marks, id=module_id))
