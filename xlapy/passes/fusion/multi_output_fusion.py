@@ -52,33 +52,76 @@ def _candidate(inst: Instruction) -> bool:
     return inst.opcode == "reduce" and not inst.shape.is_tuple and F.is_fusible(inst)
 
 
-def _size(inst: Instruction) -> int:
-    return len(fused_instructions(inst)) if is_fusion(inst) else 1
+def _size(inst: Instruction, sizes: dict[int, int]) -> int:
+    """Instructions in inst's fusion (1 for an unfused instruction), counted once per round (sizes: the cache)."""
+    n = sizes.get(id(inst))
+    if n is None:
+        n = sizes[id(inst)] = len(fused_instructions(inst)) if is_fusion(inst) else 1
+    return n
 
 
 def _n_outputs(inst: Instruction) -> int:
     return len(outputs(inst)) if is_fusion(inst) else 1
 
 
-def _ancestors(inst: Instruction) -> set[int]:
-    seen: set[int] = set()
-    stack = list(inst.operands) + list(inst.control_predecessors)
-    while stack:
-        x = stack.pop()
-        if id(x) not in seen:
-            seen.add(id(x))
-            stack.extend(x.operands)
-            stack.extend(x.control_predecessors)
-    return seen
+class Reachability:
+    """Which instructions of a computation reach which: one bitmask of ancestors per instruction (XLA's
+    HloReachabilityMap), built once per pass in O(n * n/64); a query is one AND, and a merge updates the masks
+    of what lies below the merged instructions in O(n)."""
+
+    def __init__(self, order: list[Instruction]):
+        self.bit: dict[int, int] = {}
+        self.ancestors: dict[int, int] = {}
+        self._next = 0
+        for inst in order:
+            mask = 0
+            for op in (*inst.operands, *inst.control_predecessors):
+                mask |= self.ancestors[id(op)] | self.bit[id(op)]
+            self._add(inst, mask)
+
+    def _add(self, inst: Instruction, ancestors: int) -> None:
+        self.bit[id(inst)] = 1 << self._next
+        self.ancestors[id(inst)] = ancestors
+        self._next += 1
+
+    def reaches(self, a: Instruction, b: Instruction) -> bool:
+        """a is an ancestor of b (b reads a's value, directly or through others)."""
+        return bool(self.ancestors[id(b)] & self.bit[id(a)])
+
+    def merged(self, survivor: Instruction, *gone: Instruction) -> None:
+        """`survivor` now computes what it and `gone` computed (a sibling merge, a producer fused as an output,
+        a reduce wrapped in a fusion): it reads everything they read, and everything that read them (directly or
+        through others) now reads it and everything it reads. Instructions the merge created (the
+        get-tuple-elements users read it through) are added below it."""
+        parts = [i for i in (survivor, *gone) if id(i) in self.bit]
+        above = 0
+        for i in parts:
+            above |= self.ancestors[id(i)]
+        if id(survivor) not in self.bit:
+            self._add(survivor, above)
+        self.ancestors[id(survivor)] = above & ~self.bit[id(survivor)]
+        for g in gone:
+            above &= ~self.bit.get(id(g), 0)
+        below = above | self.bit[id(survivor)]
+        for u in survivor.users:
+            if id(u) not in self.bit:
+                self._add(u, below)
+                below |= self.bit[id(u)]
+        marks = 0
+        for i in parts:
+            marks |= self.bit[id(i)]
+        for key, mask in self.ancestors.items():
+            if mask & marks and key != id(survivor):
+                self.ancestors[key] = mask | below
 
 
 def _shared_operand_is_big(x: Instruction) -> bool:
     return x.shape.is_array and x.shape.numel > 1 and x.opcode not in ("constant", "iota", "broadcast")
 
 
-def _fits(a: Instruction, b: Instruction) -> bool:
+def _fits(a: Instruction, b: Instruction, sizes: dict[int, int]) -> bool:
     params = set(map(id, a.operands)) | set(map(id, b.operands))
-    return (_size(a) + _size(b) <= MAX_FUSED_INSTRUCTIONS and len(params) <= MAX_FUSION_PARAMETERS
+    return (_size(a, sizes) + _size(b, sizes) <= MAX_FUSED_INSTRUCTIONS and len(params) <= MAX_FUSION_PARAMETERS
             and _n_outputs(a) + _n_outputs(b) <= MAX_OUTPUTS)
 
 
@@ -117,6 +160,11 @@ def fuse_producer_as_output(consumer: Instruction, producer: Instruction) -> Ins
 
 
 class MultiOutputFusion(Pass):
+    """Each sequential computation is walked in post order with one reachability map kept exact across merges:
+    every shared operand's sibling users are merged pairwise as far as they fit, then every consumer takes the
+    producers it may export. Walks repeat until one changes nothing (a merge can make an earlier pair legal).
+    Merging one pair and restarting from scratch, as this pass first did, cost O(merges * n^2): 835 s of a
+    7,400-instruction ResNet-50 training step."""
     name = "multi_output_fusion"
 
     def __init__(self):
@@ -126,41 +174,58 @@ class MultiOutputFusion(Pass):
         self.decisions = []
         changed = False
         for comp in fusible_computations(module):
-            while self._one_sibling_merge(comp) or self._one_producer_consumer_merge(comp):
+            while self._walk(comp):
                 changed = True
         return changed
 
-    def _one_sibling_merge(self, comp: Computation) -> bool:
-        for x in comp.post_order():
-            if not _shared_operand_is_big(x):
-                continue
-            users = [u for u in x.users if _candidate(u)]
-            for i, a in enumerate(users):
-                for b in users[i + 1:]:
-                    key = loop_key(a)
-                    if key is None or key != loop_key(b) or not _fits(a, b):
-                        continue
-                    if id(a) in _ancestors(b) or id(b) in _ancestors(a):
-                        continue
-                    self.decisions.append((a.name, b.name, "siblings"))
-                    merge_siblings(a, b)
-                    return True
-        return False
-
-    def _one_producer_consumer_merge(self, comp: Computation) -> bool:
+    def _walk(self, comp: Computation) -> bool:
+        order = comp.post_order()
+        reach = Reachability(order)
+        sizes: dict[int, int] = {}
+        changed = False
+        for x in order:
+            if x.parent is comp and _shared_operand_is_big(x):
+                changed |= self._merge_siblings_of(x, reach, sizes)
         for c in comp.post_order():
-            if not (is_fusion(c) and c.attrs.get("kind") == "kLoop" and not c.shape.is_tuple):
-                continue
-            for index, p in enumerate(c.operands):
-                if not self._producer_ok(p, c, index):
+            if is_fusion(c) and c.attrs.get("kind") == "kLoop" and not c.shape.is_tuple:
+                changed |= self._export_a_producer_into(c, reach, sizes)    # c is then multi-output: once
+        return changed
+
+    def _merge_siblings_of(self, x: Instruction, reach: Reachability, sizes: dict[int, int]) -> bool:
+        """Merge x's candidate users pairwise: each absorbs the later ones it is compatible with."""
+        users = [u for u in x.users if _candidate(u)]
+        changed = False
+        i = 0
+        while i < len(users):
+            a, j = users[i], i + 1
+            key = loop_key(a)
+            while key is not None and j < len(users):
+                b = users[j]
+                if key != loop_key(b) or not _fits(a, b, sizes) or reach.reaches(a, b) or reach.reaches(b, a):
+                    j += 1
                     continue
+                self.decisions.append((a.name, b.name, "siblings"))
+                merged = merge_siblings(a, b)
+                reach.merged(merged, *((b,) if merged is a else (a, b)))
+                sizes.pop(id(a), None)
+                users[i] = a = merged
+                del users[j]
+                changed = True
+            i += 1
+        return changed
+
+    def _export_a_producer_into(self, c: Instruction, reach: Reachability, sizes: dict[int, int]) -> bool:
+        for index, p in enumerate(c.operands):
+            if self._producer_ok(p, c, index, reach, sizes):
                 self.decisions.append((p.name, c.name, "producer-consumer"))
                 fuse_producer_as_output(c, p)
+                reach.merged(c, p)
+                sizes.pop(id(c), None)
                 return True
         return False
 
     @staticmethod
-    def _producer_ok(p: Instruction, c: Instruction, index: int) -> bool:
+    def _producer_ok(p: Instruction, c: Instruction, index: int, reach: Reachability, sizes: dict[int, int]) -> bool:
         if not (is_fusion(p) and p.attrs.get("kind") == "kLoop" and not p.shape.is_tuple):
             return False
         others = [u for u in p.users if u is not c]
@@ -168,7 +233,6 @@ class MultiOutputFusion(Pass):
             return False
         if F.contains_expensive(fused_computation(p)) and F.reuses_operand_elements(c, index):
             return False
-        if loop_key(p) != loop_key(c) or not _fits(p, c):
+        if loop_key(p) != loop_key(c) or not _fits(p, c, sizes):
             return False
-        ancestors = _ancestors(c)
-        return not any(id(u) in ancestors for u in others)
+        return not any(reach.reaches(u, c) for u in others)
