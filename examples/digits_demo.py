@@ -233,6 +233,22 @@ def time_three_ways(mlp: dict, executable: Any, args: argparse.Namespace) -> lis
     return rows
 
 
+def profile_step(mlp: dict, optimized: Any, out: Path, steps: int) -> tuple[Any, Path]:
+    """Run the MLP training step under xlapy.profiler: a trace for Perfetto, the kernel table, and the graph of
+    the optimized step with each kernel coloured by its share of the time."""
+    from xlapy.passes.graph import to_html
+    params = {k: np.asarray(v) for k, v in mlp["params"].items()}
+    velocity = {k: np.asarray(v) for k, v in mlp["velocity"].items()}
+    step_args = (params, velocity, *mlp["example"])
+    with xlapy.profiler.trace(out / "profile"):
+        for _ in range(max(1, steps)):
+            mlp["jitted"](*step_args)
+    profile = xlapy.profiler.last_profile()
+    graph = out / "mlp_train_step.profile.html"
+    graph.write_text(to_html(optimized, times=profile.kernel_times()))
+    return profile, graph
+
+
 # -- outputs ----------------------------------------------------------------------------------------------
 
 def write_plot(results: list[dict], path: Path) -> None:
@@ -295,6 +311,9 @@ def main(argv: list[str] | None = None) -> dict:
     write_plot(results, paths[0])
     for r in results:
         paths += write_hlo(r["name"], *aot[r["name"]], out)
+    print("profiling the MLP training step (xlapy.profiler) ...")
+    profile, graph = profile_step(mlp, aot["mlp"][1].executable.module, out, args.timing_steps)
+    paths += [profile.trace_path, profile.table_path, graph]
     total = time.perf_counter() - started
 
     print(f"\n{'model':5} {'':30} {'backend':12} {'test acc':>8} {'compile':>8} {'step':>9} {'epochs':>6} "
@@ -314,7 +333,10 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"outputs in {out}/:")
     for path in paths:
         print(f"  {path}")
-    print(f"open {paths[3]} in a browser for the graph of the optimized training step")
+    print(f"\nwhere the MLP step's time goes (xlapy.profiler; the full table is {profile.table_path.name}):")
+    print("\n".join("  " + line for line in profile.table(limit=8).splitlines()))
+    print(f"open {paths[3]} in a browser for the graph of the optimized training step, and {graph.name} for the same "
+          f"graph coloured by the profile; open {profile.trace_path} in https://ui.perfetto.dev (Open trace file)")
     print(f"total demo time {total:.1f} s")
     return {"results": results, "timing": rows, "paths": paths, "total_s": total}
 

@@ -1,5 +1,5 @@
 """Smoke test of `make demo` (examples/digits_demo.py): one epoch of each model on a 400-image subset runs,
-beats chance, and writes the plot, the HLO before/after optimization and the HTML graph.
+beats chance, and writes the plot, the HLO before/after optimization, the HTML graph and a profile of the step.
 
 It runs on the interpreter with the reshape max-pool so that it stays fast whatever state the cpu backend's
 compile times are in; the cpu backend and lax.reduce_window are covered by their own tests."""
@@ -50,3 +50,7 @@ def test_one_epoch_on_a_subset_trains_and_writes_every_output(tmp_path, capsys):
     assert "fusion" in (out / "mlp_train_step.after_optimizations.txt").read_text()
     assert "<svg" in (out / "mlp_train_step.after_optimizations.html").read_text()
     assert str(out) in printed and "total demo time" in printed
+    traces = list((out / "profile" / "plugins" / "profile").glob("*/*.trace.json.gz"))
+    assert len(traces) == 1 and (traces[0].parent / "profile.txt").read_text().startswith("3 compiled calls")
+    assert "where the MLP step's time goes" in printed and "ui.perfetto.dev" in printed
+    assert "mlp_train_step.profile.html" in names

@@ -131,33 +131,41 @@ def _report_at_exit() -> None:
 # -- the machine's peaks --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Peaks:
-    bytes_per_s: float       # a large array copy through numpy (read + write)
-    flops_per_s: float       # a 1024^3 f32 matrix product through numpy's BLAS, all cores
+    bytes_per_s: float       # memory: a 32 MiB array copy through numpy (read + write), beyond the caches
+    cache_bytes_per_s: float  # the same for a 256 KiB copy, which stays in the L2 cache
+    flops_per_s: float       # a 1024^3 f32 matrix product through numpy's BLAS on every core
+
+    def bandwidth_for(self, nbytes: float) -> float:
+        """The peak a kernel moving `nbytes` per call can reach: the cache's when its data fits in it."""
+        return self.cache_bytes_per_s if nbytes <= CACHE_RESIDENT_BYTES else self.bytes_per_s
 
 
+CACHE_RESIDENT_BYTES = 1 << 20
 _PEAKS: Peaks | None = None
 
 
 def machine_peaks() -> Peaks:
-    """This machine's measured memory bandwidth and f32 matmul rate (measured once per process, ~0.3 s)."""
+    """This machine's measured memory and cache bandwidth and f32 matmul rate: the best of several runs, measured
+    once per process (about half a second). Other processes busy on the cores lower them."""
     global _PEAKS
     if _PEAKS is None:
-        a = np.ones(1 << 23, np.float32)            # 32 MiB: well beyond the caches
-        b = np.empty_like(a)
-        n = 1024
-        x = np.ones((n, n), np.float32)
-
-        def best(fn, reps=5):
+        def best(fn, reps):
+            fn()
             times = []
             for _ in range(reps):
                 t0 = time.perf_counter()
                 fn()
                 times.append(time.perf_counter() - t0)
             return min(times)
-        copy = best(lambda: np.copyto(b, a))
-        x @ x
-        gemm = best(lambda: x @ x, 3)
-        _PEAKS = Peaks(2 * a.nbytes / copy, 2.0 * n ** 3 / gemm)
+
+        def copy_rate(nbytes: int, reps: int) -> float:
+            a = np.ones(nbytes // 4, np.float32)
+            b = np.empty_like(a)
+            inner = max(1, (1 << 24) // nbytes)
+            return 2 * nbytes * inner / best(lambda: [np.copyto(b, a) for _ in range(inner)], reps)
+        n = 1024
+        x = np.ones((n, n), np.float32)
+        _PEAKS = Peaks(copy_rate(1 << 25, 5), copy_rate(1 << 18, 5), 2.0 * n ** 3 / best(lambda: x @ x, 5))
     return _PEAKS
 
 
@@ -246,7 +254,8 @@ def format_table(rows: list[KernelRow], calls: list[Event], limit: int = 40) -> 
     head = (f"{'module':<20} {'kernel':<14} {'HLO instruction':<30} {'calls':>6} {'total':>10} {'%':>5} "
             f"{'bytes/call':>10} {'GB/s':>7} {'GFLOP/s':>8} {'%peak':>5}")
     lines = [f"{len(calls)} compiled calls, {call_ns / 1e6:.3f} ms in them; machine peak "
-             + (f"{peaks.bytes_per_s / 1e9:.1f} GB/s, {peaks.flops_per_s / 1e9:.1f} GFLOP/s (measured)"
+             + (f"{peaks.bytes_per_s / 1e9:.1f} GB/s memory, {peaks.cache_bytes_per_s / 1e9:.1f} GB/s in cache (for "
+                f"kernels moving <= {CACHE_RESIDENT_BYTES >> 20} MiB), {peaks.flops_per_s / 1e9:.1f} GFLOP/s (measured)"
                 if peaks else "not measured"),
              head, "-" * len(head)]
     for r in rows[:limit]:
@@ -256,7 +265,7 @@ def format_table(rows: list[KernelRow], calls: list[Event], limit: int = 40) -> 
             per_call = r.total_ns / max(r.calls, 1) * 1e-9
             gbs = r.bytes / per_call / 1e9 if per_call > 0 else 0.0
             gflops = r.flops / per_call / 1e9 if per_call > 0 else 0.0
-            peak = max(gbs * 1e9 / peaks.bytes_per_s, gflops * 1e9 / peaks.flops_per_s) * 100
+            peak = max(gbs * 1e9 / peaks.bandwidth_for(r.bytes), gflops * 1e9 / peaks.flops_per_s) * 100
             share = f"{100.0 * r.total_ns / top:.1f}" if r.top else ""
             line += f"{share:>5} {_size(r.bytes):>10} {gbs:>7.2f} {gflops:>8.2f} {peak:>5.1f}"
         lines.append(line.rstrip())
