@@ -6,7 +6,8 @@
 
 - mobilenetv2: keras.applications.MobileNetV2(alpha=0.35, weights=None), 64x64, 10 classes (depthwise-separable
   inverted residuals, BatchNorm, ReLU6); fwd, train (SGD momentum).
-- gru: keras.Sequential of two keras.layers.GRU(128) over 64 steps and a Dense; fwd, train (Adam).
+- gru: keras.Sequential of an Embedding, two keras.layers.GRU(128) over 64 steps and a Dense; fwd, train
+  (Adam; the embedding's gradient is a scatter-add).
 
 Each module also comes as `KIND_opt`, the XLA-optimized HLO.
 
@@ -64,12 +65,13 @@ def mobilenetv2():
 
 def gru():
     import keras
-    model = keras.Sequential([keras.Input((64, 16)), keras.layers.GRU(128, return_sequences=True),
-                              keras.layers.GRU(128), keras.layers.Dense(5)])
+    model = keras.Sequential([keras.Input((64,), dtype="int32"), keras.layers.Embedding(1000, 32),
+                              keras.layers.GRU(128, return_sequences=True), keras.layers.GRU(128),
+                              keras.layers.Dense(5)])
     optimizer = keras.optimizers.Adam(learning_rate=1e-3)
-    data = [inputs.data_spec("gru", "sequences", (32, 64, 16), "float32", {"kind": "normal", "scale": 1.0}),
+    data = [inputs.data_spec("gru", "tokens", (32, 64), "int32", {"kind": "int", "lo": 0, "hi": 999}),
             inputs.data_spec("gru", "labels", (32,), "int32", {"kind": "int", "lo": 0, "hi": 4})]
-    return model, optimizer, data, "two stacked keras.layers.GRU(128), batch 32 x 64 steps x 16 features"
+    return model, optimizer, data, "keras.layers.Embedding(1000, 32) and two stacked GRU(128), batch 32 x 64 tokens"
 
 
 MODELS = {"mobilenetv2": mobilenetv2, "gru": gru}

@@ -18,7 +18,7 @@ TOL_PER_TERM = 2e-6 (about 32 f32 unit roundoffs) and TRAIN_FACTOR = 10: the rou
 terms added in another order grows like sqrt(n) (the manifest records the module's longest dot / convolution /
 reduce), and a training step chains the forward pass, its transpose and an optimizer update, which amplify
 differences (BatchNorm's 1/sqrt(var), Adam's 1/sqrt(nu)). Measured today on the modules that pass, xlapy's
-worst normalized error is 70x to 250x below the tolerance: the bound catches a wrong element, not rounding.
+worst normalized error is 20x to 250x below the tolerance: the bound catches a wrong element, not rounding.
 Integer outputs (the sampled tokens) must match exactly.
 """
 from __future__ import annotations
@@ -44,6 +44,9 @@ _BN_SUM = ("accuracy: f32 reduce is summed sequentially (BatchNorm's mean of f32
 KNOWN_FAILURES: dict[str, str] = {
     "mobilenetv2/train": _BN_SUM,
     "mobilenetv2/train_opt": _BN_SUM,
+    "gru/train_opt": "cpu backend: XLA-optimized HLO keeps the embedding gradient's scatter inside a kLoop "
+                     "fusion (wrapped_scatter_computation); the backend has no scatter emitter and skips its own "
+                     "pipeline (so ScatterExpander) for optimized modules: UnimplementedError 'opcode scatter'",
     "gru/train": "parser: the empty integer literal `s32[0]{0} constant({})` (TF's EmptyTensorList accumulators "
                  "in the GRU's gradient while-loops) leaks StopIteration from xlapy/hlo/literal.py (an all-integer "
                  "literal with zero atoms reaches `next(a for a in atoms if not INT.fullmatch(a))`)",
