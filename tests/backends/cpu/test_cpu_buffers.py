@@ -260,7 +260,7 @@ def test_max_pool_grad_loop_has_no_full_buffer_work_per_iteration(switches):
 # -- liveness-based reuse -----------------------------------------------------------------------------------------
 def _scratch_bytes(text: str, pipeline: bool = False) -> int:
     tm = target_machine()
-    _, _, size = emit_llvm(xlapy.hlo.parse(text), tm, llvm.get_process_triple(), run_pipeline=pipeline)
+    _, _, size, _ = emit_llvm(xlapy.hlo.parse(text), tm, llvm.get_process_triple(), run_pipeline=pipeline)
     return size
 
 

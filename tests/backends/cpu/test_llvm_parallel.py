@@ -1,5 +1,6 @@
 """Two-thread LLVM compilation (llvm_parallel.py): the split of the printed IR, and modules compiled that way
 give the same results as the serial path, for several executables alive at once."""
+import re
 import sys
 from pathlib import Path
 
@@ -26,18 +27,21 @@ def warm(monkeypatch):
     monkeypatch.setattr(compiler, "_WARM", True)
 
 
-def test_split_moves_workers_and_declares_them(warm):
+def test_split_moves_kernels_and_workers_and_declares_them(warm):
     cases = mlp_step()
     params, (x, y) = cases._mlp_params(), cases._mlp_data()
     module = cases._xlapy_mlp_step().lower(params, x, y).module
-    _, llvm_module, _ = compiler.emit_llvm(module, compiler.llvm_jit.shared_target_machine(),
+    _, llvm_module, _, _ = compiler.emit_llvm(module, compiler.llvm_jit.shared_target_machine(),
                                            compiler.llvm.get_process_triple(), None, True, False,
                                            compiler.debug.options(), 2)
     a, b, moved = llvm_parallel.split(str(llvm_module))
     assert moved and 'define void @"xlapy_entry"' in a and "xlapy_entry" not in b
+    assert any(name.startswith("xlapy_kernel") for name in moved)
     for name in moved:
-        assert f'define internal i8* @"{name}"' not in a
-    assert a.count("declare i8* @\"xlapy_p") == len(moved) == b.count("define i8* @\"xlapy_p")
+        assert f'@"{name}"(' not in a
+    declared = re.findall(r'^declare \S+ @"(xlapy_p\d+_[^"]*)"', a, re.M)
+    defined = re.findall(r'^define \S+ @"(xlapy_p\d+_[^"]*)"', b, re.M)
+    assert len(declared) == len(moved) and set(declared) == set(defined)
 
 
 def test_parallel_compile_matches_serial(warm, monkeypatch):

@@ -72,6 +72,12 @@ class BufferAssignment:
         self._pointers_at.setdefault(offset, []).append(id(pointer))
         self._by_offset[offset].values.append(f"{what} defined at {self._where()}")
 
+    def alias_pointer(self, new, old, offset: int) -> None:
+        """`new` points where `old` does (a kernel's result buffer, named again in its caller: kernels.py)."""
+        if id(old) in self.pointers:
+            self.pointers[id(new)] = (new, offset)
+            self._pointers_at.setdefault(offset, []).append(id(new))
+
     def _where(self) -> str:
         if not self.frames:
             return "entry"

@@ -182,15 +182,24 @@ def parse_llvm(module: Module, text: str):
 
 
 # Two-thread LLVM (llvm_parallel.py) once one optimized compile has run serially in this process (LLVM's lazily
-# initialized global state is then set up); XLAPY_PARALLEL_LLVM=0 turns it off.
+# initialized global state is then set up: a tiny module does it first); XLAPY_PARALLEL_LLVM=0 turns it off.
 _WARM = False
-PART_SEPARATOR = "\n; ---- the parallel loops' module (llvm_parallel.py) ----\n"
+PART_SEPARATOR = "\n; ---- the second thread's module (llvm_parallel.py) ----\n"
+_WARM_UP_IR = "define i32 @xlapy_warm_up(i32 %x) {\n  %y = mul i32 %x, 3\n  ret i32 %y\n}\n"
 
 
 def _parallel_split(text: str):
-    if not _WARM or (os.cpu_count() or 1) < 2 or os.environ.get("XLAPY_PARALLEL_LLVM", "1") == "0":
+    global _WARM
+    if (os.cpu_count() or 1) < 2 or os.environ.get("XLAPY_PARALLEL_LLVM", "1") == "0":
         return None
-    return llvm_parallel.split(text)
+    split = llvm_parallel.split(text)
+    if split is not None and not _WARM:
+        mod = llvm.parse_assembly(_WARM_UP_IR)
+        tm = llvm_jit.new_target_machine(3)
+        optimize_llvm(mod, tm)
+        tm.emit_object(mod)
+        _WARM = True
+    return split
 
 
 def compile_module(module: Module, run_pipeline: bool | None = None, verify: bool = True,
@@ -235,7 +244,8 @@ def compile_module(module: Module, run_pipeline: bool | None = None, verify: boo
         _WARM = _WARM or level == compile_plan.OPTIMIZED
 
     def texts() -> list[str]:     # the optimized IR, printed on first use: nobody reads it on the hot path
-        return [p if isinstance(p, str) else str(p) for p in opt_parts]
+        return [p if isinstance(p, str) else str(llvm.parse_bitcode(p) if isinstance(p, bytes) else p)
+                for p in opt_parts]
 
     def opt_text() -> str:
         return PART_SEPARATOR.join(texts())

@@ -16,7 +16,7 @@ from llvmlite import ir
 from ...errors import ExecutionError, UnimplementedError
 from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import Shape
-from . import buffer_assignment
+from . import buffer_assignment, kernels
 from .aliasing import fused_in_place_operand
 from .buffer_assignment import BufferAssignment
 from .buffers import BufferRef, ScratchAllocator, ValueTree, byte_size, leaves
@@ -60,6 +60,7 @@ class IrEmitter:
         self.targets: dict[tuple[int, int], BufferRef] = {}    # (id(inst), leaf) -> preassigned result buffer
         self._constants: dict[int, ir.GlobalVariable] = {}
         self.num_threads = 1      # large loops are split over this many threads (parallel.py)
+        self.kernel_cache = kernels.KernelCache(builder.module)     # one function per distinct kernel
         self.timer: KernelTimer | None = None     # set when the module is compiled for the profiler (profile_ir.py)
         self._timed_depth = 0
 
@@ -141,6 +142,7 @@ class IrEmitter:
         assignment = self.assignment
         aliasing = assignment.enter(comp, writable_params)
         timer = self.timer if timed else None
+        outline = timed and kernels.OUTLINE
         self._timed_depth += timer is not None
         for k, inst in enumerate(aliasing.order):
             if inst.opcode == "parameter":
@@ -149,23 +151,30 @@ class IrEmitter:
             assignment.begin(k)
             operands = [values[id(o)] for o in inst.operands]
             if timer is not None and is_timed(inst):
-                value = self._emit_timed(timer, inst, operands)
+                value = self._emit_timed(timer, inst, operands, outline)
             else:
-                value = self.emit_instruction(inst, operands)
+                value = self._emit_kernel(inst, operands, outline)
             values[id(inst)] = value
             assignment.end(inst, [leaf.pointer for leaf in leaves(value)])
         self._timed_depth -= timer is not None
         assignment.leave()
         return values[id(comp.root)]
 
-    def _emit_timed(self, timer: KernelTimer, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
+    def _emit_timed(self, timer: KernelTimer, inst: Instruction, operands: list[ValueTree],
+                    outline: bool) -> ValueTree:
         kernel = timer.kernel_id(inst, top=self._timed_depth == 1)
         outer, timer.current = timer.current, inst
         t0 = timer.start(self.b)
-        value = self.emit_instruction(inst, operands)
+        value = self._emit_kernel(inst, operands, outline)
         timer.stop(self.b, kernel, t0)
         timer.current = outer
         return value
+
+    def _emit_kernel(self, inst: Instruction, operands: list[ValueTree], outline: bool) -> ValueTree:
+        """inst emitted in place, or (outline) as a kernel function of its own that the code calls (kernels.py)."""
+        if outline and inst.opcode not in kernels.INLINE:
+            return kernels.outlined(self, inst, lambda: self.emit_instruction(inst, operands))
+        return self.emit_instruction(inst, operands)
 
     # -- in-place dynamic-update-slice ---------------------------------------------------------------------
     def may_update_in_place(self, inst: Instruction, operand_number: int, target: ValueTree) -> bool:

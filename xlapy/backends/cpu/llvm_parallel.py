@@ -1,19 +1,22 @@
-"""Optimize and generate code on two cores: the outlined parallel-loop workers (parallel.py's `xlapy_task*`
-functions) go into a second LLVM module, in its own LLVM context, which a second thread optimizes and turns
-into object code while the calling thread does the same for the entry function and the rest; both objects
-are then loaded into one MCJIT engine, which links the entry's calls to the workers.
+"""Optimize and generate code on two cores: about half of the kernels (kernels.py's `xlapy_kernel*` functions,
+each with the parallel-loop workers it calls) and of the workers the entry calls directly go into a second LLVM
+module, in its own LLVM context, which a second thread optimizes and turns into object code while the calling
+thread does the same for the entry function and the rest; both objects are then loaded into one MCJIT engine,
+which links the entry's calls to the moved functions.
 
-    text ──split──> A: entry + helpers + `declare` of each moved worker ── O3 + codegen (this thread) ──┐
-                    B: moved workers (made external) + globals/declares ── O3 + codegen (thread 2) ────┴─> engine
+    text ──split──> A: entry + the rest + `declare` of each moved function ── O3 + codegen (this thread) ──┐
+                    B: moved functions (made external) + globals/declares ── O3 + codegen (thread 2) ────┴─> engine
 
 llvmlite serialises every call into LLVM behind one lock; thread 2 calls the two expensive entry points (run
 the pass pipeline, emit an object) through their raw ctypes functions, which release the GIL and take no lock.
 That is safe because nothing is shared: module B lives in its own context and has its own target machine
 and pass builder, and the calling thread never touches them until thread 2 has finished.
 
-A worker that refers to another function defined in the module stays in A. Each module keeps its private
-globals (constant tables) as copies; moved workers get names unique to the process, so objects of different
-executables can never bind to each other's symbols. `split` returns None when there is too little to share.
+A function moves with everything it calls that the module defines, and only when nothing else calls those (a
+kernel calling a runtime function every kernel shares, as the profiler's, stays in A). Each module keeps its
+private globals (constant tables) as copies; moved functions get names unique to the process, so objects of
+different executables can never bind to each other's symbols. `split` returns None when there is too little
+to share.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from llvmlite.binding import ffi
 
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
 WORKER_WEIGHT = 1.6            # LLVM time per line of a worker (vectorized loops) relative to the entry's
-_WORKER = re.compile(r'^define internal i8\* @"(xlapy_task[\w.]*)"\(i8\* %"\.1"\)')
+_MOVABLE = re.compile(r"xlapy_(task|kernel)")        # pool workers (parallel.py) and kernels (kernels.py)
 _REF = re.compile(r'@"([^"]+)"')
 _serial = itertools.count()
 
@@ -52,28 +55,16 @@ def _items(text: str) -> list[tuple[str, str]]:
 
 
 def split(text: str) -> tuple[str, str, list[str]] | None:
-    """(module A text, module B text, moved worker names), or None when not worth splitting."""
+    """(module A text, module B text, moved function names), or None when not worth splitting."""
     items = _items(text)
-    defined = {m.group(1) for kind, t in items if kind == "define" for m in [_REF.search(t)] if m}
-    candidates, total = [], 0.0
-    for kind, t in items:
-        if kind != "define":
-            continue
-        m = _WORKER.match(t)
-        lines = t.count("\n")
-        total += lines * (WORKER_WEIGHT if m else 1.0)
-        if m is None:
-            continue
-        name = m.group(1)
-        if (set(_REF.findall(t)) - {name}) & defined:     # calls another function of the module: stays in A
-            continue
-        candidates.append((lines, name))
+    defs = {m.group(1): t for kind, t in items if kind == "define" for m in [_REF.search(t)] if m}
+    units, total = _units(defs), sum(_weight(name, t) for name, t in defs.items())
     moved, moved_weight = [], 0.0
-    for lines, name in sorted(candidates, reverse=True):  # biggest first, until B holds about half the work
-        if moved_weight + lines * WORKER_WEIGHT / 2 > total / 2:
+    for weight, members in sorted(units, key=lambda u: -u[0]):   # biggest first, until B holds about half
+        if moved_weight + weight / 2 > total / 2:
             continue
-        moved.append(name)
-        moved_weight += lines * WORKER_WEIGHT
+        moved.extend(members)
+        moved_weight += weight
     if not moved or moved_weight < MIN_MOVED_LINES:
         return None
     tag = f"xlapy_p{next(_serial)}_"
@@ -83,10 +74,11 @@ def split(text: str) -> tuple[str, str, list[str]] | None:
         return _REF.sub(lambda m: f'@"{rename.get(m.group(1), m.group(1))}"', t)
     a, b = [], []
     for kind, t in items:
-        m = _WORKER.match(t) if kind == "define" else None
+        m = _REF.search(t) if kind == "define" else None
         if m is not None and m.group(1) in rename:
-            b.append(renamed(t).replace("define internal ", "define ", 1))
-            a.append(f'declare i8* @"{rename[m.group(1)]}"(i8* %".1")')
+            definition = renamed(t).replace("define internal ", "define ", 1)
+            b.append(definition)
+            a.append(_declaration(definition))
         elif kind == "define":
             a.append(renamed(t))
         else:
@@ -94,6 +86,40 @@ def split(text: str) -> tuple[str, str, list[str]] | None:
             if kind != "header" or t.startswith(("target ", "; ModuleID")):
                 b.append(t)
     return "\n".join(a) + "\n", "\n".join(b) + "\n", moved
+
+
+def _weight(name: str, text: str) -> float:
+    return text.count("\n") * (WORKER_WEIGHT if _MOVABLE.match(name) else 1.0)
+
+
+def _units(defs: dict[str, str]) -> list[tuple[float, list[str]]]:
+    """What can move to module B: a kernel (kernels.py) with the pool workers it calls, or a worker that the
+    entry calls directly. A unit moves whole and only when nothing outside it refers to its members (a function
+    every kernel calls, as the profiler's, keeps the kernels that call it in A)."""
+    refs = {name: (set(_REF.findall(t)) - {name}) & defs.keys() for name, t in defs.items()}
+    users: dict[str, set[str]] = {name: set() for name in defs}
+    for name, targets in refs.items():
+        for target in targets:
+            users[target].add(name)
+    units = []
+    for name in defs:
+        if not _MOVABLE.match(name) or any(_MOVABLE.match(u) for u in users[name]):
+            continue                         # not movable, or moves with the kernel that calls it
+        members, stack = {name}, [name]
+        while stack:
+            for target in refs[stack.pop()]:
+                if target not in members:
+                    members.add(target)
+                    stack.append(target)
+        if all(_MOVABLE.match(m) for m in members) and all(users[m] <= members for m in members - {name}):
+            units.append((sum(_weight(m, defs[m]) for m in members), sorted(members)))
+    return units
+
+
+def _declaration(definition: str) -> str:
+    """`declare` for a moved function, from the first line of its definition (the signature, no attributes)."""
+    header = definition.split("\n", 1)[0]
+    return "declare " + header[len("define "):header.index(")") + 1]
 
 
 class InvalidIR(Exception):
@@ -141,6 +167,12 @@ def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
         worker.join()
         mpm_b.close()           # the pass manager before the builder whose analyses it used
         pb_b.close()
+        # module B (kept as bitcode, for whoever asks for the optimized IR) is disposed here, before its context:
+        # left to the garbage collector, the two could be freed in either order, and a module outliving its
+        # context crashes the process
+        bitcode_b = mod_b.as_bitcode() if "buffer" in out else b""
+        mod_b.close()
+        ctx_b.close()
     if "exception" in out:
         raise out["exception"]
     buffer = out.get("buffer")
@@ -159,4 +191,4 @@ def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
     address = engine.get_function_address(entry)
     if not address:
         raise RuntimeError(f"the linked objects have no {entry}")
-    return engine, address, [mod_a, mod_b]      # the optimized modules (printed when someone asks)
+    return engine, address, [mod_a, bitcode_b]      # the optimized modules (printed when someone asks)

@@ -143,16 +143,18 @@ _OPERANDS_ONLY = frozenset(c for c in vars(ir.instructions).values()
                            and c not in (ir.PhiInstr, ir.LandingPadInstr, ir.IndirectBranch))
 
 
-def _foreign_values(worker: ir.Function) -> tuple[dict[int, ir.Value], list]:
+def _foreign_values(worker: ir.Function, also: dict[int, ir.Value] | None = None) -> tuple[dict[int, ir.Value], list]:
     """The values of other functions that worker's instructions use (by id, in order of first use), and the
-    instructions that use them. One pass over the operands, linear in the worker's size."""
+    instructions that use them. One pass over the operands, linear in the worker's size. `also`: values of the
+    worker itself to report as if they were foreign (by id)."""
     foreign: dict[int, ir.Value] = {}
     users: list = []
     Inst, Arg, Phi = ir.Instruction, ir.Argument, ir.PhiInstr
+    also = also or {}
 
     def foreign_value(v) -> bool:
         if isinstance(v, Inst):
-            if v.parent.parent is worker:
+            if v.parent.parent is worker and id(v) not in also:
                 return False
         elif not isinstance(v, Arg) or v.parent is worker:
             return False
@@ -179,6 +181,19 @@ def _foreign_values(worker: ir.Function) -> tuple[dict[int, ir.Value], list]:
             if hit:
                 users.append(inst)
     return foreign, users
+
+
+ENCLOSING = "_xlapy_enclosing"      # a kernel being emitted (kernels.py) names the function it will be called from
+
+
+def enclosing_functions(fn: ir.Function) -> set[int]:
+    """fn and the functions whose values fn may use: a kernel still being emitted reads its caller's values,
+    which become its arguments once it is finished (kernels.py)."""
+    out = set()
+    while fn is not None:
+        out.add(id(fn))
+        fn = getattr(fn, ENCLOSING, None)
+    return out
 
 
 def _owner(value) -> ir.Function | None:
@@ -244,7 +259,8 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
 
     foreign, users = _foreign_values(worker)
     allowed = {id(v) for v in shared}
-    if any(_owner(v) is not caller or (isinstance(v, ir.AllocaInstr) and id(v) not in allowed)
+    owners = enclosing_functions(caller)
+    if any(id(_owner(v)) not in owners or (isinstance(v, ir.AllocaInstr) and id(v) not in allowed)
            for v in foreign.values()):
         del module.globals[worker.name]
         del module.globals[table.name]

@@ -1,0 +1,198 @@
+"""Kernels as functions of their own: each instruction of a sequential computation that runs a loop (a fusion, a
+dot, a convolution, a reduce, a sort, ...) is emitted into an LLVM function `void kernel(i8* scratch, i8*
+buffer...)` that the entry (or a loop body) calls with the buffers it reads and writes, as XLA:CPU does.
+
+Why: LLVM's optimizer and code generator cost grows faster than linearly in a function's size, and a training
+step emitted as one function of hundreds of thousands of lines spent a minute in LLVM. Kernels of a few hundred
+lines each keep that cost linear in the module, and structurally identical kernels (a ResNet's repeated blocks)
+can share one function: a kernel reads its buffers through arguments, so the same code serves every call.
+
+How: the instruction is emitted as usual, with the builder in a draft function whose one argument stands for the
+scratch buffer; every value of the caller the code used (operand and result buffers, loaded from `params` /
+`results` or offsets into the caller's scratch) becomes an argument of the final function, in order of first
+use. The buffers the instruction returns are the caller's values again: an argument (the result aliases an
+operand, or was preassigned), or an offset into scratch, recreated in the caller. Kernels are `noinline`:
+inlining them back would undo the point.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import Callable
+
+from llvmlite import ir
+
+from . import scalar_ops
+from .buffers import BufferRef, ValueTree, leaves
+from .irhelpers import I8P, VOID, intrinsic, is_x86, mark_ftz
+from .parallel import ENCLOSING, _foreign_uses, _foreign_values, enclosing_functions
+
+# the instructions that stay inline: no loop of their own (value trees, aliases) or control flow whose
+# computations' instructions become kernels themselves
+INLINE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "after-all", "opt-barrier",
+                    "add-dependency", "while", "conditional", "call", "reshape"})
+# XLAPY_OUTLINE_KERNELS=0 emits every kernel inline in its caller, as before (for comparisons)
+OUTLINE = os.environ.get("XLAPY_OUTLINE_KERNELS", "1") != "0"
+
+
+class KernelError(Exception):
+    """A kernel whose result is a buffer the caller cannot name (an internal error of the emitter)."""
+
+
+def outlined(em, inst, emit: Callable[[], ValueTree]) -> ValueTree:
+    """Run `emit()` (which emits `inst` with em.b) into a kernel function and call it; returns inst's value in
+    the caller's terms. A kernel equal to one emitted before (KernelCache) is not kept: the call goes there."""
+    b = em.b
+    module = b.module
+    caller_block = b.block
+    before = set(module.globals)
+    draft = ir.Function(module, ir.FunctionType(VOID, [I8P]), module.get_unique_name("xlapy_kernel.draft"))
+    draft.args[0].name = "scratch"
+    setattr(draft, ENCLOSING, b.function)       # its code may use the caller's values: they become arguments
+    b.position_at_end(draft.append_basic_block("entry"))
+    saved_scratch, em.scratch_arg = em.scratch_arg, draft.args[0]
+    try:
+        ftz = scalar_ops.enter_ftz(b) if is_x86(module) else None
+        value = emit()
+        if ftz is not None:
+            intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(ftz, I8P)])
+        b.ret_void()
+    finally:
+        em.scratch_arg = saved_scratch
+        scalar_ops.MXCSR_SLOTS.pop(id(draft), None)
+        b.position_at_end(caller_block)
+    hoisted = _hoist_scratch_offsets(em, draft)
+    foreign, users = _foreign_values(draft, also=hoisted)
+    buffers = [hoisted[key] if key in hoisted else v for key, v in foreign.items()]
+    kernel = _finish(module, draft, list(foreign), buffers, users, inst.name)
+    kernel = em.kernel_cache.share(kernel, set(module.globals) - before)
+    b.call(kernel, buffers)
+    return _in_caller(em, value, hoisted)
+
+
+def _hoist_scratch_offsets(em, draft: ir.Function) -> dict[int, ir.Value]:
+    """Every buffer the draft addresses as scratch + offset is addressed in the caller and passed in instead, so
+    the kernel is independent of where its buffers sit (and two equal kernels are one). Takes those geps out of
+    the draft; returns draft gep -> caller gep (by id)."""
+    scratch = draft.args[0]
+    by_offset: dict[int, ir.Value] = {}
+    hoisted: dict[int, ir.Value] = {}
+    for block in draft.blocks:
+        keep = []
+        for inst in block.instructions:
+            if isinstance(inst, ir.GEPInstr) and inst.pointer is scratch:
+                (index,) = inst.indices
+                offset = index.constant
+                mine = by_offset.get(offset)
+                if mine is None:
+                    mine = by_offset[offset] = em.b.gep(em.scratch_arg, [index], inbounds=True)
+                em.assignment.alias_pointer(mine, inst, offset)
+                hoisted[id(inst)] = mine
+            else:
+                keep.append(inst)
+        block.instructions = keep
+    return hoisted
+
+
+def _finish(module: ir.Module, draft: ir.Function, keys: list[int], buffers: list[ir.Value], users: list,
+            label: str) -> ir.Function:
+    """The final kernel: draft's blocks under a function of the buffers it uses (`keys`: the ids of the values
+    that stand for them in the draft; `users`: the draft instructions that use those). Its arguments are
+    `noalias`: distinct buffers (a scratch slice, a parameter, a result) never overlap where a kernel writes: the
+    buffer assignment lets an instruction write into an operand's buffer only when no other operand reads it
+    (aliasing.can_overwrite), and two parameters that are one array are only read."""
+    name = module.get_unique_name("xlapy_kernel." + re.sub(r"[^A-Za-z0-9_.]", "_", label))
+    kernel = ir.Function(module, ir.FunctionType(VOID, [v.type for v in buffers]), name)
+    kernel.linkage = "internal"
+    kernel.attributes.add("nounwind")
+    kernel.attributes.add("noinline")
+    mark_ftz(kernel)
+    kernel.scope = draft.scope              # the blocks' names live there; the arguments join them
+    for k, arg in enumerate(kernel.args):
+        arg.name = f"kernel.buffer{k}"
+        arg.add_attribute("noalias")
+    for block in draft.blocks:
+        block.parent = kernel
+    kernel.blocks, draft.blocks = draft.blocks, []
+    rename = dict(zip(keys, kernel.args))
+    _foreign_uses(kernel, lambda v: rename.get(id(v), v), users)
+    del module.globals[draft.name]
+    return kernel
+
+
+def _in_caller(em, value: ValueTree, hoisted: dict[int, ir.Value]) -> ValueTree:
+    """inst's value tree with each buffer pointer as the caller sees it: a caller value the kernel was given, or
+    the caller's address of a scratch slice the kernel wrote."""
+    def walk(v: ValueTree) -> ValueTree:
+        if isinstance(v, tuple):
+            return tuple(walk(x) for x in v)
+        if v is None:
+            return None
+        p = v.pointer
+        p = hoisted.get(id(p), p)
+        if isinstance(p, ir.Instruction) and p.function is not em.b.function and not _enclosing(em.b.function, p):
+            raise KernelError(f"a kernel returns a buffer its caller cannot name: {p}")
+        return BufferRef(p, v.shape)
+    return walk(value)
+
+
+def _enclosing(fn: ir.Function, value: ir.Instruction) -> bool:
+    return id(value.function) in enclosing_functions(fn)
+
+
+class KernelCache:
+    """One function per distinct kernel of a module. Kernels are compared by their text with local names
+    numbered in order of appearance, and references to the module's other definitions (thread-pool workers,
+    their bound tables, constants) compared by those definitions' own text, recursively: two kernels are equal
+    when they would compile to the same machine code for any buffers."""
+
+    _LOCAL = re.compile(r'%(?:"(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
+    _LABEL = re.compile(r'^("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+):', re.M)
+    _GLOBAL = re.compile(r'@(?:"((?:[^"\\]|\\.)*)"|([-a-zA-Z$._0-9]+))')
+
+    def __init__(self, module: ir.Module):
+        self.module = module
+        self.by_key: dict[str, ir.Function] = {}
+        self._keys: dict[str, str] = {}
+        self.shared = 0              # kernels that reused an earlier one
+
+    def share(self, kernel: ir.Function, new_symbols: set[str]) -> ir.Function:
+        """The kernel to call: an equal one emitted before (this one and the workers it made are dropped), or
+        this one."""
+        key = self.key(kernel.name)
+        first = self.by_key.setdefault(key, kernel)
+        if first is kernel:
+            return kernel
+        for name in new_symbols:
+            g = self.module.globals.get(name)
+            if g is kernel or name.startswith("xlapy_task"):
+                del self.module.globals[name]
+        self.shared += 1
+        return first
+
+    def key(self, name: str) -> str:
+        """A digest of the definition of `name`, independent of the names of it and of what it refers to."""
+        hit = self._keys.get(name)
+        if hit is not None:
+            return hit
+        g = self.module.globals[name]
+        if isinstance(g, ir.Function) and not g.blocks or isinstance(g, ir.GlobalVariable) and g.initializer is None:
+            digest = "@" + name             # a declaration: its name is what it is
+        else:
+            digest = hashlib.sha1(self._canonical_text(g).encode()).hexdigest()
+        self._keys[name] = digest
+        return digest
+
+    def _canonical_text(self, g) -> str:
+        text = str(g)
+
+        def global_ref(m: re.Match) -> str:
+            ref = m.group(1) if m.group(1) is not None else m.group(2)
+            if ref == g.name:
+                return "@SELF"
+            return "@" + self.key(ref) if ref in self.module.globals else m.group(0)
+        text = self._GLOBAL.sub(global_ref, text)
+        text = self._LABEL.sub(lambda m: "%" + m.group(1) + ":", text)
+        numbers: dict[str, str] = {}
+        return self._LOCAL.sub(lambda m: numbers.setdefault(m.group(0), f"%v{len(numbers)}"), text)
