@@ -98,6 +98,7 @@ ENTRY e {
     ("pred[3]", "{1, 0, 1}", [True, False, True]),
     ("u64[1]", "{18446744073709551615}", [2**64 - 1]),
     ("s4[2]", "{-8, 7}", [-8, 7]),
+    ("s32[0]", "{}", []),          # TF's EmptyTensorList accumulators; it leaked StopIteration
 ])
 def test_literals_round_trip(shape, text, expected):
     root = _entry_root(f"HloModule m\nENTRY e {{\n ROOT c = {shape} constant({text})\n}}")

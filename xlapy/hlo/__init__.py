@@ -1,7 +1,7 @@
 """The HLO IR, its text format and its verifier. Imports nothing above it."""
 from .shape import PRIMITIVE_TYPES, Layout, PrimitiveType, Shape, primitive_type, type_name_of_dtype
 from .opcodes import OPCODES, OpInfo, opinfo
-from .ir import ELIDED, Computation, Instruction, Module
+from .ir import ELIDED, Computation, Instruction, Module, elided_constant_error
 
 
 def parse(text: str) -> Module:
@@ -18,4 +18,5 @@ def verify(module: Module) -> Module:
 
 
 __all__ = ["PRIMITIVE_TYPES", "Layout", "PrimitiveType", "Shape", "primitive_type", "type_name_of_dtype",
-           "OPCODES", "OpInfo", "opinfo", "ELIDED", "Computation", "Instruction", "Module", "parse", "verify"]
+           "OPCODES", "OpInfo", "opinfo", "ELIDED", "Computation", "Instruction", "Module", "elided_constant_error",
+           "parse", "verify"]

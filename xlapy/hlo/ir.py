@@ -35,6 +35,18 @@ class _Elided:
 ELIDED = _Elided()
 
 
+def elided_constant_error(inst: "Instruction") -> Exception:
+    """The error for running a constant whose values the dump left out (`constant({...})`): parsing and printing
+    keep such a module, but it cannot run, and guessing values (XLA's parser reads zeros) would be a wrong
+    answer. Say how to dump it again with its values."""
+    from ..errors import ExecutionError
+    return ExecutionError(
+        f"constant {inst.name} ({inst.shape}) has its values elided ({{...}}) in this HLO text, so it cannot run; "
+        f"dump the module again with its large constants: XLA_FLAGS=--xla_dump_large_constants for XLA's dumps, "
+        f"Module.to_text(print_large_constants=True) for xlapy's, or pass such values as arguments (TensorFlow's "
+        f"experimental_get_compiler_ir prints captured variables elided)")
+
+
 class Instruction:
     """One HLO instruction. Its fields are declared once, in the lists below: __init__ sets every one, __slots__
     admits no other, and Module.clone shares the VALUE_FIELDS and rebuilds the GRAPH_FIELDS

@@ -82,7 +82,7 @@ def _convert_atoms(atoms: list[str], shape: Shape) -> np.ndarray:
         except KeyError as e:
             raise LiteralError(f"invalid pred value {e.args[0]!r}") from None
     if p.is_integral:
-        if not _INTS.fullmatch(" ".join(atoms) + " "):
+        if atoms and not _INTS.fullmatch(" ".join(atoms) + " "):
             bad = next(a for a in atoms if not INT.fullmatch(a))
             raise LiteralError(f"invalid {shape.element_type} value {bad!r}")
         info = np.iinfo(dtype) if dtype.kind in "iu" else ml_dtypes.iinfo(dtype)

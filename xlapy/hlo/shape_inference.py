@@ -218,7 +218,8 @@ def _compare(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
 
 def _select(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
     pred = expect_array(inst, shapes, 0)
-    on_true, on_false = expect_array(inst, shapes, 1), expect_array(inst, shapes, 2)
+    on_true = expect_array(inst, shapes, 1)
+    expect_array(inst, shapes, 2)
     if pred.element_type != "pred":
         fail(inst, f"operand 0 (the predicate) has shape {text(pred)}; it must have element type pred")
     expect_same_type(inst, shapes, (1, 2))

@@ -121,7 +121,9 @@ def test_tuple_result_is_a_python_tuple(hlo):
     hlo.assert_exact(got[1], np.array(3, s32))
 
 
-def test_elided_constant_raises(hlo):
-    text = hlo_module("ROOT c = f32[3] constant({...})")
-    with pytest.raises(xlapy.ExecutionError, match=r"constant c has elided values"):
-        hlo.run_text(text)
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_elided_constant_raises_saying_how_to_dump_it_again(backend):
+    module = xlapy.hlo.parse(hlo_module("ROOT c = f32[3] constant({...})"))
+    with pytest.raises(xlapy.ExecutionError, match=r"constant c \(f32\[3\]\{0\}\) has its values elided .*"
+                                                   r"--xla_dump_large_constants"):
+        xlapy.compile(module, backend=backend)()

@@ -15,7 +15,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...errors import ExecutionError, UnimplementedError
-from ...hlo import ELIDED, Computation, Instruction
+from ...hlo import ELIDED, Computation, Instruction, elided_constant_error
 from ...hlo.shape import primitive_type
 from . import f8, scalar_complex, scalar_ops
 from .abi import ENTRY_NAME
@@ -287,7 +287,7 @@ def immediate(pt, value) -> ir.Constant:
 def _constant(em, inst, gens):
     lit = inst.literal
     if lit is ELIDED or lit is None:
-        raise ExecutionError(f"constant {inst.name} has elided values ({{...}}); cannot execute")
+        raise elided_constant_error(inst)
     if inst.shape.is_tuple:
         raise unsupported(inst)
     arr = np.asarray(lit, dtype=inst.shape.dtype).reshape(inst.shape.dims)

@@ -13,8 +13,8 @@ from typing import Callable, Sequence
 import numpy as np
 from llvmlite import ir
 
-from ...errors import ExecutionError, UnimplementedError
-from ...hlo import ELIDED, Computation, Instruction
+from ...errors import UnimplementedError
+from ...hlo import ELIDED, Computation, Instruction, elided_constant_error
 from ...hlo.shape import Shape
 from . import buffer_assignment, kernels
 from .aliasing import fused_in_place_operand
@@ -39,7 +39,7 @@ from .types import load_element, storage_type, store_element
 def _physical_bytes(inst: Instruction) -> bytes:
     lit = inst.literal
     if lit is ELIDED or lit is None:
-        raise ExecutionError(f"constant {inst.name} has elided values ({{...}}); cannot execute")
+        raise elided_constant_error(inst)
     arr = np.asarray(lit, dtype=inst.shape.dtype).reshape(inst.shape.dims)
     if inst.shape.rank:
         arr = arr.transpose(major_to_minor(inst.shape))

@@ -24,7 +24,7 @@ from typing import Callable
 from llvmlite import ir
 
 from . import scalar_ops
-from .buffers import BufferRef, ValueTree, leaves
+from .buffers import BufferRef, ValueTree
 from .irhelpers import I8P, VOID, intrinsic, is_x86, mark_ftz
 from .parallel import ENCLOSING, _foreign_uses, _foreign_values, enclosing_functions
 

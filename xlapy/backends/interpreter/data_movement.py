@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ExecutionError
-from ...hlo import ELIDED
+from ...hlo import ELIDED, elided_constant_error
 from .convert import convert_array
 
 
@@ -19,7 +19,7 @@ def _copy_value(v):
 def _constant(inst, args, ev):
     lit = inst.literal
     if lit is ELIDED:
-        raise ExecutionError(f"constant {inst.name} has elided values ({{...}}); cannot execute")
+        raise elided_constant_error(inst)
     if lit is None:
         raise ExecutionError(f"constant {inst.name} has no literal")
     if isinstance(lit, tuple):

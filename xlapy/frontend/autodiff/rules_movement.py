@@ -60,7 +60,6 @@ def _slice_vjp(b, inst, ct):
 
 
 def _pad_vjp(b, inst, ct):
-    x = inst.operands[0]
     restore = [PadDim(max(-d.low, 0), max(-d.high, 0), 0) for d in inst.attrs["padding"]]
     full = _pad(b, ct, restore) if any(d.low or d.high for d in restore) else ct
     ranges = [SliceRange(max(d.low, 0), n - max(d.high, 0), d.interior + 1)

@@ -310,7 +310,6 @@ def _topk_vjp(b, inst, ct):
 
 
 def _topk_jvp(b, inst, ts):
-    x = inst.operands[0]
     flat_idx, size = _topk_flat_indices(b, inst)
     t = b.reshape(ts[0], (size,))
     picked = b.emit("gather", [t, flat_idx], {k: v for k, v in _FLAT_GATHER.items() if v != ()})
