@@ -124,6 +124,6 @@ def test_tuple_result_is_a_python_tuple(hlo):
 @pytest.mark.parametrize("backend", ["interpreter", "cpu"])
 def test_elided_constant_raises_saying_how_to_dump_it_again(backend):
     module = xlapy.hlo.parse(hlo_module("ROOT c = f32[3] constant({...})"))
-    with pytest.raises(xlapy.ExecutionError, match=r"constant c \(f32\[3\]\{0\}\) has its values elided .*"
+    with pytest.raises(xlapy.ExecutionError, match=r"constant c \(f32\[3\](\{0\})?\) has its values elided .*"
                                                    r"--xla_dump_large_constants"):
         xlapy.compile(module, backend=backend)()
