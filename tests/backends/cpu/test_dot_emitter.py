@@ -224,7 +224,28 @@ def test_layouts(mkn, layouts):
     call(physical(a, layouts[0]), physical(bb, layouts[1]), out)
     got = out if layouts[2] == (1, 0) else out.T
     np.testing.assert_allclose(got, a @ bb, rtol=1e-4, atol=1e-4)
-    assert plan.copies == ()
+    if plan.strategy == "loops":     # small: rhs and out are copied only to give the vector kernel unit-stride N
+        assert set(plan.copies) <= {"rhs", "out"}
+    else:
+        assert plan.copies == ()
+
+
+def test_small_dot_with_transposed_rhs_copies_it_for_the_vector_kernel():
+    """dW-style dot of the MLP step: [32,10] x [128,10]^T. Scalar loops over rhs's strided columns took 16 us;
+    a copy of rhs (1,280 elements) lets the vector kernel run."""
+    plan = plan_dot((32, 10), (128, 10), (32, 128), DotDims(lhs_contracting=(1,), rhs_contracting=(1,)), "f32")
+    assert plan.strategy == "loops" and plan.copies == ("rhs",) and plan.scratch_bytes == 128 * 10 * 4
+    assert "vector kernel" in plan.reason
+    rng = np.random.default_rng(3)
+    a, w = rng.standard_normal((32, 10)).astype(np.float32), rng.standard_normal((128, 10)).astype(np.float32)
+    for scratch in (True, False):
+        call, _ = jit_dot((32, 10), (128, 10), (32, 128), DotDims(lhs_contracting=(1,), rhs_contracting=(1,)),
+                          "f32", scratch=scratch)
+        out = np.empty((32, 128), np.float32)
+        call(a, w, out)
+        np.testing.assert_allclose(out, a @ w.T, rtol=1e-5, atol=1e-5)
+    assert plan_dot((1, 10), (128, 10), (1, 128), DotDims(lhs_contracting=(1,), rhs_contracting=(1,)),
+                    "f32").copies == ()          # one row: the copy would cost as much as the product
 
 
 @pytest.mark.parametrize("scratch", [True, False], ids=["scratch", "malloc"])

@@ -37,9 +37,6 @@ def emit_dot(builder: ir.IRBuilder, module: ir.Module | None, lhs_ptr: ir.Value,
     if math.prod(d.out.dims) == 0:
         return plan
     ptrs = {"lhs": b.bitcast(lhs_ptr, I8P), "rhs": b.bitcast(rhs_ptr, I8P), "out": b.bitcast(out_ptr, I8P)}
-    if plan.strategy == "loops":
-        emit_loops(b, d, ptrs["lhs"], ptrs["rhs"], ptrs["out"])
-        return plan
     ops = {"lhs": d.lhs, "rhs": d.rhs, "out": d.out}
     owned = None
     if plan.copies:
@@ -54,7 +51,10 @@ def emit_dot(builder: ir.IRBuilder, module: ir.Module | None, lhs_ptr: ir.Value,
             if which != "out":
                 _emit_copy(b, ops[which], ptrs[which], canon, tmp)
             ops[which], ptrs[which] = canon, tmp
-    emit_blas(b, d, plan, ops, ptrs, num_threads)
+    if plan.strategy == "loops":
+        emit_loops(b, DotShape(ops["lhs"], ops["rhs"], ops["out"], d.dd), ptrs["lhs"], ptrs["rhs"], ptrs["out"])
+    else:
+        emit_blas(b, d, plan, ops, ptrs, num_threads)
     if "out" in plan.copies:
         _emit_copy(b, ops["out"], ptrs["out"], d.out, b.bitcast(out_ptr, I8P))
     if owned is not None:

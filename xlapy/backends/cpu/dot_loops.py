@@ -11,19 +11,15 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...errors import UnimplementedError
-from ...hlo.shape import PrimitiveType, primitive_type
+from ...hlo.shape import PrimitiveType
 from . import scalar_ops
-from .dot_plan import Operand, batch_loop, DotShape, elem_bytes, group, offset_of, row_major
+from .dot_plan import (Operand, batch_loop, DotShape, compute_type, elem_bytes, group, offset_of, row_major,
+                       vector_kernel_types)
 from .irhelpers import F16, I16, I32, alloca_once, i64, loop_nest
 from .llvm_jit import init_llvm
 from .types import load_element, storage_type, store_element, value_type
 
 ACC_ROW_MAX = 16384               # largest f32 accumulator row kept on the stack (narrow-float results)
-
-
-def _compute_type(pt: PrimitiveType) -> PrimitiveType:
-    """bf16/f16 accumulate in f32; every other type in itself (integers wrap around)."""
-    return primitive_type("f32") if pt.name in ("f16", "bf16") else pt
 
 
 def _arith(ct: PrimitiveType, reassoc: bool):
@@ -61,7 +57,7 @@ VECS = 2
 
 
 def emit_loops(b: ir.IRBuilder, d: DotShape, lhs_ptr, rhs_ptr, out_ptr) -> None:
-    ct = _compute_type(d.out.ptype)
+    ct = compute_type(d.out.ptype)
     if d.n > 1 and _vector_kernel_applies(d, ct):
         _emit_vector_kernel(b, d, ct, lhs_ptr, rhs_ptr, out_ptr)
     else:
@@ -90,13 +86,9 @@ def _load(b, op: Operand, ptr, idx, ct: PrimitiveType) -> ir.Value:
 
 # -- the vector kernel: ROWS x (VECS vectors) accumulators in registers, k innermost ------------------------
 def _vector_kernel_applies(d: DotShape, ct: PrimitiveType) -> bool:
-    """N must be one unit-stride run in rhs and out, and rhs convertible to ct lane-wise."""
-    if group(d.rhs, d.rf) != (d.n, 1) or group(d.out, d.on) != (d.n, 1) or not _vector_kernel_stores(d.out, ct):
-        return False
-    src = d.rhs.ptype
-    if ct.kind == "float":
-        return src.name == ct.name or (ct.name == "f32" and src.name in ("bf16", "f16"))
-    return ct.kind in ("int", "uint") and src.kind in ("int", "uint")
+    """N must be one unit-stride run in rhs and out (dot_plan copies them into that order when it pays), and
+    the element types must suit the kernel (dot_plan.vector_kernel_types)."""
+    return group(d.rhs, d.rf) == (d.n, 1) and group(d.out, d.on) == (d.n, 1) and vector_kernel_types(d)
 
 
 def _vector_load(b: ir.IRBuilder, op: Operand, ptr, offset: ir.Value, lanes: int, ct: PrimitiveType) -> ir.Value:
@@ -141,10 +133,6 @@ def _vector_store(b: ir.IRBuilder, op: Operand, ptr, offset: ir.Value, value: ir
     st = storage_type(op.ptype)
     p = b.gep(b.bitcast(ptr, st.as_pointer()), [offset], inbounds=True)
     b.store(value, b.bitcast(p, value.type.as_pointer()), align=elem_bytes(op.ptype))
-
-
-def _vector_kernel_stores(out: Operand, ct: PrimitiveType) -> bool:
-    return out.ptype.name == ct.name or out.ptype.name in ("bf16", "f16")
 
 
 def _load_linear(b, op: Operand, ptr, offset, ct):

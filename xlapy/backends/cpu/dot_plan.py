@@ -192,18 +192,52 @@ def operands_of(lhs_shape, rhs_shape, out_shape, element_type, lhs_type=None, rh
             Operand.of(out_shape, pt))
 
 
+def compute_type(pt: PrimitiveType) -> PrimitiveType:
+    """What emitted dot loops accumulate in: bf16/f16 in f32, every other type in itself (integers wrap)."""
+    return primitive_type("f32") if pt.name in ("f16", "bf16") else pt
+
+
+def vector_kernel_types(d: DotShape) -> bool:
+    """Whether dot_loops' vector kernel can take these element types: rhs convertible to the compute type lane
+    by lane, and results stored in it or rounded once to bf16/f16."""
+    ct, src, out = compute_type(d.out.ptype), d.rhs.ptype, d.out.ptype
+    if not (out.name == ct.name or out.name in ("bf16", "f16")):
+        return False
+    if ct.kind == "float":
+        return src.name == ct.name or (ct.name == "f32" and src.name in ("bf16", "f16"))
+    return ct.kind in ("int", "uint") and src.kind in ("int", "uint")
+
+
+def _loop_plan(d: DotShape, reason: str) -> DotPlan:
+    """Emitted loops; when N is not one unit-stride run of rhs or of the result (a transposed weight, say),
+    they first copy rhs (K x N, cheap next to the M x N x K products) and write the result through a temporary
+    in [batch, M, N] order, so the vector kernel applies instead of scalar loops over strided columns."""
+    dims = dict(batch=d.batch, m=d.m, n=d.n, k=d.k)
+    copies = []
+    if d.n > 1 and d.m >= 2 and d.k and d.batch and vector_kernel_types(d):
+        if group(d.rhs, d.rf) != (d.n, 1):
+            copies.append("rhs")
+        if group(d.out, d.on) != (d.n, 1):
+            copies.append("out")
+    if not copies:
+        return DotPlan("loops", **dims, reason=reason)
+    scratch = sum(-(-operand_bytes(getattr(d, which)) // ALIGN) * ALIGN for which in copies)
+    return DotPlan("loops", **dims, copies=tuple(copies), scratch_bytes=scratch,
+                   reason=f"{reason}; transpose copy of {', '.join(copies)} for the vector kernel")
+
+
 def make_plan(d: DotShape) -> DotPlan:
     lhs, rhs, out = d.lhs, d.rhs, d.out
     dims = dict(batch=d.batch, m=d.m, n=d.n, k=d.k)
     names = {lhs.ptype.name, rhs.ptype.name, out.ptype.name}
     if len(names) != 1 or out.ptype.name not in ("f32", "f64"):
-        return DotPlan("loops", **dims, reason=f"element types {lhs.ptype.name} x {rhs.ptype.name} -> "
-                                               f"{out.ptype.name} have no BLAS routine")
+        return _loop_plan(d, f"element types {lhs.ptype.name} x {rhs.ptype.name} -> {out.ptype.name} have no "
+                             f"BLAS routine")
     if d.k == 0 or d.m == 0 or d.n == 0 or d.batch == 0:
         return DotPlan("loops", **dims, reason="empty dot")
     vector = d.m == 1 or d.n == 1
     if vector and d.m * d.n * d.k < GEMV_MIN_ELEMENTS or not vector and d.m * d.n * d.k < GEMM_MIN_FLOPS:
-        return DotPlan("loops", **dims, reason="small enough for emitted loops")
+        return _loop_plan(d, "small enough for emitted loops")
     routine = "gemv" if vector else "gemm"
     fn = runtime.blas_function(routine, out.ptype.name)
     if fn is None:
