@@ -26,6 +26,7 @@ from . import buffer_assignment, compile_plan, llvm_jit, llvm_parallel, profile_
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
 from .executable import Executable
+from .indexing import major_to_minor
 from .irhelpers import I8P, VOID, i64, intrinsic, is_x86, mark_ftz
 from .parallel import resolve_num_threads
 from .profile_ir import KernelTimer
@@ -44,6 +45,10 @@ def _is_optimized(module: Module) -> bool:
 
 
 # -- emission --------------------------------------------------------------------------------------
+def _array_leaves(shape) -> list:
+    return [s for s in shape.leaves() if not s.is_token]
+
+
 def _leaf_sources(inst: Instruction) -> list[tuple[Instruction, int]]:
     """For each array leaf of inst's value: the instruction that defines it and its leaf number there."""
     if inst.opcode == "tuple":
@@ -94,7 +99,10 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
                for j, s in enumerate(result_shapes)]
     seen = set()
     for (inst, leaf), res in zip(_leaf_sources(entry.root), results):
-        if (id(inst), leaf) not in seen and inst.opcode not in ("parameter", "constant"):
+        # a value is written straight into its result buffer only in the layout the caller reads; in another
+        # (a tuple may declare layouts its operands do not have) the copy after the computation converts it
+        if (id(inst), leaf) not in seen and inst.opcode not in ("parameter", "constant") \
+                and major_to_minor(_array_leaves(inst.shape)[leaf]) == major_to_minor(res.shape):
             em.targets[(id(inst), leaf)] = res
         seen.add((id(inst), leaf))
 
