@@ -16,7 +16,8 @@ Two passes, each a sub-process (x64 must be fixed before JAX traces anything):
 - record (x64), for EVERY module of the corpus, JAX's and TensorFlow's: compile the committed HLO text with
   jaxlib's XLA client, run it on the spec-made inputs, check the outputs against the producer's own
   (build/models_ref/, within PRODUCER_TOL), then write MODEL/KIND.npz (outputs.py: whole arrays or samples) and
-  complete the manifest (outputs, instruction count, longest reduction, XLA's compile and run time).
+  complete the manifest (outputs, instruction count, longest reduction, XLA's compile and run time, and
+  xla_f64_deviation: how far XLA's f32 result is from the same HLO run in f64, the module's conditioning).
 
 The record pass runs with x64 on so s64 parameters (Keras' step counter) keep their type on the way to XLA.
 """
@@ -203,6 +204,25 @@ def _execute(exe, device, args):
     return exe.execute([jax.device_put(a, device) for a in args])
 
 
+def f64_deviation(text: str, args: list[np.ndarray], got: list[np.ndarray]) -> float | None:
+    """How far XLA's f32 outputs are from the same HLO run in f64 (every f32 type rewritten): the worst
+    max|f32 - f64| / max|f64| over the float outputs. A module whose own XLA result is that far from exact
+    (a ReLU gate that flips at rounding level, for one) cannot hold another compiler to the tolerance:
+    the record pass warns when this exceeds outputs.tolerance. None where the rewrite is not valid HLO
+    (bitcast-convert of random bits, say)."""
+    import xla_check
+    try:
+        exact = xla_check.run_hlo_text(re.sub(r"\bf32\[", "f64[", text),
+                                       [a.astype(np.float64) if a.dtype == np.float32 else a for a in args])
+    except Exception:
+        return None
+    worst = 0.0
+    for g, e in zip(got, exact):
+        if g.dtype.kind == "f" and g.size:
+            worst = max(worst, float(np.nanmax(np.abs(g - e))) / max(float(np.nanmax(np.abs(e))), 1e-30))
+    return float(f"{worst:.3g}")
+
+
 def record_one(module_id: str) -> None:
     import jax
     import xla_check
@@ -229,6 +249,7 @@ def record_one(module_id: str) -> None:
         (folder / f"{kind}.json").write_text(json.dumps(manifest, indent=1) + "\n")
         print(f"{module_id}: {manifest['instructions']} instructions, XLA cannot run it: {manifest['xla']['error']}")
         return
+    manifest["xla_f64_deviation"] = f64_deviation(text, args, got)
     manifest["xla"] = {"compile_s": round(compile_s, 3), "run_ms": round(run_s * 1e3, 3),
                        "how": f"HLO text compiled by jaxlib {jax.__version__}'s XLA:CPU client "
                               "(tools/xla_check.py), median of up to 20 runs"}
@@ -241,6 +262,10 @@ def record_one(module_id: str) -> None:
     else:
         _agree(module_id, got, REFERENCE / folder.name / f"{kind}.npz", PRODUCER_TOL[entry["producer"]])
         arrays, manifest["outputs"] = outputs.summarize(module_id, got)
+        deviation, tol = manifest["xla_f64_deviation"], outputs.tolerance(manifest)
+        if deviation is not None and deviation > tol / 4:
+            print(f"WARNING {module_id}: XLA's f32 result is {deviation:.3g} from f64, over a quarter of the "
+                  f"tolerance {tol:.3g}: an ill-conditioned module", file=sys.stderr)
         np.savez_compressed(folder / f"{kind}.npz", **arrays)
     (folder / f"{kind}.json").write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"{module_id}: {manifest['instructions']} instructions, XLA compile {compile_s:.2f} s, "

@@ -85,7 +85,8 @@ def resnet50() -> list[Program]:
             norm = partial(nn.BatchNorm, use_running_average=not train, momentum=0.9, epsilon=1e-5)
             y = nn.relu(norm()(nn.Conv(self.filters, (1, 1), use_bias=False)(x)))
             y = nn.relu(norm()(nn.Conv(self.filters, (3, 3), self.strides, use_bias=False)(y)))
-            y = norm()(nn.Conv(self.filters * 4, (1, 1), use_bias=False)(y))
+            # zero-initialized last scale (the residual branch starts at 0), as Flax's own ImageNet ResNet does
+            y = norm(scale_init=nn.initializers.zeros_init())(nn.Conv(self.filters * 4, (1, 1), use_bias=False)(y))
             if x.shape != y.shape:
                 x = norm()(nn.Conv(self.filters * 4, (1, 1), self.strides, use_bias=False)(x))
             return nn.relu(x + y)
@@ -106,7 +107,7 @@ def resnet50() -> list[Program]:
             return nn.Dense(self.classes)(jnp.mean(x, axis=(1, 2)))
 
     model = ResNet50()
-    batch, hw = 4, 64
+    batch, hw = 8, 64
     variables = model.init(jax.random.PRNGKey(0), jnp.zeros((1, hw, hw, 3)), train=False)
     params, stats = variables["params"], variables["batch_stats"]
     tx = optax.chain(optax.add_decayed_weights(1e-4), optax.sgd(0.1, momentum=0.9, nesterov=True))

@@ -74,10 +74,10 @@ def make_inputs(entry: dict) -> list[np.ndarray]:
 # so that a training step's new moments are dominated by (and so check) the gradients.
 CONSTANT_INIT_RULES = [
     (r"(^|[/._])(nu|velocity)([/._]|$)", {"kind": "uniform", "lo": 0.0, "hi": 1e-6}),
-    (r"(^|[/._])(mu|momentum|momentums|trace)([/._]|$)", {"kind": "normal", "mean": 0.0, "scale": 1e-3}),
+    (r"(^|[/._])(mu|momentum|momentums|trace)([/._]|$)", {"kind": "normal", "scale": 1e-3}),
     (r"var(iance)?$", {"kind": "uniform", "lo": 0.5, "hi": 1.5}),
-    (r"(scale|gamma|weight)$", {"kind": "normal", "mean": 1.0, "scale": 0.1}),
-    (r"", {"kind": "normal", "mean": 0.0, "scale": 0.05}),      # biases, means, offsets, cls tokens
+    (r"(scale|gamma|weight)$", {"kind": "normal", "scale": 0.1}),
+    (r"", {"kind": "normal", "scale": 0.05}),      # biases, means, offsets, cls tokens
 ]
 
 
@@ -105,7 +105,7 @@ def spec_from_init(model: str, name: str, value: np.ndarray) -> dict:
         spec["init"] = {"kind": "const", "value": float(wide.reshape(-1)[0]) if value.size else 0.0}
     else:
         spec["init"] = next(dict(init) for pattern, init in CONSTANT_INIT_RULES if re.search(pattern, name))
-        if spec["init"]["kind"] == "normal" and wide.flat[0] != 0.0:
+        if spec["init"]["kind"] == "normal":        # centred on the library's constant (a zero-init scale stays small)
             spec["init"]["mean"] = float(wide.flat[0])
     return spec
 

@@ -42,14 +42,15 @@ _BN_SUM = ("accuracy: f32 reduce is summed sequentially (BatchNorm's mean of f32
            "where one ReLU6 gate flips (pre-activation -6.6e-5 in f64, -4.4e-5 XLA, +4.5e-6 xlapy), so the first "
            "conv kernel's update is off by 2.4e-3 of its max")
 KNOWN_FAILURES: dict[str, str] = {
+    "resnet50/train": "accuracy: f32 reduce is summed sequentially: the stem BatchNorm's E[x] and E[x^2] over "
+                      "f32[8,32,32,16] dims {0,1,2} (8192 terms) are 4x and 37x XLA's error against f64, and "
+                      "E[x^2]-E[x]^2 amplifies it: a momentum output (out269) is off by 1.9e-3 of its max, "
+                      "over the tolerance 1.8e-3 (XLA's own f32 result is within 7e-6 of f64)",
     "mobilenetv2/train": _BN_SUM,
     "mobilenetv2/train_opt": _BN_SUM,
     "gru/train_opt": "cpu backend: XLA-optimized HLO keeps the embedding gradient's scatter inside a kLoop "
                      "fusion (wrapped_scatter_computation); the backend has no scatter emitter and skips its own "
                      "pipeline (so ScatterExpander) for optimized modules: UnimplementedError 'opcode scatter'",
-    "gru/train": "parser: the empty integer literal `s32[0]{0} constant({})` (TF's EmptyTensorList accumulators "
-                 "in the GRU's gradient while-loops) leaks StopIteration from xlapy/hlo/literal.py (an all-integer "
-                 "literal with zero atoms reaches `next(a for a in atoms if not INT.fullmatch(a))`)",
 }
 
 
