@@ -87,7 +87,6 @@ CPU_NO_RULE: dict[str, Reason] = {
     **INTERPRETER_NO_RULE,
     "parameter": by_driver("xlapy.backends.cpu.emitter:IrEmitter.emit_computation", "binds the argument buffers"),
     **_each("batch-norm-training batch-norm-inference batch-norm-grad", expanded("batchnorm_expander")),
-    "scatter": expanded("scatter_expander"),
     "select-and-scatter": expanded("select-and-scatter-expander"),
     **_each("cholesky triangular-solve", unsupported("no emitter yet (the interpreter runs it)")),
     "custom-call": unsupported("no custom-call targets on the CPU"),

@@ -28,6 +28,7 @@ from .sort_emitter import sort, topk
 from .row_emitter import row_fusion
 from .column_reduce import column_reduction, is_column_reduction
 from . import fft_emitter, scan_emitter
+from . import scatter_emitter
 from .indexing import is_row_major, linear_index, major_to_minor, placed
 from .irhelpers import I8, I8P, i64, loop_nest, memcpy
 from .loops import emit_loop, split_reduction
@@ -258,6 +259,10 @@ def _fusion(em: IrEmitter, inst: Instruction, operands: list[ValueTree]) -> Valu
             gens = em.fused_generators(comp, operands)
             em.write_window(root, operands[n], [None] + [gens[id(o)] for o in root.operands[1:]])
             return BufferRef(operands[n].pointer, inst.shape)
+    if root.opcode == "scatter":                   # XLA's wrapped_scatter_computation: in place where it may be
+        value = scatter_emitter.scatter_fusion(em, inst, operands)
+        if value is not None:
+            return value
     gens = em.fused_generators(comp, operands)
     if root.opcode != "tuple":
         split = reduction_loop(em, inst, root, [gens[id(o)] for o in root.operands]) \
@@ -408,4 +413,5 @@ HANDLERS: dict[str, Callable[[IrEmitter, Instruction, list], ValueTree]] = {
     "topk": topk,
     "reduce-window": scan_emitter.reduce_window,
     "fft": fft_emitter.fft,
+    "scatter": scatter_emitter.scatter,
 }
