@@ -177,6 +177,7 @@ def table(results: list[dict]) -> str:
         if xr and yr and r.get("xlapy") == "ok":
             run_ratios.append(yr / xr)
         status = r.get("xlapy", "—") + (f" (XLA: {r['xla_error']})" if "xla_error" in r else "")
+        status = status.replace("|", "\\|")         # |x| in a mismatch message would split the table cell
         lines.append(f"| {r['module']} | {r.get('instructions', '—')} | {_time(xc)} | {_time(yc)} | "
                      f"{_ratio(yc, xc)} | {_time(xr)} | {_time(yr)} | {_ratio(yr, xr)} | {status} |")
     cg, rg = _geomean(compile_ratios), _geomean(run_ratios)
