@@ -225,6 +225,16 @@ def _digits(dtype: np.dtype) -> tuple[int, int]:
     return long_, long_
 
 
+def _round_trip_text(value: float, dtype: np.dtype, digits: int) -> str:
+    """'%.{digits}g' of value, or with more digits where reading that back into dtype gives another value:
+    ml_dtypes rounds f32-subnormal inputs up for f8e8m0fnu, so its smallest value 2**-127 needs all 17."""
+    text = f"%.{digits}g" % value
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.array([float(text)]).astype(dtype).astype(np.float64)[0] != value:
+            text = "%.17g" % value
+    return text
+
+
 def format_floats(values: np.ndarray) -> list[str]:
     """Shortest round-tripping '%g' text of each value (XLA's RoundTripFpToString)."""
     flat = np.asarray(values).reshape(-1)
@@ -236,14 +246,13 @@ def format_floats(values: np.ndarray) -> list[str]:
     fmt = f"%.{short}g"
     out = [fmt % v for v in wide.tolist()]
     finite = np.isfinite(wide)
-    if short != long_ and finite.any():
+    if finite.any():          # long_ digits are not always enough either (_round_trip_text)
         back = np.fromstring(" ".join(out), dtype=np.float64, sep=" ")
         with np.errstate(over="ignore", invalid="ignore"):
             back = back.astype(dtype).astype(np.float64)
         bad = np.flatnonzero(finite & (back != wide))
-        fmt = f"%.{long_}g"
         for i in bad.tolist():
-            out[i] = fmt % wide[i]
+            out[i] = _round_trip_text(wide[i], dtype, long_)
     nan = np.isnan(wide)
     if nan.any():
         for i in np.flatnonzero(nan & np.signbit(wide)):
