@@ -108,7 +108,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=7)
     a = ap.parse_args()
-    print(f"| module | compile: expander / emitter (s) | run: expander / emitter (ms) | speed-up |")
+    print("| module | compile: expander / emitter (s) | run: expander / emitter (ms) | speed-up |")
     print("|---|---|---|---|")
     for name, text, args in cases():
         expanded, ce = compile_with(text, expander=True)

@@ -152,10 +152,13 @@ class RandomModule:
         branches = []
         for k in range(2):
             b = self.name("branch")[1:]
-            body = (f"  %t = {self.shape(td)} transpose(%x), dimensions={{{dims_t}}}\n  %n = {self.shape(d)} negate(%x)\n"
-                    if k == 0 else
-                    f"  %n0 = {self.shape(d)} negate(%x)\n  %t = {self.shape(td)} transpose(%n0), dimensions={{{dims_t}}}\n"
-                    f"  %n = {self.shape(d)} copy(%x)\n")
+            if k == 0:
+                body = (f"  %t = {self.shape(td)} transpose(%x), dimensions={{{dims_t}}}\n"
+                        f"  %n = {self.shape(d)} negate(%x)\n")
+            else:
+                body = (f"  %n0 = {self.shape(d)} negate(%x)\n"
+                        f"  %t = {self.shape(td)} transpose(%n0), dimensions={{{dims_t}}}\n"
+                        f"  %n = {self.shape(d)} copy(%x)\n")
             self.computations.append(f"%{b} (x: {_shape(d, self.layout(d))}) -> {self.tuple_shape(out)} {{\n"
                                      f"  %x = {self.shape(d)} parameter(0)\n{body}"
                                      f"  ROOT %r = {self.tuple_shape(out)} tuple(%t, %n)\n}}\n")
