@@ -1,4 +1,5 @@
-"""Interpreter rules for the linear-algebra ops: dot, convolution, the batch norms.
+"""Interpreter rules for the linear-algebra ops: dot, convolution, fft, the batch norms; cholesky,
+triangular-solve and the QR custom-call targets come from decompositions.py.
 
 Numerics follow XLA's evaluator: operands are converted to the result type before the arithmetic
 (integer dots/convolutions wrap around in that type); bf16/f16/f8 results are computed in float32 and
@@ -15,6 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ...errors import ExecutionError
 from ...hlo import Instruction
+from .decompositions import CUSTOM_CALL_TARGETS as DECOMPOSITION_TARGETS, HANDLERS as DECOMPOSITIONS
 
 
 def compute_dtype(result_dtype: np.dtype) -> np.dtype:
@@ -212,48 +214,6 @@ def _batch_norm_grad(inst: Instruction, args: list, ev) -> tuple:
     return grad_x.astype(dt), grad_scale.astype(dt), grad_offset.astype(dt)
 
 
-# -- optional decompositions ----------------------------------------------------------------------
-
-def _cholesky(inst: Instruction, args: list, ev) -> np.ndarray:
-    (a,) = args
-    lower = bool(inst.attrs.get("lower", False))
-    ct = compute_dtype(a.dtype)
-    m = a.astype(ct)
-    # Only the selected triangle is read (XLA ignores the other one).
-    m = np.tril(m) + np.swapaxes(np.tril(m, -1), -1, -2).conj() if lower else \
-        np.triu(m) + np.swapaxes(np.triu(m, 1), -1, -2).conj()
-    try:
-        out = np.linalg.cholesky(m)
-    except np.linalg.LinAlgError:
-        return np.full(a.shape, np.nan, a.dtype)
-    if not lower:
-        out = np.swapaxes(out, -1, -2).conj()
-    return _to_result(out, inst)
-
-
-def _triangular_solve(inst: Instruction, args: list, ev) -> np.ndarray:
-    """Solve op(a) x = b (left_side) or x op(a) = b, reading only a's chosen triangle."""
-    a, b = args
-    ct = compute_dtype(inst.shape.dtype)
-    a = a.astype(ct)
-    lower = bool(inst.attrs.get("lower", False))
-    tri = np.tril(a) if lower else np.triu(a)
-    if inst.attrs.get("unit_diagonal", False):
-        eye = np.eye(a.shape[-1], dtype=bool)
-        tri = np.where(eye, np.ones((), ct), tri)
-    transpose = str(inst.attrs.get("transpose_a", "NO_TRANSPOSE"))
-    if transpose in ("TRANSPOSE", "ADJOINT"):
-        tri = np.swapaxes(tri, -1, -2)
-        if transpose == "ADJOINT":
-            tri = tri.conj()
-    rhs = b.astype(ct)
-    if inst.attrs.get("left_side", False):
-        out = np.linalg.solve(tri, rhs)
-    else:   # x A = b  <=>  A^T x^T = b^T
-        out = np.swapaxes(np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(rhs, -1, -2)), -1, -2)
-    return _to_result(out, inst)
-
-
 def _fft(inst: Instruction, args: list, ev) -> np.ndarray:
     (x,) = args
     lengths = tuple(int(n) for n in inst.attrs.get("fft_length", ()))
@@ -277,12 +237,13 @@ def _fft(inst: Instruction, args: list, ev) -> np.ndarray:
 
 
 HANDLERS = {
-    "triangular-solve": _triangular_solve,
+    **DECOMPOSITIONS,
     "fft": _fft,
     "dot": _dot,
     "convolution": _convolution,
     "batch-norm-inference": _batch_norm_inference,
     "batch-norm-training": _batch_norm_training,
     "batch-norm-grad": _batch_norm_grad,
-    "cholesky": _cholesky,
 }
+
+CUSTOM_CALL_TARGETS = dict(DECOMPOSITION_TARGETS)
