@@ -28,6 +28,7 @@ from .sort_emitter import sort, topk
 from .row_emitter import row_fusion
 from .column_reduce import column_reduction, is_column_reduction
 from . import fft_emitter, scan_emitter
+from . import custom_call_emitter, linalg_emitter
 from . import scatter_emitter
 from .indexing import is_row_major, linear_index, major_to_minor, placed
 from .irhelpers import I8, I8P, i64, loop_nest, memcpy
@@ -413,5 +414,8 @@ HANDLERS: dict[str, Callable[[IrEmitter, Instruction, list], ValueTree]] = {
     "topk": topk,
     "reduce-window": scan_emitter.reduce_window,
     "fft": fft_emitter.fft,
+    "cholesky": linalg_emitter.cholesky,
+    "triangular-solve": linalg_emitter.triangular_solve,
+    "custom-call": custom_call_emitter.custom_call,
     "scatter": scatter_emitter.scatter,
 }
