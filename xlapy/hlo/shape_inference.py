@@ -328,10 +328,35 @@ def _get_dimension_size(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
 
 
 def _set_dimension_size(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
+    """XLA's rule: the operand's shape with the dimension made dynamic (its size is the bound). A dump may declare
+    it static, XLA's RemoveDynamicDimension; the verifier compares shapes without their dynamic flags."""
     s = expect_array(inst, shapes, 0)
-    expect_scalar(inst, shapes, 1, "the size")
-    expect_dims_in_range(inst, "dimensions", ints_attr(inst, "dimensions"), s.rank)
-    return array(s.element_type, s.dims)
+    size = expect_scalar(inst, shapes, 1, "the size")
+    if size.element_type != "s32":
+        fail(inst, f"the size must be an s32 scalar, got {text(size)}")
+    dims = ints_attr(inst, "dimensions")
+    if len(dims) != 1:
+        fail(inst, f"dimensions must name one dimension, got {list(dims)}")
+    expect_dims_in_range(inst, "dimensions", dims, s.rank)
+    dynamic = [s.is_dynamic_dim(i) or i == dims[0] for i in range(s.rank)]
+    return Shape(s.element_type, s.dims, None, (), tuple(dynamic))
+
+
+def _dynamic_reshape(inst: Instruction, shapes: Sequence[Shape]) -> None:
+    """dynamic-reshape(x, size...): one s32 scalar size per result dimension; the result's bounds are declared, not
+    inferred, so the rule checks the operands and trusts the declared shape."""
+    s = expect_array(inst, shapes, 0)
+    out = inst.shape
+    if not out.is_array:
+        return None
+    if len(shapes) != 1 + out.rank:
+        fail(inst, f"needs one size per result dimension ({out.rank}), got {len(shapes) - 1}")
+    for i in range(1, len(shapes)):
+        if expect_scalar(inst, shapes, i, f"size {i - 1}").element_type != "s32":
+            fail(inst, f"size {i - 1} must be an s32 scalar, got {text(shapes[i])}")
+    if out.element_type != s.element_type:
+        fail(inst, f"the result type {out.element_type} differs from the operand's {s.element_type}")
+    return None
 
 
 def _copy_done(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
@@ -345,8 +370,7 @@ _TRUSTED = (
     "all-gather", "all-gather-start", "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done",
     "all-to-all", "ragged-all-to-all", "collective-broadcast", "collective-permute", "collective-permute-start",
     "collective-permute-done", "reduce-scatter", "async-start", "async-update", "async-done", "send",
-    "send-done", "recv", "recv-done", "infeed", "outfeed", "custom-call", "copy-start", "parameter",
-    "dynamic-reshape", "scan",
+    "send-done", "recv", "recv-done", "infeed", "outfeed", "custom-call", "copy-start", "parameter", "scan",
 )
 
 BASIC_RULES: dict[str, Rule] = {
@@ -360,6 +384,7 @@ BASIC_RULES: dict[str, Rule] = {
     "partition-id": lambda inst, shapes: scalar("u32"), "replica-id": lambda inst, shapes: scalar("u32"),
     "rng-get-and-update-state": lambda inst, shapes: array("u64", (2,)),
     "get-dimension-size": _get_dimension_size, "set-dimension-size": _set_dimension_size,
+    "dynamic-reshape": _dynamic_reshape,
 }
 
 

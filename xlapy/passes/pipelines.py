@@ -10,9 +10,9 @@ SIMPLIFICATION = ["algsimp", "simplify-sorts", "dce", "reshape-mover", "constant
                   "while-loop-constant-sinking", "simplify-while-loops", "tuple-simplifier", "cse", "dce"]
 
 CPU_PIPELINE = [
-    ("pipeline", "expanders", ["call-inliner", "zero_sized_hlo_elimination", "batchnorm_expander",
-                               "logistic-expander", "select-and-scatter-expander", "scatter_expander",
-                               "map-inline"]),
+    ("pipeline", "expanders", ["call-inliner", "dynamic_padder", "zero_sized_hlo_elimination",
+                               "batchnorm_expander", "logistic-expander", "select-and-scatter-expander",
+                               "scatter_expander", "map-inline"]),
     ("fixed-point", "simplification", SIMPLIFICATION),
     # XLA:CPU never folds transposes into convolutions: that would undo convolution-canonicalization.
     ("pipeline", "canonicalization", ["dot_decomposer", "convolution-canonicalization",

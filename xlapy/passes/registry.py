@@ -30,6 +30,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "transpose-folding": ("transpose_folding", "TransposeFolding"),
     "scatter_expander": ("scatter_expander", "ScatterExpander"),
     "select-and-scatter-expander": ("select_and_scatter_expander", "SelectAndScatterExpander"),
+    "dynamic_padder": ("dynamic_padder", "DynamicPadder"),
     # after layout assignment
     "layout-assignment": ("layout_assignment", "LayoutAssignment"),
     "fusion": ("fusion", "InstructionFusion"),

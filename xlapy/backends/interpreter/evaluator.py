@@ -31,9 +31,11 @@ Handler = Callable[[Instruction, list, "Evaluator"], Any]
 
 
 def _handler_table() -> dict[str, Handler]:
-    from . import (control, convert, data_movement, elementwise, gather_scatter, linalg, misc, reduction)
+    from . import (control, convert, data_movement, dynamic_shapes, elementwise, gather_scatter, linalg, misc,
+                   reduction)
     return merge_rule_tables("interpreter handlers", *module_tables(
-        "HANDLERS", elementwise, convert, data_movement, control, reduction, gather_scatter, linalg, misc))
+        "HANDLERS", elementwise, convert, data_movement, control, reduction, gather_scatter, linalg, misc,
+        dynamic_shapes))
 
 
 _TABLE: dict[str, Handler] | None = None
