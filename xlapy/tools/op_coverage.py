@@ -69,7 +69,6 @@ _NOT_ON_ONE_DEVICE = {
     **_each(COLLECTIVES, unsupported("a collective: xlapy runs on one device")),
     **_each(HOST_TRANSFERS, unsupported("a host transfer: xlapy has no infeed/outfeed or channels")),
     **_each(SCHEDULED_ASYNC, unsupported("an asynchronous pair that XLA's scheduler makes; xlapy runs in order")),
-    **_each(DYNAMIC_SHAPES, unsupported("dynamic shapes: xlapy's shapes are static")),
     "domain": unsupported("a sharding-domain marker: xlapy does not partition"),
 }
 
@@ -81,6 +80,7 @@ INTERPRETER_NO_RULE: dict[str, Reason] = {
     "parameter": by_driver("xlapy.backends.interpreter.evaluator:Evaluator.call", "binds the arguments"),
     "rng-get-and-update-state": unsupported("XLA's internal RNG state; the front end uses rng-bit-generator"),
     "ragged-dot": unsupported("no rule yet"),
+    "dynamic-reshape": unsupported("needs the dynamic sizes: the dynamic_padder pass rewrites it first"),
 }
 
 CPU_NO_RULE: dict[str, Reason] = {
@@ -88,8 +88,7 @@ CPU_NO_RULE: dict[str, Reason] = {
     "parameter": by_driver("xlapy.backends.cpu.emitter:IrEmitter.emit_computation", "binds the argument buffers"),
     **_each("batch-norm-training batch-norm-inference batch-norm-grad", expanded("batchnorm_expander")),
     "select-and-scatter": expanded("select-and-scatter-expander"),
-    **_each("cholesky triangular-solve", unsupported("no emitter yet (the interpreter runs it)")),
-    "custom-call": unsupported("no custom-call targets on the CPU"),
+    **_each(DYNAMIC_SHAPES, expanded("dynamic_padder", "buffers keep their bound size")),
     **_each("partition-id replica-id", unsupported("no emitter: xlapy runs one partition and one replica")),
     "rng": unsupported("no emitter; the front end draws random numbers with rng-bit-generator"),
     "scan": unsupported("no emitter yet (the interpreter runs it)"),
@@ -117,6 +116,7 @@ AUTODIFF_NO_RULE: dict[str, Reason] = {
     "rng-bit-generator": not_differentiable("random bits"),
     **_each("complex real imag", _COMPLEX),
     **_each("add-dependency map fft cholesky triangular-solve ragged-dot scan stochastic-convert", _NO_RULE_YET),
+    **_each("dynamic-reshape set-dimension-size", unsupported("dynamic shapes: no derivative rule yet")),
     **_each("batch-norm-training batch-norm-inference batch-norm-grad",
             unsupported("the front end writes batch norm as elementwise ops and reductions")),
     "custom-call": unsupported("an opaque target"),
