@@ -2,7 +2,9 @@
 
 Three speeds, fastest first, each falling back to the next:
   1. recognised: the computation is `root = OP(p0, p1)` for a row of COMBINERS (or "assign", root = p1);
-     the caller uses the numpy ufunc directly (ufunc.reduce, ufunc.at).
+     the caller uses the numpy ufunc directly (ufunc.reduce, ufunc.at) on operands read through
+     `denormals_flushed`, as the elementwise op would read them (XLA:CPU's DAZ); a float add-reduction runs in
+     summation.py's order instead.
   2. lifted: the computation is built only from elementwise ops, so running it once on whole arrays
      (instead of 0-d scalars) computes it for every element at once; `call_lifted`.
   3. scalar: one `ev.call` per element, on 0-d arrays; `call_scalar`.
@@ -16,6 +18,7 @@ import numpy as np
 
 from ...errors import XlapyError
 from ...hlo import Computation, opinfo
+from .summation import flushed
 
 # root opcode -> (ufunc for numbers, ufunc for pred)
 COMBINERS: dict[str, tuple[np.ufunc, np.ufunc]] = {
@@ -56,6 +59,13 @@ def compute_dtype(dtype: np.dtype) -> np.dtype:
     return dtype
 
 
+def denormals_flushed(x: np.ndarray) -> np.ndarray:
+    """x (in a compute dtype) as XLA:CPU's arithmetic reads it: f32/f64 denormals as zeros of their sign (the
+    elementwise rules do the same through element_types.compute_form); other dtypes unchanged."""
+    x = np.asarray(x)
+    return flushed(x) if x.dtype in (np.float32, np.float64) else x
+
+
 def _is_float(dtype: np.dtype) -> bool:
     if dtype.kind == "f":
         return True
@@ -83,6 +93,8 @@ def identity_of(kind: str, dtype: np.dtype) -> Any:
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return kind in ("multiply", "minimum", "and")
+    if kind == "add" and dtype.kind == "f":
+        return dtype.type(-0.0)         # x + -0 is x for every x; x + +0 turns -0 into +0
     if kind in ("add", "or", "xor"):
         return dtype.type(0)
     if kind == "multiply":
@@ -166,14 +178,16 @@ def scatter_into(outs: list[np.ndarray], targets: np.ndarray, values: list[np.nd
         outs[0][targets[last]] = values[0][last]
         return
     if kind is not None:
+        # The combiner reads its operands with denormals as zero and its results are flushed (targets only:
+        # elements no update touches keep their bits); an intermediate result of repeated updates to one
+        # target that falls in the denormal range is not flushed on its own.
         cdt = compute_dtype(outs[0].dtype)
         uf = ufunc_for(kind, cdt)
-        if cdt == outs[0].dtype:
-            uf.at(outs[0], targets, values[0].astype(cdt, copy=False))
-        else:
-            wide = outs[0].astype(cdt)
-            uf.at(wide, targets, values[0].astype(cdt))
-            outs[0][...] = wide.astype(outs[0].dtype)
+        wide = outs[0].astype(cdt)
+        wide[targets] = denormals_flushed(wide[targets])
+        uf.at(wide, targets, denormals_flushed(values[0].astype(cdt)))
+        wide[targets] = denormals_flushed(wide[targets])
+        outs[0][...] = wide.astype(outs[0].dtype, copy=False)
         return
     # Generic combiner: round r applies every target's r-th update; within a round targets are distinct,
     # so one lifted call per round keeps each target's updates in order.

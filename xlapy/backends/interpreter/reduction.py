@@ -2,8 +2,10 @@
 
 Each op runs its called computation the fastest way reducers.py allows: a recognised combiner becomes a
 numpy ufunc, an elementwise computation runs once per step on whole arrays ("lifted"), anything else
-runs once per element. Window positions that fall in padding or between base-dilated elements are
-skipped, as XLA's evaluator skips them (they never reach the computation).
+runs once per element. A float add-reduction (reduce, and reduce-window's windows) adds in summation.py's
+order, accurate and shared with the CPU backend. Window positions that fall in padding or between
+base-dilated elements are skipped, as XLA's evaluator skips them (they never reach the computation).
+Recognised combiners read denormal operands as zero and flush denormal results, as the elementwise ops do.
 """
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ import numpy as np
 
 from ...errors import ExecutionError
 from ...hlo.attrs import Window, window_of
-from .reducers import (call_lifted, call_scalar, compute_dtype, element, identity_of, recognise,
-                       scatter_into, ufunc_for)
+from .reducers import (call_lifted, call_scalar, compute_dtype, denormals_flushed, element, identity_of,
+                       recognise, scatter_into, ufunc_for)
+from .summation import LEAF, add_reduce
 
 
 def _out_dtypes(inst) -> list[np.dtype]:
@@ -45,9 +48,13 @@ def _reduce(inst, args, ev):
     kind = recognise(comp) if n == 1 else None
     if kind is not None and kind != "assign":
         cdt = compute_dtype(inputs[0].dtype)
+        if kind == "add" and cdt.kind == "f":
+            return add_reduce(inputs[0], dims, inits[0], cdt).astype(dtypes[0])
         uf = ufunc_for(kind, cdt)
-        partial = uf.reduce(inputs[0].astype(cdt, copy=False), axis=dims, dtype=cdt)
-        return uf(inits[0].astype(cdt), partial).astype(dtypes[0])
+        # max/min pick an operand, so flushing what they read is exact; a product's intermediate results are
+        # not flushed one by one (only the final one)
+        partial = uf.reduce(denormals_flushed(inputs[0].astype(cdt, copy=False)), axis=dims, dtype=cdt)
+        return denormals_flushed(uf(denormals_flushed(inits[0].astype(cdt)), partial)).astype(dtypes[0])
 
     # Generic reducer: bring the reduced dims last, then combine neighbours pairwise (a tree, which keeps
     # left-to-right order, so any associative reducer gives XLA's result).
@@ -185,25 +192,28 @@ def _reduce_window(inst, args, ev):
     if kind is not None and kind != "assign":
         cdt = compute_dtype(inputs[0].dtype)
         uf = ufunc_for(kind, cdt)
-        x = inputs[0].astype(cdt, copy=False)
+        x = denormals_flushed(inputs[0].astype(cdt, copy=False))
+        init = denormals_flushed(inits[0].astype(cdt))
         scan = _prefix_scan_axis(x.shape, geo.window)
-        if scan is not None:     # cumsum and friends: O(n), not O(n^2)
+        if scan is not None:     # cumsum and friends: O(n), not O(n^2); only the outputs are flushed
             axis, reverse = scan
             if not reverse:      # init first, then x[0], x[1], ...: the window loop's order, bit for bit
-                head = np.broadcast_to(inits[0].astype(cdt), x.shape[:axis] + (1,) + x.shape[axis + 1:])
+                head = np.broadcast_to(init, x.shape[:axis] + (1,) + x.shape[axis + 1:])
                 partial = uf.accumulate(np.concatenate([head, x], axis=axis), axis=axis, dtype=cdt)
-                return np.delete(partial, 0, axis=axis).astype(dtypes[0])
+                return denormals_flushed(np.delete(partial, 0, axis=axis)).astype(dtypes[0])
             # a suffix window: numpy's flip(cumsum(flip(x))) order, then init (XLA leaves the order open)
             flip = (slice(None),) * axis + (slice(None, None, -1),)
             partial = uf.accumulate(x[flip], axis=axis, dtype=cdt)[flip]
-            return uf(inits[0].astype(cdt), partial).astype(dtypes[0])
+            return denormals_flushed(uf(init, partial)).astype(dtypes[0])
         base = geo.embed(x, identity_of(kind, cdt), cdt)
+        if kind == "add" and cdt.kind == "f" and geo.offset_count > LEAF:    # summation.py's leaves
+            return add_reduce(geo.strided_view(base), geo.window_axes, init, cdt).astype(dtypes[0])
         if geo.offset_count > _MAX_OFFSET_LOOP:   # big windows (global pooling): one reduce over a strided view
             partial = uf.reduce(geo.strided_view(base), axis=geo.window_axes, dtype=cdt)
-            return uf(inits[0].astype(cdt), partial).astype(dtypes[0])
-        acc = np.full(out_shape, inits[0].astype(cdt), dtype=cdt)
-        for _, window_slice in geo.offsets():
-            uf(acc, base[window_slice], out=acc)
+            return denormals_flushed(uf(init, partial)).astype(dtypes[0])
+        acc = np.full(out_shape, init, dtype=cdt)
+        for _, window_slice in geo.offsets():      # for a sum, summation.py's order: init, then each offset
+            acc = denormals_flushed(uf(acc, base[window_slice]))
         return acc.astype(dtypes[0])
 
     scan = _prefix_scan_axis(inputs[0].shape, geo.window)
