@@ -26,7 +26,7 @@ from .math_approx import APPROXIMATIONS
 from .elemental_gather import gather
 from .elemental_precision import reduce_precision
 from .elemental_window import reduce_window
-from .elemental_reduce import interleaved_reduce
+from .elemental_reduce import special_reduce
 
 Index = Sequence[ir.Value]
 Generator = Callable[[Index], object]
@@ -484,7 +484,7 @@ def _reduce(em, inst, gens):
     kept = [d for d in range(in_shape.rank) if d not in reduced]
     order = [d for d in major_to_minor(in_shape) if d in reduced]
     out_shapes, reducer, wide_rule = accumulation(inst)
-    lanes = interleaved_reduce(em, inst, gens, simple_reducer(reducer), wide_rule)
+    lanes = special_reduce(em, inst, gens, simple_reducer(reducer), wide_rule)
     if lanes is not None:
         return lanes
     b = em.b

@@ -1,4 +1,12 @@
-"""Float max/min reductions as explicit vector code: LANES elements of the minor-most reduced dimension at a time
+"""Reductions whose element loop is not the plain one (`special_reduce`, which elemental._reduce asks first):
+
+| reduce                                      | loop                                                      |
+|---------------------------------------------|-----------------------------------------------------------|
+| float max/min, minor-most reduced dim long  | `interleaved_reduce`: explicit vector code (below)        |
+| float add over more than blocked_sum.LEAF   | `leaf_sum_reduce`: leaves summed in f64 (blocked_sum.py)  |
+| anything else                               | None: the plain loop, which LLVM vectorizes if it can     |
+
+Float max/min reductions as explicit vector code: LANES elements of the minor-most reduced dimension at a time
 in one <LANES x float> accumulator, then the lanes combined, then the init value:
 
     acc[c] = splat(identity)                            # -inf for max, +inf for min; c < CHAINS
@@ -17,6 +25,7 @@ lanes and init are combined by the reducer's own scalar code.
 from __future__ import annotations
 
 
+from .blocked_sum import LeafSummer, is_blocked_sum, reducer_steps
 from .irhelpers import alloca_once, for_range, i64, loop_nest
 from .math_approx_core import Emit, format_of
 from .types import value_type
@@ -37,6 +46,23 @@ def _nan_max(e: Emit, op: str, acc, v):
     """scalar_ops' float max/min (NaN from either side propagates, acc wins ties) on vectors."""
     pick = e.sel(e.cmp("<", acc, v), v, acc) if op == "maximum" else e.sel(e.cmp("<", v, acc), v, acc)
     return e.sel(e.is_nan(acc), acc, e.sel(e.is_nan(v), v, pick))
+
+
+def special_reduce(em, inst, gens, op: str | None, wide_rule):
+    """A generator for reduce `inst` (`op`: its reducer's one opcode, `wide_rule`: the f32 rule a narrow float
+    accumulates with) with a loop of its own, or None for the plain loop."""
+    lanes = interleaved_reduce(em, inst, gens, op, wide_rule)
+    return lanes if lanes is not None else leaf_sum_reduce(em, inst, gens, op, wide_rule)
+
+
+def leaf_sum_reduce(em, inst, gens, op: str | None, wide_rule):
+    """A float sum over more than blocked_sum.LEAF elements, in leaves; None when it is not one."""
+    if not is_blocked_sum(inst, op):
+        return None
+    source, init = gens
+    add, finish = reducer_steps(em, inst, init, wide_rule)
+    summer = LeafSummer(em.b, inst, source, add)
+    return lambda index: finish(summer.narrow(summer.wide_sum(index, 0, summer.leaves)))
 
 
 def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):

@@ -6,7 +6,9 @@ LLVM's loop vectorizer sees unit-stride inner loops.
 With tasks > 1 the loop is split over threads (parallel.py): each task runs a contiguous chunk of the loop's
 iterations, as row segments (the minor-most loop stays a unit-stride loop over part of a row). A reduction
 whose output is too small to split is split over its reduced dimensions instead (`split_reduction`): each
-task reduces its chunk into partials, combined afterwards in task order.
+task reduces its chunk into partials, combined afterwards in task order. A long float sum splits its leaves
+(blocked_sum.py): each task adds its range of leaves in f64, the f64 partials are added in task order, and
+the total is rounded once.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from llvmlite import ir
 from ...hlo import Instruction
 from ...hlo.shape import Shape
 from .buffers import BufferRef, ValueTree
+from .blocked_sum import WIDE, LeafSummer, is_blocked_sum, reducer_steps
 from .elemental import Generator, simple_reducer
 from .indexing import linear_index, major_to_minor, placed
 from .irhelpers import alloca_once, for_range, i64, loop_nest
@@ -89,6 +92,8 @@ def split_reduction(em, inst: Instruction, reduce: Instruction, gens: Sequence[G
     if tasks < 2 or out_shape.is_tuple or out_shape.numel >= tasks or is_narrow_float(out_shape.ptype):
         return None
     reducer = reduce.attrs["to_apply"]
+    if is_blocked_sum(reduce, simple_reducer(reducer)):
+        return _split_leaf_sum(em, inst, reduce, gens, tasks)
     if not splittable_reduction(inst, reduce, simple_reducer(reducer)):
         return None
     in_shape = reduce.operands[0].shape
@@ -136,4 +141,41 @@ def split_reduction(em, inst: Instruction, reduce: Instruction, gens: Sequence[G
         for t in range(1, tasks):
             value = em.elemental.emit_scalar(reducer, [value, b.load(partial(b, i64(t), k))], reassoc=True)
         store_element(b, out.pointer, out_shape.ptype, k, value)
+    return out
+
+
+def _split_leaf_sum(em, inst: Instruction, reduce: Instruction, gens: Sequence[Generator],
+                    tasks: int) -> ValueTree | None:
+    """split_reduction for a long float sum: task t adds leaves [bounds[t], bounds[t+1]) into an f64 partial
+    (starting from -0.0, so any init value works); the partials are added in task order, rounded once, and
+    the init value added last."""
+    source, init = gens
+    add, finish = reducer_steps(em.elemental, reduce, init)
+    summer = LeafSummer(em.b, reduce, source, add)
+    tasks = min(tasks, summer.leaves)
+    bounds = [t * summer.leaves // tasks for t in range(tasks + 1)]
+    b = em.b
+    out_shape = inst.shape
+    outputs = out_shape.numel
+    out_order = major_to_minor(out_shape)
+    out_counts = [out_shape.dims[d] for d in out_order]
+    partials = alloca_once(b, ir.ArrayType(WIDE, tasks * outputs), "sum.partials")
+
+    def partial(b: ir.IRBuilder, task, k) -> ir.Value:
+        return b.gep(partials, [i64(0), b.add(b.mul(task, i64(outputs)), k)])
+
+    def chunk(b: ir.IRBuilder, start, end, task) -> None:
+        with loop_nest(b, out_counts, name="o") as ovs:
+            index = placed(out_order, ovs, out_shape.rank)
+            b.store(summer.wide_sum(index, start, end), partial(b, task, linear_index(b, index, out_shape)))
+
+    if not parallel_for(b, bounds, chunk, shared=[partials]):
+        return None
+    out = em.new_tree(out_shape, inst)
+    with loop_nest(b, out_counts, name="o") as ovs:
+        k = linear_index(b, placed(out_order, ovs, out_shape.rank), out_shape)
+        total = b.load(partial(b, i64(0), k))
+        for t in range(1, tasks):
+            total = b.fadd(total, b.load(partial(b, i64(t), k)))
+        store_element(b, out.pointer, out_shape.ptype, k, finish(summer.narrow(total)))
     return out

@@ -1,0 +1,190 @@
+"""Float add-reductions over more than LEAF elements, in leaves: as accurate as XLA's, at the same speed.
+
+Adding n f32 values one at a time loses accuracy like n: a sum of 65,536 values near 1 is off by tens of units
+in the last place, where XLA's vectorized reductions are off by about one. Here the reduced elements (in layout
+order) are cut into leaves, each leaf is summed by the loop LLVM already vectorizes, and the leaf sums are
+added in f64:
+
+    total = -0.0                                  # f64, the wide type
+    for q in leaves (a task's range of them when split over threads, loops.split_reduction):
+        leaf = -0.0                               # the accumulation type: the element type, f32 for narrow floats
+        for x in the elements of leaf q:          # `reassoc` adds, so the loop vectorizer keeps VF x interleave
+            leaf = leaf + x                       # partial sums (XLA's vector accumulators)
+        total = total + fpext(leaf)               # in order, never reassociated
+    result = init + fptrunc(total)
+
+An f64 sum has no wider type: its leaf sums are added pairwise instead, in the fixed tree of cascade.py.
+
+Each leaf is off by a fraction of a unit of its own magnitude, and those errors average out in the f64 total,
+so an f32 sum ends within about half a unit in the last place of the exact one whatever n is. Where the values
+cancel (mixed signs, a small sum of large terms) the error comes from inside the leaves, where partial sums are
+largest, and shorter leaves do better: with LEAF = 1024 and AVX-512's 64 vector partial sums (16 deep), the RMS
+error of such sums (65,536 terms, 40 samples) is 1.3 times XLA:CPU's (which sums through YNNPACK), against 1.6
+times with leaves of 4096. A leaf costs its loop's horizontal reduction and one wide add, a few percent of a
+1024-element leaf whose data sit in L1, nothing measurable where they stream from memory. A reduction of at
+most LEAF elements keeps the plain loop (softmax and layernorm rows up to 1024 long).
+
+A leaf is a block of iterations of one reduced dimension (`split`) times all the reduced dimensions more minor
+than it, so its loops are those of the element loop and need no division per element:
+
+| reduced counts (layout order) | split | block | leaves                            |
+|-------------------------------|-------|-------|-----------------------------------|
+| [65536]                       | 0     | 1024  | 64 of 1024                        |
+| [3, 5000]                     | 1     | 1024  | 3 x 5 (4 of 1024, 1 of 904 each)  |
+| [256, 256]                    | 0     | 4     | 64 of 4 x 256                     |
+| [64, 28, 28] (strided)        | 0     | 1     | 64 of 28 x 28                     |
+
+Zero, NaN and infinity behave as in any order of the same adds: leaves start at -0 (x + -0 is x); a NaN or an
+infinity of either sign carries through fpext, the f64 adds and fptrunc; a total beyond f32's range rounds to
+an infinity. The interpreter's reference order (interpreter/summation.py) is the same scheme with leaves of 16
+added one at a time, so the two agree to rounding; the column reduction (column_reduce.py) matches it exactly.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from llvmlite import ir
+
+from ...hlo import Instruction
+from ...hlo.shape import primitive_type
+from .cascade import WIDE, Cascade
+from .indexing import delinearize, major_to_minor
+from .irhelpers import alloca_once, for_range, i64, loop_nest
+from .types import is_narrow_float, round_value, value_type
+
+LEAF = 1024                      # elements per leaf
+_SUMMED = ("f32", "f64")         # and the narrow floats, which accumulate in f32
+
+
+@dataclass(frozen=True)
+class LeafPlan:
+    """How the reduced iteration space (counts, layout order) is cut into leaves: `block` iterations of
+    counts[split] times every count after it."""
+    counts: tuple[int, ...]
+    split: int
+    block: int
+
+    @property
+    def blocks(self) -> int:
+        """leaves per iteration of the dims before `split`"""
+        return -(-self.counts[self.split] // self.block)
+
+    @property
+    def leaves(self) -> int:
+        return math.prod(self.counts[:self.split]) * self.blocks
+
+
+def leaf_plan(counts: Sequence[int]) -> LeafPlan | None:
+    """The leaves of a reduction over `counts`; None when it has at most LEAF elements (the plain loop)."""
+    if math.prod(counts) <= LEAF:
+        return None
+    split, inner = len(counts) - 1, 1
+    while inner * counts[split] <= LEAF:       # stops at a dim: the whole space is more than LEAF
+        inner *= counts[split]
+        split -= 1
+    return LeafPlan(tuple(counts), split, LEAF // inner)
+
+
+def is_blocked_sum(reduce: Instruction, op: str | None) -> bool:
+    """A single float add-reduction (`op`: the reducer's one opcode) longer than one leaf."""
+    if op != "add" or reduce.shape.is_tuple or len(reduce.operands) != 2:
+        return False
+    pt = reduce.shape.ptype
+    if pt.name not in _SUMMED and not is_narrow_float(pt):
+        return False
+    return reduce_leaf_plan(reduce) is not None
+
+
+def reduce_leaf_plan(reduce: Instruction) -> LeafPlan | None:
+    in_shape = reduce.operands[0].shape
+    return leaf_plan([in_shape.dims[d] for d in reduced_order(reduce)])
+
+
+def reduced_order(reduce: Instruction) -> list[int]:
+    """The reduced dimensions of the operand, major to minor."""
+    reduced = {int(d) for d in reduce.attrs["dimensions"]}
+    return [d for d in major_to_minor(reduce.operands[0].shape) if d in reduced]
+
+
+def reducer_steps(elemental, reduce: Instruction, init: Callable, wide_rule=None) -> tuple[Callable, Callable]:
+    """(add, finish) for `reduce`'s leaves, emitted by `elemental` (an ElementalEmitter): add(acc, x) is the
+    reducer's add, marked reassociable (it runs inside a leaf); finish(total) applies the reducer to the init
+    value (`init`: its generator) and a leaf-typed total. A narrow float adds in f32 with `wide_rule` and is
+    rounded once at the end, as the plain loop does."""
+    b = elemental.b
+    if wide_rule is not None:
+        f32 = primitive_type("f32")
+        return (lambda acc, x: wide_rule(b, f32, acc, x),
+                lambda total: round_value(b, reduce.shape.ptype, wide_rule(b, f32, init([]), total)))
+    reducer = reduce.attrs["to_apply"]
+    return (lambda acc, x: elemental.emit_scalar(reducer, [acc, x], reassoc=True),
+            lambda total: elemental.emit_scalar(reducer, [init([]), total]))
+
+
+class LeafSummer:
+    """Emits the leaves of one add-reduction. `source(full_index)` reads an element of the reduced operand;
+    `add(acc, x)` is the reducer's add in the accumulation type (reassociable: it runs inside a leaf). The
+    caller rounds the wide total (`narrow`) and adds the init value with the reducer."""
+
+    def __init__(self, b: ir.IRBuilder, reduce: Instruction, source: Callable, add: Callable):
+        self.b = b
+        self.source = source
+        self.add = add
+        self.acc_type = value_type(reduce.shape.ptype)      # f32 for the narrow floats
+        self.order = reduced_order(reduce)
+        self.plan = reduce_leaf_plan(reduce)
+        in_shape = reduce.operands[0].shape
+        self.rank = in_shape.rank
+        self.kept = [d for d in range(in_shape.rank) if d not in set(self.order)]
+
+    @property
+    def leaves(self) -> int:
+        return self.plan.leaves
+
+    def wide_sum(self, index: Sequence[ir.Value], first: ir.Value | int, end: ir.Value | int) -> ir.Value:
+        """The f64 sum of leaves [first, end) for the output element at `index`: one at a time from -0.0 for
+        f32 and narrower leaves, pairwise (cascade.py) for f64 ones."""
+        b = self.b
+        first, end = (i64(v) if isinstance(v, int) else v for v in (first, end))
+        if isinstance(self.acc_type, ir.DoubleType):
+            tree = Cascade(b)
+            with for_range(b, end, "leaf", start=first) as q:
+                tree.push(b.sub(q, first), self.leaf(index, q))
+            return tree.total(b.sub(end, first))
+        total = alloca_once(b, WIDE, "sum.total")
+        b.store(ir.Constant(WIDE, -0.0), total)
+        with for_range(b, end, "leaf", start=first) as q:
+            b.store(b.fadd(b.load(total), b.fpext(self.leaf(index, q), WIDE)), total)
+        return b.load(total)
+
+    def narrow(self, total: ir.Value) -> ir.Value:
+        """The wide total in the accumulation type (under FTZ a denormal result is flushed, as a sum's is)."""
+        return total if isinstance(self.acc_type, ir.DoubleType) else self.b.fptrunc(total, self.acc_type)
+
+    def leaf(self, index: Sequence[ir.Value], q: ir.Value) -> ir.Value:
+        """The sum of leaf q's elements from -0.0 in the accumulation type."""
+        b, plan = self.b, self.plan
+        acc = alloca_once(b, self.acc_type, "sum.leaf")
+        b.store(ir.Constant(self.acc_type, -0.0), acc)
+        if plan.split == 0:
+            outer, block_no = [], q
+        else:
+            outer_no = b.udiv(q, i64(plan.blocks))
+            block_no = b.urem(q, i64(plan.blocks))
+            outer = delinearize(b, outer_no, list(plan.counts[:plan.split]), list(range(plan.split)))
+        count = plan.counts[plan.split]
+        lo = b.mul(block_no, i64(plan.block), flags=["nsw", "nuw"])
+        hi = b.add(lo, i64(plan.block), flags=["nsw", "nuw"])
+        if count % plan.block:
+            hi = b.select(b.icmp_signed("<", hi, i64(count)), hi, i64(count))
+        with for_range(b, hi, "leaf.i", start=lo) as i:
+            with loop_nest(b, list(plan.counts[plan.split + 1:]), name="leaf.j") as inner:
+                full: list = [None] * self.rank
+                for d, v in zip(self.kept, index):
+                    full[d] = v
+                for d, v in zip(self.order, outer + [i] + inner):
+                    full[d] = v
+                b.store(self.add(b.load(acc), self.source(full)), acc)
+        return b.load(acc)
