@@ -1,0 +1,142 @@
+"""Compile time against module size: an N-layer transformer training step, N = 1, 2, 4, ..., 32 (issue 11).
+
+    .venv/bin/python benchmarks/scaling.py                  # xlapy alone
+    .venv-bench/bin/python benchmarks/scaling.py --layers 1,2,4,8,16,32    # and XLA (JAX) side by side
+
+The model is written once against a (numpy, nn, jit, grad) namespace, so xlapy and JAX trace the same program: a
+pre-norm decoder (embedding, N x [layer norm, causal multi-head attention, layer norm, GELU MLP], tied output
+projection, softmax cross-entropy) and one SGD step. For each N it reports the HLO instruction count of the
+traced step, the compile time (xlapy: `jit(step).lower(...).compile()`, passes + LLVM; JAX: the same on XLA:CPU),
+each per instruction, and the spread of xlapy's per-instruction time across N: issue 11 asks for it to stay
+flat within +-25% (compile time linear in module size). Every compile is a fresh trace in this process; the
+median of `--repeat` compiles per N.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+os.environ.setdefault("XLAPY_BACKEND", "cpu")
+
+VOCAB, SEQ, WIDTH, HEADS, BATCH = 256, 64, 128, 4, 8
+
+
+def make_step(np_, nn, layers: int):
+    """(step, params, batch) for an N-layer decoder written against numpy-like `np_` and `nn`."""
+    def layer_norm(x, g, b):
+        mu = np_.mean(x, axis=-1, keepdims=True)
+        var = np_.mean((x - mu) ** 2, axis=-1, keepdims=True)
+        return (x - mu) / np_.sqrt(var + 1e-5) * g + b
+
+    def attention(x, p):
+        b, t, d = x.shape
+        qkv = x @ p["qkv"]                                         # [b, t, 3d]
+        q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(b, t, HEADS, d // HEADS).transpose(0, 2, 1, 3)
+                   for i in range(3))
+        scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(d // HEADS))
+        mask = np_.tril(np_.ones((t, t), dtype=bool))
+        scores = np_.where(mask, scores, np.float32(-1e9))
+        out = nn.softmax(scores, axis=-1) @ v                      # [b, h, t, dh]
+        return out.transpose(0, 2, 1, 3).reshape(b, t, d) @ p["proj"]
+
+    def loss(params, tokens, targets):
+        x = params["embed"][tokens]
+        for p in params["layers"]:
+            x = x + attention(layer_norm(x, p["g1"], p["b1"]), p)
+            h = nn.gelu(layer_norm(x, p["g2"], p["b2"]) @ p["up"])
+            x = x + h @ p["down"]
+        logits = layer_norm(x, params["gf"], params["bf"]) @ params["embed"].T
+        logp = nn.log_softmax(logits, axis=-1)
+        return -np_.mean(np_.take_along_axis(logp, targets[..., None], axis=-1))
+
+    rng = np.random.default_rng(0)
+
+    def w(*shape, scale=0.02):
+        return (scale * rng.standard_normal(shape)).astype(np.float32)
+    params = {"embed": w(VOCAB, WIDTH), "gf": np.ones(WIDTH, np.float32), "bf": np.zeros(WIDTH, np.float32),
+              "layers": [{"qkv": w(WIDTH, 3 * WIDTH), "proj": w(WIDTH, WIDTH), "up": w(WIDTH, 4 * WIDTH),
+                          "down": w(4 * WIDTH, WIDTH), "g1": np.ones(WIDTH, np.float32),
+                          "b1": np.zeros(WIDTH, np.float32), "g2": np.ones(WIDTH, np.float32),
+                          "b2": np.zeros(WIDTH, np.float32)} for _ in range(layers)]}
+    tokens = rng.integers(0, VOCAB, (BATCH, SEQ)).astype(np.int32)
+    targets = rng.integers(0, VOCAB, (BATCH, SEQ)).astype(np.int32)
+    return loss, params, (tokens, targets)
+
+
+def xlapy_compile(layers: int) -> tuple[int, float]:
+    import xlapy
+    import xlapy.nn
+    import xlapy.numpy as xnp
+    loss, params, batch = make_step(xnp, xlapy.nn, layers)
+
+    def step(params, tokens, targets):
+        l, g = xlapy.value_and_grad(loss)(params, tokens, targets)
+        return l, xlapy.tree_util.tree_map(lambda p, d: p - 0.1 * d, params, g)
+    lowered = xlapy.jit(step).lower(params, *batch)
+    count = sum(len(c.instructions) for c in lowered.module.computations)
+    t0 = time.perf_counter()
+    lowered.compile()
+    return count, time.perf_counter() - t0
+
+
+def jax_compile(layers: int) -> tuple[int, float]:
+    import jax
+    import jax.numpy as jnp
+    loss, params, batch = make_step(jnp, jax.nn, layers)
+
+    def step(params, tokens, targets):
+        l, g = jax.value_and_grad(loss)(params, tokens, targets)
+        return l, jax.tree_util.tree_map(lambda p, d: p - 0.1 * d, params, g)
+    lowered = jax.jit(step).lower(params, *batch)
+    count = lowered.as_text(dialect="hlo").count(" = ")
+    t0 = time.perf_counter()
+    lowered.compile()
+    return count, time.perf_counter() - t0
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", default="1,2,4,8,16,32", help="comma-separated N")
+    ap.add_argument("--repeat", type=int, default=1, help="compiles per N (median)")
+    ap.add_argument("--no-jax", action="store_true", help="xlapy only, even where JAX is installed")
+    args = ap.parse_args(argv)
+    peers = {"xlapy": xlapy_compile}
+    if not args.no_jax:
+        try:
+            import jax  # noqa: F401
+            peers["jax"] = jax_compile
+        except ImportError:
+            pass
+    rows = []
+    for n in (int(v) for v in args.layers.split(",")):
+        row = {"N": n}
+        for name, fn in peers.items():
+            runs = [fn(n) for _ in range(args.repeat)]
+            row[name] = (runs[0][0], statistics.median(t for _, t in runs))
+        rows.append(row)
+        cells = "  ".join(f"{k}: {row[k][0]} instr {row[k][1]:.2f} s ({row[k][1] / row[k][0] * 1e3:.2f} ms/instr)"
+                          for k in peers)
+        print(f"N={n:3d}  {cells}", flush=True)
+    per = [r["xlapy"][1] / r["xlapy"][0] for r in rows]
+    mid = statistics.median(per)
+    print(f"\nxlapy compile time per instruction: median {mid * 1e3:.2f} ms, spread {min(per) / mid - 1:+.0%} .. "
+          f"{max(per) / mid - 1:+.0%} (goal: within +-25%)")
+    print("\n| N | instructions | xlapy compile | ms/instr |" + (" XLA compile | ms/instr | xlapy/XLA |" if "jax" in peers
+                                                               else ""))
+    print("|---|---|---|---|" + ("---|---|---|" if "jax" in peers else ""))
+    for r in rows:
+        c, t = r["xlapy"]
+        line = f"| {r['N']} | {c} | {t:.2f} s | {t / c * 1e3:.2f} |"
+        if "jax" in r:
+            jc, jt = r["jax"]
+            line += f" {jt:.2f} s | {jt / jc * 1e3:.2f} | {t / jt:.2f}x |"
+        print(line)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
