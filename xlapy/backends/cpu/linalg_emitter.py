@@ -4,7 +4,10 @@ own for small matrices and for builds without LAPACK.
 Why emit calls instead of expanding the ops into HLO, as XLA:CPU does (CholeskyExpander and
 TriangularSolveExpander turn each op into while loops of masked, blocked matmuls): speed and size. potrf and
 trsm from the OpenBLAS that numpy ships run at BLAS-3 speed; the expansions do O(n) loop iterations of
-full-size matmuls, and on xlapy's HLO loops that would be slower again. Emitting also covers the modules
+full-size matmuls (O(n^4) work inside a 128-block). Measured on the same HLO (2 busy cores, best of 10):
+a 64 x 64 f32 Cholesky takes 11 us here and 450 us on XLA:CPU (jaxlib 0.10.2), 256 x 256 0.3 ms against
+28-48 ms, a batch of 1000 4 x 4 ones 31 us against 1.9 ms; 64 x 64 solves 12 us against 40 us. The same
+loops on xlapy's HLO while loops would be slower again. Emitting also covers the modules
 whose pipeline xlapy skips (XLA-optimized dumps) with no pass to run. Small matrices (SMALL_CHOLESKY,
 SMALL_SOLVE) skip the call overhead with inline loops (linalg_loops.py), which also serve when no LAPACK
 was found (XLAPY_BLAS=none, AOT objects without BLAS). lapack.py says where the routines come from.
