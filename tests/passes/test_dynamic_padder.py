@@ -131,6 +131,18 @@ def test_markers_reading_markers():
     np.testing.assert_allclose(got, (X.reshape(4, 2)[:3, :1].sum(), -X[:3].sum()))
 
 
+def test_conditional_branches_return_their_sizes():
+    """A branch's dynamic result comes back with its size (TF's rot90 returns 5 x 7 or 7 x 5 as <=7 x <=7)."""
+    branch = ("{name} {{\n  x = f32[8] parameter(0)\n  n = s32[] constant({n})\n"
+              "  ROOT d = f32[<=8] set-dimension-size(x, n), dimensions={{0}}\n}}")
+    body = ("c = f32[<=8] conditional(p1, p0, p0), true_computation=three, false_computation=five\n"
+            "z = f32[] constant(0)\nROOT s = f32[] reduce(c, z), dimensions={0}, to_apply=add")
+    text = hlo_module(body, branch.format(name="three", n=3), branch.format(name="five", n=5),
+                      params=["f32[8]", "pred[]"], reducers=["add"])
+    exe = padded(text, "CHECK: tuple(\nCHECK: conditional(\nCHECK: select(")
+    assert exe(X, np.bool_(True)) == X[:3].sum() and exe(X, np.bool_(False)) == X[:5].sum()
+
+
 def test_a_call_returning_a_dynamic_result_wants_inlining():
     callee = ("callee {\n  x = f32[8] parameter(0)\n  n = s32[] parameter(1)\n"
               "  ROOT d = f32[<=8] set-dimension-size(x, n), dimensions={0}\n}")

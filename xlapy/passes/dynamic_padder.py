@@ -13,6 +13,7 @@ read the padding are rewritten so that they do not:
 | concatenate along a dynamic dimension | each operand written at the sum of the sizes before it (dynamic-update-slice) |
 | scatter with dynamic updates | the indices of padded updates moved out of bounds, so the updates are skipped |
 | dynamic-update-slice with a dynamic update | the update's padding replaced by the elements it would overwrite |
+| conditional whose branches return dynamic dimensions | each branch returns (value, (sizes...)); the sizes are read back |
 | get-dimension-size | the size (a constant where the dimension is static) |
 | set-dimension-size | its operand (the data does not move) |
 | dynamic-reshape | a reshape, when the valid elements are a prefix in and out (the dynamic dimension is the major one) |
@@ -172,6 +173,43 @@ def _dynamic_update_slice(ctx: _Context, inst: Instruction, ops: list) -> None:
     inst.replace_operand_with(1, ctx.b.select(pred, update, old))
 
 
+def _leaf_sizes(shape: Shape, sizes: Sizes, path: tuple = ()) -> list[tuple[tuple, Shape, Sizes]]:
+    """(tuple index path, array shape, its Sizes) of every array leaf."""
+    if shape.is_tuple:
+        return [leaf for k, s in enumerate(shape.tuple_shapes) for leaf in _leaf_sizes(s, sizes[k], path + (k,))]
+    return [(path, shape, sizes)] if shape.is_array else []
+
+
+def _with_sizes(shape: Shape, found: dict, path: tuple = ()) -> Sizes:
+    """Sizes of `shape` whose (path, dim) entries in `found` are dynamic, the rest static."""
+    if shape.is_tuple:
+        return tuple(_with_sizes(s, found, path + (k,)) for k, s in enumerate(shape.tuple_shapes))
+    return tuple(found.get((path, d)) for d in range(shape.rank if shape.is_array else 0))
+
+
+def _conditional(ctx: _Context, inst: Instruction, branch_sizes: list[Sizes]) -> tuple[Instruction, Sizes] | None:
+    """A conditional whose branches return dynamic dimensions: each branch returns (its value, (its sizes...))
+    instead, and the sizes are read back after the conditional (XLA passes them the same way)."""
+    branches = inst.called_computations()
+    dynamic = sorted({(path, d) for sizes in branch_sizes
+                      for path, _, leaf in _leaf_sizes(inst.shape, sizes) for d, s in enumerate(leaf) if s is not None})
+    if not dynamic:
+        return None
+    bounds = {(path, d): shape.dims[d] for path, shape, _ in _leaf_sizes(inst.shape, static(inst.shape))
+              for d in range(shape.rank)}
+    for comp, sizes in zip(branches, branch_sizes):
+        b = Builder(comp)
+        have = {(path, d): s for path, _, leaf in _leaf_sizes(inst.shape, sizes) for d, s in enumerate(leaf)}
+        values = [have[key] if have[key] is not None else b.scalar(bounds[key], "s32") for key in dynamic]
+        comp.root = b.tuple([comp.root, b.tuple(values)])
+    b = ctx.b
+    shape = Shape.tuple_of([inst.shape, Shape.tuple_of([Shape.scalar("s32")] * len(dynamic))])
+    new = b.emit("conditional", list(inst.operands), dict(inst.attrs), shape=shape)
+    value, size_tuple = b.gte(new, 0), b.gte(new, 1)
+    found = {key: b.gte(size_tuple, k) for k, key in enumerate(dynamic)}
+    return value, _with_sizes(inst.shape, found)
+
+
 REWRITES = {
     "reduce": _reduce,
     "reduce-window": _reduce,
@@ -217,7 +255,8 @@ def _replace_markers(ctx: _Context, sizes: dict[int, Sizes]) -> None:
         replaced[id(inst)] = new
 
 
-def _pad(comp: Computation) -> None:
+def _pad(comp: Computation, root_sizes: dict[int, Sizes]) -> Sizes:
+    """Pad one computation (its callees done before, their roots' Sizes in root_sizes); returns its root's."""
     ctx = _Context(comp)
     sizes: dict[int, Sizes] = {}
     for inst in comp.post_order():
@@ -227,6 +266,15 @@ def _pad(comp: Computation) -> None:
             sizes[id(inst)] = static(inst.shape)
             continue
         ops = [sizes.get(id(o)) or static(o.shape) for o in inst.operands]
+        if inst.opcode == "conditional" and not any(is_dynamic(s) for s in ops[1:]):
+            done = _conditional(ctx, inst, [root_sizes[id(c)] for c in inst.called_computations()])
+            if done is None:             # no branch returns a dynamic dimension
+                sizes[id(inst)] = static(inst.shape)
+                continue
+            new, sizes[id(new)] = done
+            inst.replace_all_uses_with(new)
+            comp.remove_instruction(inst)
+            continue
         sizes[id(inst)] = out = infer(ctx.sm, inst, ops)
         rewrite = REWRITES.get(inst.opcode)
         if rewrite is not None and any(is_dynamic(s) for s in ops):
@@ -235,7 +283,9 @@ def _pad(comp: Computation) -> None:
                 inst.replace_all_uses_with(new)
                 comp.remove_instruction(inst)
                 sizes[id(new)] = out
+    result = sizes[id(comp.root)]
     _replace_markers(ctx, sizes)
+    return result
 
 
 def _declared(shape: Shape) -> Sizes:
@@ -264,8 +314,11 @@ class DynamicPadder(Pass):
         for inst in module.instructions():
             if any(d < 0 for s in inst.shape.leaves() if s.is_array for d in s.dims):
                 raise unsupported(inst, "an unbounded dynamic dimension (?)")
-        for comp in non_fusion_computations(module):
-            _pad(comp)
+        unfused = {id(c) for c in non_fusion_computations(module)}
+        root_sizes: dict[int, Sizes] = {}
+        for comp in module.computation_post_order():          # branches before the conditionals that call them
+            if id(comp) in unfused:
+                root_sizes[id(comp)] = _pad(comp, root_sizes)
         for inst in module.instructions():
             inst.shape = static_shape(inst.shape)
         layout = module.attrs.get("entry_computation_layout")
