@@ -1,5 +1,5 @@
-"""Parallel task assignment (XLA:CPU's ParallelTaskAssignment): a large loop is split into contiguous chunks,
-one per thread, in pure LLVM IR (no C compiler, no runtime library beyond libc's pthreads).
+"""Parallel task assignment (XLA:CPU's ParallelTaskAssignment): a large loop is split into contiguous chunks
+over threads, in pure LLVM IR (no C compiler, no runtime library beyond libc's pthreads).
 
 `parallel_for` emits a chunk's code into an outlined worker function `i8* task(i8* arg)`: the caller's body
 callback runs with the shared IRBuilder positioned in the worker, so the loop emitter's generators emit
@@ -14,6 +14,17 @@ install the same MXCSR flush-to-zero / denormals-are-zero state as the entry fun
 The knob: the compile option `num_threads`, else the XLAPY_NUM_THREADS environment variable, else
 os.cpu_count(); 1 emits no threading at all. `task_count` is XLA's cost rule: one task per
 MIN_BYTES_PER_TASK of memory traffic, at most num_threads, so small kernels stay single-threaded.
+
+How many chunks a loop runs as depends on whether its body names its task (the `task` argument):
+
+| body | chunks | why |
+|---|---|---|
+| uses `task`: a split reduction | the caller's bounds, one per task | task t owns partial t; they combine in order |
+| does not: elementwise, rows, GEMM parts | each cut in CHUNKS_PER_TASK | an element does not depend on the cut |
+
+More chunks than threads is what keeps a loop fast when other processes share the cores (issue 11): the pool
+hands chunks out one at a time from an atomic counter, so a thread that is descheduled holds up at most the
+one chunk it is running while the others take the rest, instead of half the loop.
 """
 from __future__ import annotations
 
@@ -34,8 +45,9 @@ from .irhelpers import I8P, I32, I64, VOID, alloca_once, for_range, i64, intrins
 # a spinning worker of ours costs well under a microsecond, a sleeping one a few (threadpool.py).
 MIN_BYTES_PER_TASK = 1 << 18
 CHUNK_QUANTUM = 16                 # chunk bounds are multiples of this many elements (whole cache lines)
-_TASK = ir.LiteralStructType([I64, I8P])      # (task index, captured values)
-_TASK_BYTES = 16                               # its size on 64-bit targets (the only ones the JIT runs on)
+CHUNKS_PER_TASK = 4                # chunks a task-independent loop is cut into per thread it was planned for
+_TASK = ir.LiteralStructType([I64, I64, I64, I8P])     # (start, end, task index, captured values)
+_TASK_BYTES = 32                                       # its size on 64-bit targets (the only ones the JIT runs on)
 _WORKER = "_xlapy_worker"                     # marks outlined functions: threads are not nested
 
 
@@ -79,6 +91,18 @@ def chunk_bounds(total: int, tasks: int) -> list[int]:
     """tasks+1 nondecreasing bounds splitting range(total) into near-equal contiguous chunks."""
     inner = [t * total // tasks // CHUNK_QUANTUM * CHUNK_QUANTUM for t in range(1, tasks)]
     return [0] + inner + [total]
+
+
+def finer_bounds(bounds: Sequence[int], parts: int = CHUNKS_PER_TASK) -> list[int]:
+    """Each chunk [bounds[t], bounds[t+1]) cut into up to `parts` near-equal chunks whose inner bounds are
+    multiples of CHUNK_QUANTUM past the chunk's start; strictly increasing (empty chunks dropped)."""
+    out = [bounds[0]]
+    for lo, hi in zip(bounds, bounds[1:]):
+        for j in range(1, parts + 1):
+            cut = hi if j == parts else lo + j * (hi - lo) // parts // CHUNK_QUANTUM * CHUNK_QUANTUM
+            if cut > out[-1]:
+                out.append(cut)
+    return out
 
 
 # -- which reductions may be split over their reduced dimensions ------------------------------------
@@ -183,6 +207,30 @@ def _foreign_values(worker: ir.Function, also: dict[int, ir.Value] | None = None
     return foreign, users
 
 
+def _uses(worker: ir.Function, value: ir.Value) -> bool:
+    """Whether any instruction of worker has `value` as an operand."""
+    found = False
+
+    def visit(v):
+        nonlocal found
+        found = found or v is value
+        return v
+    for block in worker.blocks:
+        for inst in block.instructions:
+            cls = type(inst)
+            if cls in _OPERANDS_ONLY:
+                if any(v is value for v in inst.operands):
+                    return True
+            elif cls is ir.PhiInstr:
+                if any(v is value for v, _ in inst.incomings):
+                    return True
+            else:
+                _foreign_uses(worker, visit, [inst])
+                if found:
+                    return True
+    return False
+
+
 ENCLOSING = "_xlapy_enclosing"      # a kernel being emitted (kernels.py) names the function it will be called from
 
 
@@ -208,7 +256,10 @@ def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function
 def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
                  body: Callable[[ir.IRBuilder, ir.Value, ir.Value, ir.Value], None],
                  shared: Sequence[ir.Value] = ()) -> bool:
-    """Run body(b, start, end, task) for the chunks [bounds[t], bounds[t+1]) on len(bounds)-1 threads.
+    """Run body(b, start, end, task) over the chunks [bounds[t], bounds[t+1]) on up to len(bounds)-1 threads.
+
+    A body that uses `task` runs once per chunk t of `bounds`, with task = t. A body that does not is run over
+    finer chunks (finer_bounds; `task` is then a chunk number), which the pool's threads take one at a time.
 
     `shared`: allocas of the caller the body may use (each task must write its own part). Returns False, having
     emitted nothing into the caller, when threads cannot be used here: inside a worker already, or the body used
@@ -226,19 +277,14 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     worker.attributes.add("nounwind")
     worker.attributes.add("noinline")
     mark_ftz(worker)
-    table_ty = ir.ArrayType(I64, tasks + 1)
-    table = ir.GlobalVariable(module, table_ty, module.get_unique_name("xlapy_task.bounds"))
-    table.global_constant = True
-    table.linkage = "private"
-    table.initializer = ir.Constant(table_ty, list(bounds))
 
     entry = worker.append_basic_block("entry")
     b.position_at_end(entry)
     task = b.bitcast(worker.args[0], _TASK.as_pointer())
-    index = b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, 0)]), name="task")
-    captures = b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, 1)]), name="captures")
-    start = b.load(b.gep(table, [i64(0), index]), name="start")
-    end = b.load(b.gep(table, [i64(0), b.add(index, i64(1))]), name="end")
+
+    def field(k: int, name: str) -> ir.Value:
+        return b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, k)]), name=name)
+    start, end, index, captures = field(0, "start"), field(1, "end"), field(2, "task"), field(3, "captures")
     saved = scalar_ops.enter_ftz(b) if is_x86(module) else None
     timer = profile_ir.active()          # under the profiler, each task logs its run time on its thread
     timed = timer is not None and timer.current is not None
@@ -263,8 +309,8 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     if any(id(_owner(v)) not in owners or (isinstance(v, ir.AllocaInstr) and id(v) not in allowed)
            for v in foreign.values()):
         del module.globals[worker.name]
-        del module.globals[table.name]
         return False
+    chunks = list(bounds) if _uses(worker, index) else finer_bounds(bounds)
 
     # the worker loads its captures at entry
     values = list(foreign.values())
@@ -275,24 +321,34 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
              for k, v in enumerate(values)}
     _foreign_uses(worker, lambda v: loads.get(id(v), v), users)
     b.position_at_end(old_block)
-    _emit_launch(b, worker, tasks, struct, values)
+    _emit_launch(b, worker, chunks, tasks, struct, values)
     return True
 
 
-def _emit_launch(b: ir.IRBuilder, worker: ir.Function, tasks: int, struct: ir.Type, values: list) -> None:
-    """In the caller: fill the captures and the task table, then hand the tasks to the thread pool
-    (threadpool.py), which runs them on its workers and this thread and returns when all are done."""
-    threadpool.ensure_workers(tasks - 1)
+def _emit_launch(b: ir.IRBuilder, worker: ir.Function, chunks: list[int], threads: int, struct: ir.Type,
+                 values: list) -> None:
+    """In the caller: fill the captures and one task record (start, end, index, captures) per chunk from a
+    constant table of the chunk bounds, then hand the tasks to the thread pool (threadpool.py), which runs them
+    on this thread and up to threads-1 workers and returns when all are done."""
+    threadpool.ensure_workers(threads - 1)
     module = b.module
+    count = len(chunks) - 1
     zero = ir.Constant(I32, 0)
+    table_ty = ir.ArrayType(I64, count + 1)
+    table = ir.GlobalVariable(module, table_ty, module.get_unique_name("xlapy_task.bounds"))
+    table.global_constant = True
+    table.linkage = "private"
+    table.initializer = ir.Constant(table_ty, chunks)
     caps = alloca_once(b, struct, "par.captures")
     for k, v in enumerate(values):
         b.store(v, b.gep(caps, [zero, ir.Constant(I32, k)]))
-    table = alloca_once(b, ir.ArrayType(_TASK, tasks), "par.tasks")
+    records = alloca_once(b, ir.ArrayType(_TASK, count), "par.tasks")
     caps_i8 = b.bitcast(caps, I8P)
-    with for_range(b, tasks, "par.task") as t:
-        slot = b.gep(table, [i64(0), t])
-        b.store(t, b.gep(slot, [zero, zero]))
-        b.store(caps_i8, b.gep(slot, [zero, ir.Constant(I32, 1)]))
-    run = _declare(module, threadpool.RUN_SYMBOL, ir.FunctionType(VOID, [worker.type, I8P, I64, I64]))
-    b.call(run, [worker, b.bitcast(table, I8P), i64(_TASK_BYTES), i64(tasks)])
+    with for_range(b, count, "par.task") as t:
+        record = b.gep(records, [i64(0), t])
+        start = b.load(b.gep(table, [i64(0), t]))
+        end = b.load(b.gep(table, [i64(0), b.add(t, i64(1))]))
+        for k, value in enumerate((start, end, t, caps_i8)):
+            b.store(value, b.gep(record, [zero, ir.Constant(I32, k)]))
+    run = _declare(module, threadpool.RUN_SYMBOL, ir.FunctionType(VOID, [worker.type, I8P, I64, I64, I64]))
+    b.call(run, [worker, b.bitcast(records, I8P), i64(_TASK_BYTES), i64(count), i64(threads)])

@@ -3,20 +3,34 @@ threadpool_ir.py (which says why it is builder code), JIT-compiled once per proc
 
 Compiled code calls
 
-    void xlapy_pool_run(i8* (i8*)* fn, i8* tasks, i64 stride, i64 count)
+    void xlapy_pool_run(i8* (i8*)* fn, i8* tasks, i64 stride, i64 count, i64 threads)
 
-to run fn(tasks + i*stride) for every i in [0, count): the calling thread publishes the job, works on it
-itself, and returns once every task has finished. Idle workers take tasks one at a time from the published
-jobs. Which thread runs which task varies; what a task computes does not (its chunk bounds are compile-time
-constants, parallel.py), so results are fixed for a given thread count. Jobs from several callers (executables
-called from several Python threads) share the workers; a caller always works on its own job, so every job
-completes even with no worker free (or none at all, e.g. in a forked child).
+to run fn(tasks + i*stride) for every i in [0, count) on at most `threads` threads: the calling thread
+publishes the job, works on it itself, and returns once every task has finished. The caller and the workers
+take tasks one at a time from an atomic counter, so a loop split into more tasks than threads (parallel.py)
+balances itself: a thread that is slow, or descheduled because other processes want the cores, holds up at
+most the task it is running. Which thread runs which task varies; what a task computes does not (its chunk
+bounds are compile-time constants, parallel.py), so results are fixed for a given thread count. Jobs from
+several callers (executables called from several Python threads) share the workers; a caller always works on
+its own job, so every job completes even with no worker free (or none at all, e.g. in a forked child).
 
 Workers are created once (pthread_create, detached) when a module that needs them is compiled
-(`ensure_workers`), and live until the process exits. After finishing a task a worker spins for SPIN_US
-microseconds (rdtsc + pause on x86, a fixed count elsewhere) looking for the next job, then sleeps on a
-condition variable; a caller likewise spins before sleeping while it waits for the last tasks. So back-to-back
-parallel loops (the kernels of one executable) find the workers awake, and an idle process burns no CPU.
+(`ensure_workers`), and live until the process exits. Waiting follows the passive policy of good runtimes
+(OpenMP's OMP_WAIT_POLICY=passive after a short spin, Eigen's and TBB's pools), because cores may be shared:
+
+| who waits | for what | how |
+|---|---|---|
+| an idle worker | the next job | spins (only one worker at a time), then sleeps on a condition variable (futex) |
+| a caller | its workers' last tasks | spins, then sleeps until the last worker to leave wakes it |
+| a publishing caller | nothing | wakes at most as many sleeping workers as the job can use |
+
+A spin reads with `pause` between reads (rdtsc times it on x86; elsewhere it counts reads) and calls
+sched_yield every few microseconds: with no other thread wanting the core that returns at once; when it
+returns late (LATE_US), the core was wanted (another process, or our own thread kept off it) and the spinner
+sleeps at once. The budget adapts per kind of wait between SPIN_US/64 and SPIN_US: a spin that ran out
+shortly before what it waited for came doubles it, one that was wasted or descheduled halves it. So
+back-to-back parallel loops (the kernels of one executable) find a worker awake, an idle process burns no
+CPU after a fraction of a millisecond, and on a busy machine the pool stops spinning.
 
 GEMMs that the JIT splits over the pool (dot_blas.py) run the BLAS single-threaded: `xlapy_blas_serial(1)` /
 `(0)` around such a GEMM set the provider's thread count to 1 while any is running and restore it afterwards
@@ -40,7 +54,8 @@ from .irhelpers import is_x86
 from .llvm_jit import init_llvm, new_target_machine
 from .threadpool_ir import RUN_SYMBOL, SERIAL_BLAS_SYMBOL, build_pool_module
 
-SPIN_US = int(os.environ.get("XLAPY_POOL_SPIN_US", "200"))      # how long idle threads spin before sleeping
+SPIN_US = int(os.environ.get("XLAPY_POOL_SPIN_US", "200"))      # the longest an idle thread spins before sleeping
+LATE_US = 50                    # a sched_yield in a spin that returns this late was descheduled
 
 _lock = threading.Lock()
 _engine = None                  # keeps the pool's machine code alive
@@ -82,8 +97,10 @@ def _build() -> None:
     engine = llvm.create_mcjit_compiler(mod, new_target_machine(3))
     engine.finalize_object()
     _engine = engine
-    spin = int(SPIN_US * 1e-6 * _tsc_hz()) if x86 else SPIN_US * 200     # cycles, or loop iterations
-    _engine_function("xlapy_pool_init", None, ctypes.c_int64)(spin)
+    hz = _tsc_hz() if x86 else 0.0
+    spin = int(SPIN_US * 1e-6 * hz) if x86 else SPIN_US * 200     # cycles, or loop iterations
+    late = int(LATE_US * 1e-6 * hz) if x86 else 1 << 62           # cycles; never, without a clock
+    _engine_function("xlapy_pool_init", None, ctypes.c_int64, ctypes.c_int64)(spin, late)
     _set_target = _engine_function("xlapy_pool_set_target", None, ctypes.c_int64)
     reset = _engine_function("xlapy_pool_reset", None)
     os.register_at_fork(after_in_child=reset)       # the child has no workers (and maybe a held mutex)

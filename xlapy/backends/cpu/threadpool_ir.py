@@ -10,16 +10,24 @@ file needed two files or string splicing. A resource file would also need packag
 Shared state, all internal globals:
 
     mutex, work, done   the pool's pthread mutex and its two condition variables (a job was published, a job's
-                        last task finished); 128 bytes each (glibc needs 40/48), set up by pthread_*_init
-    head                the published jobs, linked through job.link (changed under the mutex; spinners read it
-                        atomically)
+                        last worker left); 128 bytes each (glibc needs 40/48), set up by pthread_*_init
+    head                the published jobs, linked through job.link (changed under the mutex)
+    epoch               jobs published so far (written under the mutex): a spinning worker watches it change
     sleepers            workers waiting on `work` (under the mutex)
+    spinning            1 while a worker spins for the next job: at most one spins at a time (atomic)
+    joiners             callers waiting on `done` (atomic, changed under the mutex)
     workers, target     workers started and workers wanted (atomic)
-    spin                how long to spin before sleeping: cycles on x86, loop iterations elsewhere
+    spin.idle, spin.join  how long an idle worker / a caller waiting for its workers spins before it sleeps
+                        (cycles on x86, loop iterations elsewhere), adapted between spin.floor and spin.max
+    late                a sched_yield that returns this much later was descheduled: the core is wanted
     blas.*              the BLAS thread-count control of xlapy_blas_serial (under blas.mutex)
 
-A job lives on its caller's stack: { fn, base, stride, count, next, remaining, link }. next (the next task to
-hand out) and link are guarded by the mutex, remaining (tasks not finished yet) is atomic.
+A job lives on its caller's stack: { fn, base, stride, count, helpers, next, users, link }. helpers is how many
+workers it can use (threads - 1); next (the next task to hand out) is an atomic counter every thread takes
+tasks from without the mutex; users (workers attached to the job) is atomic; link is guarded by the mutex. A
+worker attaches (users += 1, taking its first task) under the mutex while the job is on the list, and touches
+the job only until it detaches: its caller unlinks the job once every task is taken, then waits for users to
+reach 0, so no worker can reach a job whose stack frame is gone.
 """
 from __future__ import annotations
 
@@ -30,23 +38,28 @@ from llvmlite import ir
 
 from .irhelpers import I1, I8, I8P, I32, I64, VOID, for_range, i64, intrinsic, is_x86
 
-RUN_SYMBOL = "xlapy_pool_run"                    # what compiled code calls (parallel.py, dot_blas.py)
+RUN_SYMBOL = "xlapy_pool_run"                    # what compiled code calls (parallel.py)
 SERIAL_BLAS_SYMBOL = "xlapy_blas_serial"
 TASK_FN = ir.FunctionType(I8P, [I8P]).as_pointer()          # i8* task(i8* arg)
 _SYNC = ir.ArrayType(I8, 128)                                # room for a pthread mutex or condition variable
 _BLAS_SET = ir.FunctionType(VOID, [I32]).as_pointer()        # the BLAS provider's set_num_threads(int)
 _BLAS_GET = ir.FunctionType(I32, []).as_pointer()            # and get_num_threads()
-_JOB_FIELDS = ("fn", "base", "stride", "count", "next", "remaining", "link")
+_JOB_FIELDS = ("fn", "base", "stride", "count", "helpers", "next", "users", "link")
+SAW, RAN_OUT, PREEMPTED = 1, 0, 2               # what spin_until returns
+YIELD_EVERY = 512                               # spin reads between two sched_yield calls (a power of two)
+SPIN_FLOOR_DIVISOR = 64                         # the budget adapts down to spin.max / this
 
-_PTHREAD = {
+_LIBC = {                                       # what the routines call: pthreads and sched_yield
     "pthread_mutex_init": (I32, [I8P, I8P]),
     "pthread_cond_init": (I32, [I8P, I8P]),
     "pthread_mutex_lock": (I32, [I8P]),
     "pthread_mutex_unlock": (I32, [I8P]),
     "pthread_cond_wait": (I32, [I8P, I8P]),
     "pthread_cond_broadcast": (I32, [I8P]),
+    "pthread_cond_signal": (I32, [I8P]),
     "pthread_create": (I32, [I64.as_pointer(), I8P, TASK_FN, I8P]),
     "pthread_detach": (I32, [I64]),
+    "sched_yield": (I32, []),
 }
 
 
@@ -57,13 +70,14 @@ class PoolModule:
         self.module = ir.Module("xlapy_pool", context=ir.Context())
         self.module.triple = triple
         self.job = self.module.context.get_identified_type("job")
-        self.job.set_body(TASK_FN, I8P, I64, I64, I64, I64, self.job.as_pointer())
+        self.job.set_body(TASK_FN, I8P, I64, I64, I64, I64, I64, self.job.as_pointer())
         self.job_ptr = self.job.as_pointer()
         self.globals: dict[str, ir.GlobalVariable] = {}
         for name in ("mutex", "work", "done"):
             self._global(name, _SYNC, None, align=64)
         self._global("head", self.job_ptr, None, align=64)
-        for name in ("sleepers", "workers", "target", "spin"):
+        for name in ("epoch", "sleepers", "spinning", "joiners", "workers", "target", "spin.idle", "spin.join",
+                     "spin.floor", "spin.max", "late"):
             self._global(name, I64, 0, align=64)
         self._global("blas.mutex", _SYNC, None, align=64)
         self._global("blas.set", _BLAS_SET, None)
@@ -71,7 +85,7 @@ class PoolModule:
         self._global("blas.users", I64, 0)
         self._global("blas.saved", I32, 1)
         self.functions = {name: ir.Function(self.module, ir.FunctionType(ret, args), name)
-                          for name, (ret, args) in _PTHREAD.items()}
+                          for name, (ret, args) in _LIBC.items()}
 
     def _global(self, name: str, ty: ir.Type, value, align: int | None = None) -> None:
         g = ir.GlobalVariable(self.module, ty, name)
@@ -123,8 +137,8 @@ def build_pool_module(triple: str) -> ir.Module:
     """The pool's module: xlapy_pool_{reset,init,blas_control,set_target,run,ticks} and xlapy_blas_serial."""
     p = PoolModule(triple)
     timing = _x86_timing if is_x86(p.module) else _iteration_timing
-    for routine in (timing, _ticks, _reset, _init, _blas_control, _blas_serial, _set_target, _spin_wait, _take,
-                    _finish, _task_arg, _worker, _grow, _run):
+    for routine in (timing, _ticks, _reset, _init, _blas_control, _blas_serial, _set_target, _spin_until,
+                    _adapt, _task_arg, _serve, _find, _worker, _grow, _run):
         routine(p)
     return p.module
 
@@ -166,15 +180,21 @@ def _reset(p: PoolModule) -> None:
     p.call(b, "pthread_cond_init", w, _null(I8P))
     p.call(b, "pthread_cond_init", d, _null(I8P))
     p.store(b, _null(p.job_ptr), "head")
-    p.store(b, i64(0), "sleepers")
-    p.store(b, i64(0), "workers")
+    for name in ("epoch", "sleepers", "spinning", "joiners", "workers"):
+        p.store(b, i64(0), name)
     b.ret_void()
 
 
 def _init(p: PoolModule) -> None:
-    """xlapy_pool_init(spin): once per process."""
-    fn, b = p.define("xlapy_pool_init", VOID, [I64], internal=False)
-    p.store(b, fn.args[0], "spin")
+    """xlapy_pool_init(spin, late): once per process; spin is the longest spin (spin.max), late says when a
+    sched_yield came back late."""
+    fn, b = p.define("xlapy_pool_init", VOID, [I64, I64], internal=False)
+    spin, late = fn.args
+    for name in ("spin.max", "spin.idle", "spin.join"):
+        p.store(b, spin, name)
+    floor = b.udiv(spin, i64(SPIN_FLOOR_DIVISOR))
+    p.store(b, b.select(b.icmp_unsigned("<", floor, i64(1)), i64(1), floor), "spin.floor")
+    p.store(b, late, "late")
     p.call(b, "pthread_mutex_init", p.sync(b, "blas.mutex"), _null(I8P))
     p.call(b, "xlapy_pool_reset")
     b.ret_void()
@@ -223,57 +243,154 @@ def _set_target(p: PoolModule) -> None:
     b.ret_void()
 
 
-# -- jobs and tasks ---------------------------------------------------------------------------------------
-def _spin_wait(p: PoolModule) -> None:
-    """spin_wait(word, want_zero): spin until the i64 *word is zero (want_zero) or nonzero, or the spin budget
-    runs out; returns 1 when it saw what it wanted."""
-    fn, b = p.define("spin_wait", I1, [I64.as_pointer(), I1])
-    word, want_zero = fn.args
-    loop, check, relax, yes, no = (fn.append_basic_block(n) for n in ("loop", "check", "relax", "yes", "no"))
+# -- spinning, and taking tasks -------------------------------------------------------------------------------
+def _spin_until(p: PoolModule) -> None:
+    """spin_until(word, value, want_equal, budget): spin until (*word == value) == want_equal, for *budget at
+    most (spin.idle or spin.join); returns SAW, RAN_OUT, or PREEMPTED. A caller spins until its job's users are
+    0, an idle worker until epoch moves past the value it last saw. The spin is polite: pause between reads,
+    and every YIELD_EVERY reads a sched_yield, which returns at once when no other thread wants this core; when
+    it returns `late`, another thread did (another process, or our own thread the spinner was keeping off the
+    core): the spinner stops, halves its budget and goes to sleep."""
+    fn, b = p.define("spin_until", I64, [I64.as_pointer(), I64, I1, I64.as_pointer()])
+    word, value, want_equal, budget_ptr = fn.args
+    loop, check, polite, yielding, late, relax, yes, no = (
+        fn.append_basic_block(n) for n in ("loop", "check", "polite", "yield", "late", "relax", "yes", "no"))
     entry = b.block
-    budget = p.load(b, "spin")
+    budget = b.load_atomic(budget_ptr, "monotonic", 8)
     t0 = p.call(b, "now")
     b.branch(loop)
     b.position_at_end(loop)
     n = b.phi(I64)
     n.add_incoming(i64(0), entry)
-    is_zero = b.icmp_unsigned("==", b.load_atomic(word, "acquire", 8), i64(0))
-    b.cbranch(b.icmp_unsigned("==", is_zero, want_zero), yes, check)
+    equal = b.icmp_unsigned("==", b.load_atomic(word, "acquire", 8), value)
+    b.cbranch(b.icmp_unsigned("==", equal, want_equal), yes, check)
     b.position_at_end(check)
     over = b.icmp_unsigned(">=", p.call(b, "elapsed", t0, n), budget)
-    b.cbranch(over, no, relax)
+    b.cbranch(over, no, polite)
+    b.position_at_end(polite)
+    b.cbranch(b.icmp_unsigned("==", b.and_(n, i64(YIELD_EVERY - 1)), i64(YIELD_EVERY - 1)), yielding, relax)
+    b.position_at_end(yielding)
+    y0 = p.call(b, "now")
+    p.call(b, "sched_yield")
+    b.cbranch(b.icmp_unsigned(">=", p.call(b, "elapsed", y0, i64(0)), p.load(b, "late")), late, relax)
+    b.position_at_end(late)
+    _scale_budget(p, b, budget_ptr, grow=False)
+    b.ret(i64(PREEMPTED))
     b.position_at_end(relax)
     p.call(b, "relax")
     n.add_incoming(b.add(n, i64(1)), relax)
     b.branch(loop)
     b.position_at_end(yes)
-    b.ret(ir.Constant(I1, 1))
+    b.ret(i64(SAW))
     b.position_at_end(no)
-    b.ret(ir.Constant(I1, 0))
+    b.ret(i64(RAN_OUT))
 
 
-def _take(p: PoolModule) -> None:
-    """take(job), with the mutex held: claim the job's next task, -1 when none is left. The job is unlinked
-    when its last task is claimed, so every job on the list has tasks to hand out."""
-    fn, b = p.define("take", I64, [p.job_ptr])
-    job = fn.args[0]
-    empty, claim = fn.append_basic_block("empty"), fn.append_basic_block("claim")
-    pnext = p.field(b, job, "next")
-    i = b.load(pnext)
+def _scale_budget(p: PoolModule, b: ir.IRBuilder, budget_ptr: ir.Value, grow: ir.Value | bool) -> None:
+    """*budget doubled (grow) or halved, kept within [spin.floor, spin.max]. Threads may race on it: any value
+    one of them stores is a valid budget."""
+    old = b.load_atomic(budget_ptr, "monotonic", 8)
+    grow = ir.Constant(I1, grow) if isinstance(grow, bool) else grow
+    doubled, halved = b.shl(old, i64(1)), b.lshr(old, i64(1))
+    top, floor = p.load(b, "spin.max"), p.load(b, "spin.floor")
+    new = b.select(grow, b.select(b.icmp_unsigned(">", doubled, top), top, doubled),
+                   b.select(b.icmp_unsigned("<", halved, floor), floor, halved))
+    b.store_atomic(new, budget_ptr, "monotonic", 8)
+
+
+def _adapt(p: PoolModule) -> None:
+    """adapt(budget, ran_out_at): after a spin that RAN_OUT at time ran_out_at (0: none to judge), when the
+    thing it waited for came: within spin.max of it, a longer spin would have caught it (double the budget);
+    later, the spin was wasted (halve it). Without a clock (not x86) now() is 0 and the budget stays."""
+    fn, b = p.define("adapt", VOID, [I64.as_pointer(), I64])
+    budget_ptr, ran_out_at = fn.args
+    with b.if_then(b.icmp_unsigned("!=", ran_out_at, i64(0))):
+        waited = p.call(b, "elapsed", ran_out_at, i64(0))
+        _scale_budget(p, b, budget_ptr, b.icmp_unsigned("<", waited, p.load(b, "spin.max")))
+    b.ret_void()
+
+
+def _task_arg(p: PoolModule) -> None:
+    """task_arg(job, i) = job.base + i * job.stride."""
+    fn, b = p.define("task_arg", I8P, [p.job_ptr, I64])
+    job, i = fn.args
+    base = b.load(p.field(b, job, "base"))
+    stride = b.load(p.field(b, job, "stride"))
+    b.ret(b.gep(base, [b.mul(i, stride)]))
+
+
+def _drain(p: PoolModule, b: ir.IRBuilder, job: ir.Value) -> None:
+    """Run the job's tasks that are left, each taken from the atomic counter job.next, until none is left: the
+    caller and its workers share out the tasks as they come, so none waits for a task another thread has not
+    started."""
+    fn = b.function
+    take, run, out = (fn.append_basic_block(n) for n in ("take", "run", "drained"))
+    task = b.load(p.field(b, job, "fn"))
     count = b.load(p.field(b, job, "count"))
-    b.cbranch(b.icmp_signed(">=", i, count), empty, claim)
-    b.position_at_end(empty)
-    b.ret(i64(-1))
-    b.position_at_end(claim)
-    claimed = b.add(i, i64(1))
-    b.store(claimed, pnext)
-    with b.if_then(b.icmp_signed("==", claimed, count)):
-        _unlink(p, b, job)
-    b.ret(i)
+    pnext = p.field(b, job, "next")
+    b.branch(take)
+    b.position_at_end(take)
+    i = b.atomic_rmw("add", pnext, i64(1), "monotonic")
+    b.cbranch(b.icmp_signed("<", i, count), run, out)
+    b.position_at_end(run)
+    b.call(task, [p.call(b, "task_arg", job, i)])
+    b.branch(take)
+    b.position_at_end(out)
+
+
+def _serve(p: PoolModule) -> None:
+    """serve(job, first): a worker attached to job runs task `first` (taken when it attached) and the tasks
+    left, then detaches; when it was the last worker and a caller sleeps on `done`, it wakes the callers.
+    After the detach it never reads the job again (its caller may have returned)."""
+    fn, b = p.define("serve", VOID, [p.job_ptr, I64])
+    job, first = fn.args
+    b.call(b.load(p.field(b, job, "fn")), [p.call(b, "task_arg", job, first)])
+    _drain(p, b, job)
+    before = b.atomic_rmw("sub", p.field(b, job, "users"), i64(1), "seq_cst")
+    with b.if_then(b.icmp_unsigned("==", before, i64(1))):
+        joiners = b.load_atomic(p.globals["joiners"], "seq_cst", 8)
+        with b.if_then(b.icmp_signed(">", joiners, i64(0))):
+            with p.locked(b, p.sync(b, "mutex")):
+                p.call(b, "pthread_cond_broadcast", p.sync(b, "done"))
+    b.ret_void()
+
+
+def _find(p: PoolModule) -> None:
+    """find(first), with the mutex held: the first job on the list with room for another worker (users <
+    helpers) and a task left, which it takes (into *first) and attaches to (users += 1); null when there is
+    none. Taking the task when attaching means an attached worker always holds work: its caller never waits
+    for a worker that has nothing to do."""
+    fn, b = p.define("find", p.job_ptr, [I64.as_pointer()])
+    walk, room, take, attach, step, none = (
+        fn.append_basic_block(n) for n in ("walk", "room", "take", "attach", "step", "none"))
+    entry = b.block
+    first = p.load(b, "head")
+    b.branch(walk)
+    b.position_at_end(walk)
+    job = b.phi(p.job_ptr)
+    job.add_incoming(first, entry)
+    b.cbranch(b.icmp_unsigned("==", job, _null(p.job_ptr)), none, room)
+    b.position_at_end(room)
+    users = p.field(b, job, "users")
+    b.cbranch(b.icmp_signed("<", b.load_atomic(users, "monotonic", 8), b.load(p.field(b, job, "helpers"))),
+              take, step)
+    b.position_at_end(take)
+    i = b.atomic_rmw("add", p.field(b, job, "next"), i64(1), "monotonic")
+    b.cbranch(b.icmp_signed("<", i, b.load(p.field(b, job, "count"))), attach, step)
+    b.position_at_end(attach)
+    b.atomic_rmw("add", users, i64(1), "monotonic")
+    b.store(i, fn.args[0])
+    b.ret(job)
+    b.position_at_end(step)
+    job.add_incoming(b.load(p.field(b, job, "link")), step)
+    b.branch(walk)
+    b.position_at_end(none)
+    b.ret(_null(p.job_ptr))
 
 
 def _unlink(p: PoolModule, b: ir.IRBuilder, job: ir.Value) -> None:
-    """Remove `job` from the list at head (it is on it): walk the links to the one that points at it."""
+    """With the mutex held, remove `job` from the list at head (it is on it): walk the links to the one that
+    points at it."""
     fn = b.function
     walk, step, remove = (fn.append_basic_block(n) for n in ("walk", "step", "remove"))
     before = b.block
@@ -287,66 +404,60 @@ def _unlink(p: PoolModule, b: ir.IRBuilder, job: ir.Value) -> None:
     link.add_incoming(p.field(b, current, "link"), step)
     b.branch(walk)
     b.position_at_end(remove)
-    b.store_atomic(b.load(p.field(b, job, "link")), link, "monotonic", 8)
-
-
-def _finish(p: PoolModule) -> None:
-    """finish(job, fn, arg): run a task (fn and arg read by its claimer under the mutex), then count it done;
-    the last one wakes the callers waiting on `done`."""
-    fn, b = p.define("finish", VOID, [p.job_ptr, TASK_FN, I8P])
-    job, task, arg = fn.args
-    b.call(task, [arg])
-    before = b.atomic_rmw("sub", p.field(b, job, "remaining"), i64(1), "acq_rel")
-    with b.if_then(b.icmp_unsigned("==", before, i64(1))):
-        m, d = p.sync(b, "mutex"), p.sync(b, "done")
-        with p.locked(b, m):
-            p.call(b, "pthread_cond_broadcast", d)
-    b.ret_void()
-
-
-def _task_arg(p: PoolModule) -> None:
-    """task_arg(job, i) = job.base + i * job.stride."""
-    fn, b = p.define("task_arg", I8P, [p.job_ptr, I64])
-    job, i = fn.args
-    base = b.load(p.field(b, job, "base"))
-    stride = b.load(p.field(b, job, "stride"))
-    b.ret(b.gep(base, [b.mul(i, stride)]))
+    b.store(b.load(p.field(b, job, "link")), link)
 
 
 # -- workers --------------------------------------------------------------------------------------------------
 def _worker(p: PoolModule) -> None:
-    """worker(): forever: spin for a published job (then sleep on `work` until there is one), claim a task
-    under the mutex, run it outside."""
+    """worker(), forever: attach to a job with tasks left and serve it; with none, spin for the next one (only
+    when no other worker spins, and for the spin budget at most), then sleep on `work`. Between jobs the worker
+    holds the mutex only to look for one. The next job tells how long the spin should have been (adapt)."""
     fn, b = p.define("worker", I8P, [I8P])
-    idle, sleep, wait, locked, unlock_idle, claim = (
-        fn.append_basic_block(n) for n in ("idle", "sleep", "wait", "locked", "unlock_idle", "claim"))
+    look, found, empty, try_spin, spin, sleep = (
+        fn.append_basic_block(n) for n in ("look", "found", "empty", "try_spin", "spin", "sleep"))
     m, w = p.sync(b, "mutex"), p.sync(b, "work")
-    head_word = b.bitcast(p.globals["head"], I64.as_pointer())
-    b.branch(idle)
-    b.position_at_end(idle)
-    found = p.call(b, "spin_wait", head_word, ir.Constant(I1, 0))
+    yes, no = ir.Constant(I1, 1), ir.Constant(I1, 0)
+    first = b.alloca(I64)
+    ran_out_at = b.alloca(I64)                       # when this worker's last spin ran out (0: it did not)
+    b.store(i64(0), ran_out_at)
+    idle_budget = p.globals["spin.idle"]
+    entry = b.block
     p.call(b, "pthread_mutex_lock", m)
-    b.cbranch(found, locked, sleep)
-    b.position_at_end(sleep)                        # nothing found while spinning: sleep until there is a job
-    b.cbranch(b.icmp_unsigned("==", p.load(b, "head"), _null(p.job_ptr)), wait, locked)
-    b.position_at_end(wait)
+    b.branch(look)
+    b.position_at_end(look)                          # the mutex is held here
+    may_spin = b.phi(I1)
+    may_spin.add_incoming(yes, entry)
+    job = p.call(b, "find", first)
+    b.cbranch(b.icmp_unsigned("!=", job, _null(p.job_ptr)), found, empty)
+    b.position_at_end(found)
+    p.call(b, "pthread_mutex_unlock", m)
+    p.call(b, "adapt", idle_budget, b.load(ran_out_at))
+    b.store(i64(0), ran_out_at)
+    p.call(b, "serve", job, b.load(first))
+    p.call(b, "pthread_mutex_lock", m)
+    may_spin.add_incoming(yes, found)
+    b.branch(look)
+    b.position_at_end(empty)
+    b.cbranch(may_spin, try_spin, sleep)
+    b.position_at_end(try_spin)                      # become the one spinning worker, or sleep
+    claimed = b.cmpxchg(p.globals["spinning"], i64(0), i64(1), "acq_rel", "monotonic")
+    b.cbranch(b.extract_value(claimed, 1), spin, sleep)
+    b.position_at_end(spin)
+    epoch = p.globals["epoch"]
+    seen = b.load_atomic(epoch, "monotonic", 8)
+    p.call(b, "pthread_mutex_unlock", m)
+    outcome = p.call(b, "spin_until", epoch, seen, no, idle_budget)
+    b.store(b.select(b.icmp_unsigned("==", outcome, i64(RAN_OUT)), p.call(b, "now"), i64(0)), ran_out_at)
+    b.store_atomic(i64(0), p.globals["spinning"], "release", 8)
+    p.call(b, "pthread_mutex_lock", m)
+    may_spin.add_incoming(no, spin)
+    b.branch(look)
+    b.position_at_end(sleep)
     p.store(b, b.add(p.load(b, "sleepers"), i64(1)), "sleepers")
     p.call(b, "pthread_cond_wait", w, m)
     p.store(b, b.sub(p.load(b, "sleepers"), i64(1)), "sleepers")
-    b.branch(sleep)
-    b.position_at_end(locked)
-    job = p.load(b, "head")
-    b.cbranch(b.icmp_unsigned("==", job, _null(p.job_ptr)), unlock_idle, claim)
-    b.position_at_end(unlock_idle)                  # another thread took it
-    p.call(b, "pthread_mutex_unlock", m)
-    b.branch(idle)
-    b.position_at_end(claim)
-    i = p.call(b, "take", job)
-    task = b.load(p.field(b, job, "fn"))
-    arg = p.call(b, "task_arg", job, i)
-    p.call(b, "pthread_mutex_unlock", m)
-    p.call(b, "finish", job, task, arg)
-    b.branch(idle)
+    may_spin.add_incoming(yes, sleep)
+    b.branch(look)
 
 
 def _grow(p: PoolModule) -> None:
@@ -377,20 +488,23 @@ def _grow(p: PoolModule) -> None:
 
 # -- xlapy_pool_run --------------------------------------------------------------------------------------------
 def _run(p: PoolModule) -> None:
-    """xlapy_pool_run(fn, base, stride, count): run fn(base + i*stride) for i in [0, count) on the workers and
-    this thread; returns when all have finished. With one task, or no workers wanted, all run here."""
-    fn, b = p.define(RUN_SYMBOL, VOID, [TASK_FN, I8P, I64, I64], internal=False)
-    task, base, stride, count = fn.args
+    """xlapy_pool_run(fn, base, stride, count, threads): run fn(base + i*stride) for i in [0, count) on this
+    thread and up to threads-1 workers; returns when all have finished. With one task, one thread, or no
+    workers wanted, all run here."""
+    fn, b = p.define(RUN_SYMBOL, VOID, [TASK_FN, I8P, I64, I64, I64], internal=False)
+    task, base, stride, count, threads = fn.args
     inline, publish, grow, push, done = (
         fn.append_basic_block(n) for n in ("inline", "publish", "grow", "push", "exit"))
     job = b.alloca(p.job)
     m = p.sync(b, "mutex")
-    for name, value in zip(_JOB_FIELDS, (task, base, stride, count, i64(0), count)):
+    helpers = b.sub(threads, i64(1))
+    for name, value in zip(_JOB_FIELDS, (task, base, stride, count, helpers, i64(0), i64(0))):
         b.store(value, p.field(b, job, name))
     workers = b.load_atomic(p.globals["workers"], "monotonic", 8)
     target = b.load_atomic(p.globals["target"], "monotonic", 8)
     too_few = b.icmp_signed("<", workers, target)
-    share = b.and_(b.icmp_signed(">", count, i64(1)), b.icmp_signed(">", target, i64(0)))
+    share = b.and_(b.and_(b.icmp_signed(">", count, i64(1)), b.icmp_signed(">", helpers, i64(0))),
+                   b.icmp_signed(">", target, i64(0)))
     b.cbranch(share, publish, inline)
     b.position_at_end(inline)                        # no workers wanted (or one task): run everything here
     with for_range(b, count, "inline") as k:
@@ -404,50 +518,54 @@ def _run(p: PoolModule) -> None:
     b.branch(push)
     b.position_at_end(push)
     b.store(p.load(b, "head"), p.field(b, job, "link"))
-    b.store_atomic(job, p.globals["head"], "release", 8)
-    with b.if_then(b.icmp_signed(">", p.load(b, "sleepers"), i64(0))):
-        p.call(b, "pthread_cond_broadcast", p.sync(b, "work"))
+    p.store(b, job, "head")
+    b.store_atomic(b.add(p.load(b, "epoch"), i64(1)), p.globals["epoch"], "release", 8)
+    _wake(p, b, helpers, count)
     p.call(b, "pthread_mutex_unlock", m)
-    _work_on(p, b, job, task, m)
+    _drain(p, b, job)
+    with p.locked(b, m):                             # every task is taken: no worker may attach any more
+        _unlink(p, b, job)
     _join(p, b, job, m)
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
 
 
-def _work_on(p: PoolModule, b: ir.IRBuilder, job: ir.Value, task: ir.Value, m: ir.Value) -> None:
-    """The caller works on its own job too: claim its tasks under the mutex until none is left."""
-    fn = b.function
-    mine, run, after = (fn.append_basic_block(n) for n in ("mine", "run", "join"))
-    b.branch(mine)
-    b.position_at_end(mine)
-    with p.locked(b, m):
-        i = p.call(b, "take", job)
-    b.cbranch(b.icmp_signed(">=", i, i64(0)), run, after)
-    b.position_at_end(run)
-    b.call(task, [p.call(b, "task_arg", job, i)])
-    b.atomic_rmw("sub", p.field(b, job, "remaining"), i64(1), "acq_rel")
-    b.branch(mine)
-    b.position_at_end(after)
+def _wake(p: PoolModule, b: ir.IRBuilder, helpers: ir.Value, count: ir.Value) -> None:
+    """With the mutex held: wake as many sleeping workers as the job can use, min(sleepers, helpers - the
+    spinning worker, count - 1), one signal each (never the whole pool for a job that wants two threads)."""
+    def smaller(x, y):
+        return b.select(b.icmp_signed("<", x, y), x, y)
+    spinning = b.load_atomic(p.globals["spinning"], "monotonic", 8)
+    wanted = smaller(smaller(p.load(b, "sleepers"), b.sub(helpers, spinning)), b.sub(count, i64(1)))
+    with for_range(b, wanted, "wake"):
+        p.call(b, "pthread_cond_signal", p.sync(b, "work"))
 
 
 def _join(p: PoolModule, b: ir.IRBuilder, job: ir.Value, m: ir.Value) -> None:
-    """Wait for the tasks the workers run: spin on job.remaining, then sleep on `done` until it is 0."""
+    """Wait for the workers attached to the job to finish their tasks and detach: spin on job.users, then sleep
+    on `done` (as a joiner, so that the last worker to detach knows to wake it) until it is 0."""
     fn = b.function
     block, check, wait, woken, joined = (
         fn.append_basic_block(n) for n in ("block", "block.check", "block.wait", "block.out", "joined"))
-    remaining = p.field(b, job, "remaining")
-    b.cbranch(p.call(b, "spin_wait", remaining, ir.Constant(I1, 1)), joined, block)
+    users = p.field(b, job, "users")
+    budget = p.globals["spin.join"]
+    outcome = p.call(b, "spin_until", users, i64(0), ir.Constant(I1, 1), budget)
+    b.cbranch(b.icmp_unsigned("==", outcome, i64(SAW)), joined, block)
     b.position_at_end(block)
+    ran_out_at = b.select(b.icmp_unsigned("==", outcome, i64(RAN_OUT)), p.call(b, "now"), i64(0))
     p.call(b, "pthread_mutex_lock", m)
+    b.atomic_rmw("add", p.globals["joiners"], i64(1), "seq_cst")
     b.branch(check)
     b.position_at_end(check)
-    finished = b.icmp_unsigned("==", b.load_atomic(remaining, "acquire", 8), i64(0))
+    finished = b.icmp_unsigned("==", b.load_atomic(users, "seq_cst", 8), i64(0))
     b.cbranch(finished, woken, wait)
     b.position_at_end(wait)
     p.call(b, "pthread_cond_wait", p.sync(b, "done"), m)
     b.branch(check)
     b.position_at_end(woken)
+    b.atomic_rmw("sub", p.globals["joiners"], i64(1), "seq_cst")
     p.call(b, "pthread_mutex_unlock", m)
+    p.call(b, "adapt", budget, ran_out_at)
     b.branch(joined)
     b.position_at_end(joined)
