@@ -272,7 +272,7 @@ def _emit_gemm(em, inst: Instruction, g: ConvGeometry, lhs: BufferRef, rhs: Buff
         _emit_im2col(b, g, lhs, a_ptr, rt)
     tmp = _scratch(em, plan.scratch_bytes) if plan.scratch_bytes else None
     dot_emitter.emit_dot(b, b.module, a_ptr, rhs.pointer, out.pointer, lhs_view, rhs_view, out_view, dims, rt,
-                         scratch=tmp)
+                         scratch=tmp, num_threads=em.num_threads)
     return True
 
 
