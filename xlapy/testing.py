@@ -53,6 +53,18 @@ def assert_same(actual, expected, where: str = "", rtol: float | None = None, at
     np.testing.assert_allclose(a, e, rtol=r, atol=tol_abs, equal_nan=True, err_msg=where)
 
 
+def dynamic_prefix(got: np.ndarray, want: np.ndarray, declared: "Shape", where: str = "") -> np.ndarray:
+    """The part of a result that a producer trimming dynamic dimensions (TensorFlow, XLA's runtime) returned: xlapy
+    returns a dynamic result at its bound with the valid elements first, so compare the leading `want.shape`
+    elements of each dimension `declared` marks dynamic (`<=N`); every other dimension must agree exactly."""
+    if got.shape == want.shape:
+        return got
+    dynamic = {d for d in range(declared.rank) if declared.is_dynamic_dim(d)}
+    for d, (g, w) in enumerate(zip(got.shape, want.shape)):
+        assert g == w or (d in dynamic and g > w), f"{where}: shape {got.shape}, the reference gave {want.shape}"
+    return got[tuple(slice(0, n) for n in want.shape)]
+
+
 def assert_bitwise_same(actual, expected, where: str = "") -> None:
     """Same shape, dtype and bits; NaNs are equal whatever their payload (an op may quiet a NaN)."""
     actual, expected = np.asarray(actual), np.asarray(expected)

@@ -17,9 +17,8 @@ import pytest
 
 import xlapy
 from xlapy.errors import UnimplementedError
-from xlapy.hlo import Shape
 from xlapy.passes.pipelines import passes_pipeline
-from xlapy.testing import CORPUS, assert_same
+from xlapy.testing import CORPUS, assert_same, dynamic_prefix
 from xlapy.tools import npz
 
 TF_OPS = CORPUS / "tf_ops"
@@ -31,16 +30,6 @@ TOLERANCE = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-10, "complex128":
 def _cases():
     return [pytest.param(hlo, backend, id=f"{hlo.name[:-4]}-{backend}")
             for hlo in sorted(TF_OPS.glob("*.hlo")) for backend in ("interpreter", "cpu")]
-
-
-def _prefix(got, want, declared: Shape, where: str):
-    """The part of a dynamic result TF returned: the leading `want.shape` elements of each dynamic dimension."""
-    if got.shape == want.shape:
-        return got
-    dynamic = {d for d in range(declared.rank) if declared.is_dynamic_dim(d)}
-    for d, (g, w) in enumerate(zip(got.shape, want.shape)):
-        assert g == w or (d in dynamic and g > w), f"{where}: shape {got.shape}, XLA gave {want.shape}"
-    return got[tuple(slice(0, n) for n in want.shape)]
 
 
 @pytest.mark.parametrize("hlo_path, backend", _cases())
@@ -58,7 +47,7 @@ def test_tf_ops_match_xla(hlo_path: Path, backend: str):
     assert len(result) == len(expected), f"{len(result)} outputs, XLA gave {len(expected)}"
     for i, (got, want) in enumerate(zip(result, expected)):
         where = f"{hlo_path.name} out{i}"
-        assert_same(_prefix(got, want, declared[i], where), want, where, rtol=TOLERANCE.get(want.dtype.name))
+        assert_same(dynamic_prefix(got, want, declared[i], where), want, where, rtol=TOLERANCE.get(want.dtype.name))
 
 
 def test_every_program_has_both_forms():

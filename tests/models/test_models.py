@@ -36,22 +36,10 @@ from xlapy.tools import npz
 MODELS = REPO / "benchmarks" / "models"
 MAX_INSTRUCTIONS = 2000          # today: every forward program, and the training steps of gnn, lstm and gru
 
-# module id -> the xlapy bug that makes it fail today (strict xfail: fixing the bug flips the test)
-_BN_SUM = ("accuracy: f32 reduce is summed sequentially (BatchNorm's mean of f32[8,32,32,16] over {0,1,2}, 8192 "
-           "terms: 1.9e-6 relative error against f64, XLA 1.2e-7); the error grows to 4x XLA's by the last block, "
-           "where one ReLU6 gate flips (pre-activation -6.6e-5 in f64, -4.4e-5 XLA, +4.5e-6 xlapy), so the first "
-           "conv kernel's update is off by 2.4e-3 of its max")
-KNOWN_FAILURES: dict[str, str] = {
-    "resnet50/train": "accuracy: f32 reduce is summed sequentially: the stem BatchNorm's E[x] and E[x^2] over "
-                      "f32[8,32,32,16] dims {0,1,2} (8192 terms) are 4x and 37x XLA's error against f64, and "
-                      "E[x^2]-E[x]^2 amplifies it: a momentum output (out269) is off by 1.9e-3 of its max, "
-                      "over the tolerance 1.8e-3 (XLA's own f32 result is within 7e-6 of f64)",
-    "mobilenetv2/train": _BN_SUM,
-    "mobilenetv2/train_opt": _BN_SUM,
-    "gru/train_opt": "cpu backend: XLA-optimized HLO keeps the embedding gradient's scatter inside a kLoop "
-                     "fusion (wrapped_scatter_computation); the backend has no scatter emitter and skips its own "
-                     "pipeline (so ScatterExpander) for optimized modules: UnimplementedError 'opcode scatter'",
-}
+# module id -> the xlapy bug that makes it fail today (strict xfail: fixing the bug flips the test). Empty: the
+# f32 sum accuracy (MobileNetV2 and ResNet-50 training steps), the empty integer literal (gru/train) and scatter in
+# XLA-optimized HLO (gru/train_opt) are fixed.
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _load(name: str):
