@@ -152,6 +152,58 @@ def test_loops_are_cut_finer_than_threads_but_split_reductions_keep_one_chunk_pe
     assert reduction == [(2, 2)]       # one partial per task, combined in task order
 
 
+def _run_parallel_for(bounds, threads, use_task):
+    """A function f(i64* out) whose body writes, for each chunk it runs, start * 1000 + end into out[task]
+    (use_task) or into out[start / 16]; JIT-compiled and run. Returns (out, the pool call's (tasks, threads))."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+    from xlapy.backends.cpu.llvm_jit import init_llvm, new_target_machine
+    init_llvm()
+    i64 = ir.IntType(64)
+    module = ir.Module("t")
+    module.triple = llvm.get_process_triple()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i64.as_pointer()]), "f")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    out = fn.args[0]
+
+    def body(b, start, end, task):
+        slot = task if use_task else b.udiv(start, ir.Constant(i64, 16))
+        b.store(b.add(b.mul(start, ir.Constant(i64, 1000)), end), b.gep(out, [slot]))
+    assert parallel.parallel_for(b, bounds, body, threads=threads)
+    b.ret_void()
+    text = str(module)
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    engine = llvm.create_mcjit_compiler(mod, new_target_machine(3))
+    engine.finalize_object()
+    result = np.full(bounds[-1] // 16, -1, np.int64)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.get_function_address("f"))(result.ctypes.data)
+    calls = re.findall(r'call void @"?xlapy_pool_run"?\(.*, i64 (\d+), i64 (\d+)\)$', text, re.M)
+    return result, tuple(map(int, calls[0]))
+
+
+def test_a_body_naming_its_task_runs_each_given_chunk_once_on_at_most_threads_threads():
+    """A split reduction that wants more chunks than threads passes them all and `threads`: 16 pool tasks for 2
+    threads, chunk t's bounds in slot t."""
+    bounds = [16 * k for k in range(17)]
+    got, call = _run_parallel_for(bounds, threads=2, use_task=True)
+    assert call == (16, 2)
+    assert got.tolist() == [lo * 1000 + hi for lo, hi in zip(bounds, bounds[1:])]
+
+
+def test_a_body_not_naming_its_task_runs_finer_chunks():
+    bounds = [0, 512, 1024]
+    got, call = _run_parallel_for(bounds, threads=None, use_task=False)
+    fine = parallel.finer_bounds(bounds, parallel.CHUNKS_PER_TASK)
+    assert call == (len(fine) - 1, 2) and len(fine) - 1 == 2 * parallel.CHUNKS_PER_TASK
+    want = np.full(64, -1, np.int64)
+    for lo, hi in zip(fine, fine[1:]):
+        want[lo // 16] = lo * 1000 + hi
+    assert got.tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("bounds,parts", [([0, 150_000, 300_007], 4), ([0, 0, 3], 4), ([0, 32, 48], 4),
                                           ([0, 4096, 8192, 12_288], 3)])
 def test_finer_bounds(bounds, parts):

@@ -20,7 +20,7 @@ How many chunks a loop runs as depends on whether its body names its task (the `
 | body | chunks | why |
 |---|---|---|
 | uses `task`: a split reduction | the caller's bounds, one per task | task t owns partial t; they combine in order |
-| does not: elementwise, rows, GEMM parts | each cut in CHUNKS_PER_TASK | an element does not depend on the cut |
+| does not: elementwise, rows, GEMM parts | CHUNKS_PER_TASK per thread | an element does not depend on the cut |
 
 More chunks than threads is what keeps a loop fast when other processes share the cores (issue 11): the pool
 hands chunks out one at a time from an atomic counter, so a thread that is descheduled holds up at most the
@@ -45,7 +45,7 @@ from .irhelpers import I8P, I32, I64, VOID, alloca_once, for_range, i64, intrins
 # a spinning worker of ours costs well under a microsecond, a sleeping one a few (threadpool.py).
 MIN_BYTES_PER_TASK = 1 << 18
 CHUNK_QUANTUM = 16                 # chunk bounds are multiples of this many elements (whole cache lines)
-CHUNKS_PER_TASK = 4                # chunks a task-independent loop is cut into per thread it was planned for
+CHUNKS_PER_TASK = 4                # chunks per thread a task-independent loop is cut into
 _TASK = ir.LiteralStructType([I64, I64, I64, I8P])     # (start, end, task index, captured values)
 _TASK_BYTES = 32                                       # its size on 64-bit targets (the only ones the JIT runs on)
 _WORKER = "_xlapy_worker"                     # marks outlined functions: threads are not nested
@@ -255,11 +255,14 @@ def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function
 
 def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
                  body: Callable[[ir.IRBuilder, ir.Value, ir.Value, ir.Value], None],
-                 shared: Sequence[ir.Value] = ()) -> bool:
-    """Run body(b, start, end, task) over the chunks [bounds[t], bounds[t+1]) on up to len(bounds)-1 threads.
+                 shared: Sequence[ir.Value] = (), threads: int | None = None) -> bool:
+    """Run body(b, start, end, task) over the chunks [bounds[t], bounds[t+1]) on up to `threads` threads (by
+    default len(bounds)-1, one per chunk).
 
-    A body that uses `task` runs once per chunk t of `bounds`, with task = t. A body that does not is run over
-    finer chunks (finer_bounds; `task` is then a chunk number), which the pool's threads take one at a time.
+    A body that uses `task` runs once per chunk t of `bounds`, with task = t: a split reduction that wants more
+    chunks than threads passes more bounds (one partial per chunk, combined in chunk order) and `threads`. A body
+    that does not is run over finer chunks (finer_bounds; `task` is then a chunk number). Either way the pool's
+    threads take the chunks one at a time.
 
     `shared`: allocas of the caller the body may use (each task must write its own part). Returns False, having
     emitted nothing into the caller, when threads cannot be used here: inside a worker already, or the body used
@@ -267,8 +270,8 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     its loop sequentially."""
     caller = b.function
     module = b.module
-    tasks = len(bounds) - 1
-    if tasks < 2 or getattr(caller, _WORKER, False):
+    threads = min(threads or len(bounds) - 1, len(bounds) - 1)
+    if threads < 2 or getattr(caller, _WORKER, False):
         return False
     old_block = b.block
     worker = ir.Function(module, ir.FunctionType(I8P, [I8P]), module.get_unique_name("xlapy_task"))
@@ -310,7 +313,9 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
            for v in foreign.values()):
         del module.globals[worker.name]
         return False
-    chunks = list(bounds) if _uses(worker, index) else finer_bounds(bounds)
+    given = len(bounds) - 1
+    parts = -(-threads * CHUNKS_PER_TASK // given)          # about CHUNKS_PER_TASK chunks per thread
+    chunks = list(bounds) if _uses(worker, index) else finer_bounds(bounds, parts)
 
     # the worker loads its captures at entry
     values = list(foreign.values())
@@ -321,7 +326,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
              for k, v in enumerate(values)}
     _foreign_uses(worker, lambda v: loads.get(id(v), v), users)
     b.position_at_end(old_block)
-    _emit_launch(b, worker, chunks, tasks, struct, values)
+    _emit_launch(b, worker, chunks, threads, struct, values)
     return True
 
 
