@@ -1,4 +1,4 @@
-"""Float add-reductions over more than LEAF elements, in leaves: as accurate as XLA's, at the same speed.
+"""Long float add-reductions in leaves: as accurate as XLA's, at the same speed.
 
 Adding n f32 values one at a time loses accuracy like n: a sum of 65,536 values near 1 is off by tens of units
 in the last place, where XLA's vectorized reductions are off by about one. Here the reduced elements (in layout
@@ -16,23 +16,32 @@ added in f64:
 An f64 sum has no wider type: its leaf sums are added pairwise instead, in the fixed tree of cascade.py.
 
 Each leaf is off by a fraction of a unit of its own magnitude, and those errors average out in the f64 total,
-so an f32 sum ends within about half a unit in the last place of the exact one whatever n is. Where the values
-cancel (mixed signs, a small sum of large terms) the error comes from inside the leaves, where partial sums are
-largest, and shorter leaves do better: with LEAF = 1024 and AVX-512's 64 vector partial sums (16 deep), the RMS
-error of such sums (65,536 terms, 40 samples) is 1.3 times XLA:CPU's (which sums through YNNPACK), against 1.6
-times with leaves of 4096. A leaf costs its loop's horizontal reduction and one wide add, a few percent of a
-1024-element leaf whose data sit in L1, nothing measurable where they stream from memory. A reduction of at
-most LEAF elements keeps the plain loop (softmax and layernorm rows up to 1024 long).
+so an f32 sum ends within about half a unit in the last place of the exact one whatever n is. A leaf costs its
+loop's horizontal reduction and one wide add, so leaves are as long as accuracy allows:
+
+| innermost reduced loop                         | leaf size      | why                                          |
+|------------------------------------------------|----------------|----------------------------------------------|
+| unit stride, more than LEAF iterations         | LONG_LEAF 2048 | vectorized, 64 partial sums (AVX-512) 32     |
+|                                                | elements       | deep; a leaf costs about 2% of a sum whose   |
+|                                                |                | data sit in L1/L2 (1024: 4-7%, 4096: none)   |
+| shorter, or strided (a column walked in place) | LEAF 1024      | vectorizes narrowly or not at all: its       |
+|                                                | elements       | chains are long, a leaf costs little beside  |
+
+A reduction no longer than its leaf size keeps the plain loop (softmax and layernorm rows up to 2048 long).
+Where the values cancel (mixed signs, a small sum of large terms) the error comes from inside the leaves, where
+partial sums are largest: the RMS error of such sums (65,536 terms spanning six decades, 40 samples) is 1.4
+times XLA:CPU's (which sums through YNNPACK, in shorter chains; leaves of 1024 give 1.3 times, of 4096 1.7);
+before, one at a time, it was 7 times on rows and 38 times on columns.
 
 A leaf is a block of iterations of one reduced dimension (`split`) times all the reduced dimensions more minor
 than it, so its loops are those of the element loop and need no division per element:
 
-| reduced counts (layout order) | split | block | leaves                            |
-|-------------------------------|-------|-------|-----------------------------------|
-| [65536]                       | 0     | 1024  | 64 of 1024                        |
-| [3, 5000]                     | 1     | 1024  | 3 x 5 (4 of 1024, 1 of 904 each)  |
-| [256, 256]                    | 0     | 4     | 64 of 4 x 256                     |
-| [64, 28, 28] (strided)        | 0     | 1     | 64 of 28 x 28                     |
+| reduced counts (layout order) | contiguous | split | block | leaves                            |
+|-------------------------------|------------|-------|-------|-----------------------------------|
+| [65536]                       | yes        | 0     | 2048  | 32 of 2048                        |
+| [3, 5000]                     | yes        | 1     | 2048  | 3 x 3 (2048, 2048 and 904 each)   |
+| [256, 256]                    | yes        | 0     | 4     | 64 of 4 x 256                     |
+| [64, 28, 28]                  | no         | 0     | 1     | 64 of 28 x 28                     |
 
 Zero, NaN and infinity behave as in any order of the same adds: leaves start at -0 (x + -0 is x); a NaN or an
 infinity of either sign carries through fpext, the f64 adds and fptrunc; a total beyond f32's range rounds to
@@ -55,6 +64,7 @@ from .irhelpers import alloca_once, for_range, i64, loop_nest
 from .types import is_narrow_float, round_value, value_type
 
 LEAF = 1024                      # elements per leaf
+LONG_LEAF = 2048                 # elements per leaf of a long unit-stride run
 _SUMMED = ("f32", "f64")         # and the narrow floats, which accumulate in f32
 
 
@@ -76,15 +86,17 @@ class LeafPlan:
         return math.prod(self.counts[:self.split]) * self.blocks
 
 
-def leaf_plan(counts: Sequence[int]) -> LeafPlan | None:
-    """The leaves of a reduction over `counts`; None when it has at most LEAF elements (the plain loop)."""
-    if math.prod(counts) <= LEAF:
+def leaf_plan(counts: Sequence[int], contiguous: bool) -> LeafPlan | None:
+    """The leaves of a reduction over `counts` (`contiguous`: its minor-most reduced dim is the operand's
+    minor-most one); None when it fits in one leaf (the plain loop)."""
+    size = LONG_LEAF if contiguous and counts[-1] > LEAF else LEAF
+    if math.prod(counts) <= size:
         return None
     split, inner = len(counts) - 1, 1
-    while inner * counts[split] <= LEAF:       # stops at a dim: the whole space is more than LEAF
+    while inner * counts[split] <= size:       # stops at a dim: the whole space is more than size
         inner *= counts[split]
         split -= 1
-    return LeafPlan(tuple(counts), split, LEAF // inner)
+    return LeafPlan(tuple(counts), split, size // inner)
 
 
 def is_blocked_sum(reduce: Instruction, op: str | None) -> bool:
@@ -99,7 +111,10 @@ def is_blocked_sum(reduce: Instruction, op: str | None) -> bool:
 
 def reduce_leaf_plan(reduce: Instruction) -> LeafPlan | None:
     in_shape = reduce.operands[0].shape
-    return leaf_plan([in_shape.dims[d] for d in reduced_order(reduce)])
+    order = reduced_order(reduce)
+    if not order:
+        return None
+    return leaf_plan([in_shape.dims[d] for d in order], order[-1] == major_to_minor(in_shape)[-1])
 
 
 def reduced_order(reduce: Instruction) -> list[int]:
