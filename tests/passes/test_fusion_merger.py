@@ -16,6 +16,9 @@ EXP8 = "exp8 {\n  p0 = f32[8] parameter(0)\n  ROOT x = f32[8] exponential(p0)\n}
 SUM, MAX = reducer("add"), reducer("max")
 RSUM = ("rsum {\n  p0 = f32[8,16] parameter(0)\n  z = f32[] constant(0)\n"
         "  ROOT r = f32[8] reduce(p0, z), dimensions={1}, to_apply=add\n}\n")
+DUS, DUS2 = (f"{name} {{\n  p0 = f32[64,16] parameter(0)\n  p1 = f32[16] parameter(1)\n  i = s32[] parameter(2)\n"
+              f"  r = f32[1,16] reshape(p1)\n  z = s32[] constant(0)\n"
+              f"  ROOT d = f32[64,16] dynamic-update-slice(p0, r, i, z)\n}}\n" for name in ("dus_c", "dus_d"))
 RMAX = ("rmax {\n  p0 = f32[8,16] parameter(0)\n  z = f32[] constant(-inf)\n"
         "  ROOT r = f32[8] reduce(p0, z), dimensions={1}, to_apply=max\n}\n")
 
@@ -71,6 +74,15 @@ p = f32[8,16] parameter(0)
 s = f32[8] fusion(p), kind=kLoop, calls=rsum
 n = f32[8,16] fusion(p), kind=kLoop, calls=neg_c
 ROOT t = (f32[8], f32[8,16]) tuple(s, n)""", None),
+    # an LSTM's per-step stores into two activation stacks: merged, each would copy its whole stack per step
+    ("no_sibling_fusion_of_in_place_updates", MultiOutputFusion, [DUS, DUS2], """
+a = f32[64,16] parameter(0)
+b = f32[64,16] parameter(1)
+h = f32[16] parameter(2)
+i = s32[] parameter(3)
+u = f32[64,16] fusion(a, h, i), kind=kLoop, calls=dus_c
+v = f32[64,16] fusion(b, h, i), kind=kLoop, calls=dus_d
+ROOT t = (f32[64,16], f32[64,16]) tuple(u, v)""", None),
     ("producer_consumer_exports_the_producer", MultiOutputFusion, [NEG, ADD2], """
 p = f32[8,16] parameter(0)
 q = f32[8,16] parameter(1)

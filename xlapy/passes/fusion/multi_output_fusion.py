@@ -13,7 +13,7 @@ output: c = fusion(p, ...) => m = fusion(p's operands, ...) with root tuple(c, p
 gte(m, 1). Legal only when no other user of p leads to c (that would make a cycle).
 
 Conservative on purpose: kLoop fusions only, array-shaped partners, caps on size, no expensive producer
-whose value the consumer re-reads.
+whose value the consumer re-reads, and never a fusion that updates a buffer in place (IN_PLACE_ROOTS).
 """
 from __future__ import annotations
 
@@ -44,11 +44,22 @@ def loop_key_of_value(value: Instruction):
     return ("loop", value.shape.dims)
 
 
+# Fusions whose root updates one operand's buffer in place (a loop writes only the update window: XLA's in-place
+# dynamic-update-slice and scatter fusions). Merged into a multi-output fusion they become loops over the whole
+# buffer: an LSTM's per-step stores of its activations into [T, ...] stacks each copied 1 MiB per time step.
+IN_PLACE_ROOTS = frozenset({"dynamic-update-slice", "scatter"})
+
+
+def updates_in_place(inst: Instruction) -> bool:
+    return is_fusion(inst) and fused_computation(inst).root.opcode in IN_PLACE_ROOTS
+
+
 def _candidate(inst: Instruction) -> bool:
-    """A loop fusion (one or several outputs), or a single-output reduce not yet in a fusion."""
+    """A loop fusion (one or several outputs) that does not update a buffer in place, or a single-output reduce
+    not yet in a fusion."""
     if is_fusion(inst):
-        return inst.attrs.get("kind") == "kLoop" and (not inst.shape.is_tuple
-                                                     or all(u.opcode == "get-tuple-element" for u in inst.users))
+        return inst.attrs.get("kind") == "kLoop" and not updates_in_place(inst) and (
+            not inst.shape.is_tuple or all(u.opcode == "get-tuple-element" for u in inst.users))
     return inst.opcode == "reduce" and not inst.shape.is_tuple and F.is_fusible(inst)
 
 
@@ -227,6 +238,8 @@ class MultiOutputFusion(Pass):
     @staticmethod
     def _producer_ok(p: Instruction, c: Instruction, index: int, reach: Reachability, sizes: dict[int, int]) -> bool:
         if not (is_fusion(p) and p.attrs.get("kind") == "kLoop" and not p.shape.is_tuple):
+            return False
+        if updates_in_place(p) or updates_in_place(c):
             return False
         others = [u for u in p.users if u is not c]
         if not others and not p.is_root:
