@@ -1,5 +1,5 @@
 """A persistent thread pool for the JIT's parallel loops (XLA:CPU's intra-op thread pool), in LLVM IR built by
-threadpool_ir.py (which says why it is builder code), JIT-compiled once per process.
+threadpool_ir.py (which says why it is builder code) and threadpool_wait.py, JIT-compiled once per process.
 
 Compiled code calls
 
@@ -27,10 +27,9 @@ Workers are created once (pthread_create, detached) when a module that needs the
 A spin reads with `pause` between reads (rdtsc times it on x86; elsewhere it counts reads) and calls
 sched_yield every few microseconds: with no other thread wanting the core that returns at once; when it
 returns late (LATE_US), the core was wanted (another process, or our own thread kept off it) and the spinner
-sleeps at once. The budget adapts per kind of wait between SPIN_US/64 and SPIN_US: a spin that ran out
-shortly before what it waited for came doubles it, one that was wasted or descheduled halves it. So
-back-to-back parallel loops (the kernels of one executable) find a worker awake, an idle process burns no
-CPU after a fraction of a millisecond, and on a busy machine the pool stops spinning.
+sleeps at once. The budget adapts per kind of wait between SPIN_US/64 and SPIN_US (threadpool_wait.py has
+the rules). So back-to-back parallel loops (the kernels of one executable) find a worker awake, an idle
+process burns no CPU after a fraction of a millisecond, and on a busy machine the pool stops spinning.
 
 GEMMs that the JIT splits over the pool (dot_blas.py) run the BLAS single-threaded: `xlapy_blas_serial(1)` /
 `(0)` around such a GEMM set the provider's thread count to 1 while any is running and restore it afterwards

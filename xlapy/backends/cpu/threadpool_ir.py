@@ -1,6 +1,8 @@
 """The thread pool's runtime routines (threadpool.py says what the pool does) as LLVM IR, one builder function per
 routine.
 
+How threads wait (spin, yield, sleep, and the adaptive spin budget) is threadpool_wait.py.
+
 Why llvmlite builder code and not a `.ll` resource file: the rest of the backend emits IR with the builder
 (DESIGN: never IR strings), so this code reads and is checked like it: names of fields and globals instead of
 numbered GEP operands, Python helpers for the repeated lock / unlock / field patterns, the counted loop of
@@ -36,7 +38,8 @@ from typing import Iterator
 
 from llvmlite import ir
 
-from .irhelpers import I1, I8, I8P, I32, I64, VOID, for_range, i64, intrinsic, is_x86
+from .irhelpers import I1, I8, I8P, I32, I64, VOID, for_range, i64
+from .threadpool_wait import RAN_OUT, SAW, SPIN_FLOOR_DIVISOR, define_waiting
 
 RUN_SYMBOL = "xlapy_pool_run"                    # what compiled code calls (parallel.py)
 SERIAL_BLAS_SYMBOL = "xlapy_blas_serial"
@@ -45,9 +48,6 @@ _SYNC = ir.ArrayType(I8, 128)                                # room for a pthrea
 _BLAS_SET = ir.FunctionType(VOID, [I32]).as_pointer()        # the BLAS provider's set_num_threads(int)
 _BLAS_GET = ir.FunctionType(I32, []).as_pointer()            # and get_num_threads()
 _JOB_FIELDS = ("fn", "base", "stride", "count", "helpers", "next", "users", "link")
-SAW, RAN_OUT, PREEMPTED = 1, 0, 2               # what spin_until returns
-YIELD_EVERY = 512                               # spin reads between two sched_yield calls (a power of two)
-SPIN_FLOOR_DIVISOR = 64                         # the budget adapts down to spin.max / this
 
 _LIBC = {                                       # what the routines call: pthreads and sched_yield
     "pthread_mutex_init": (I32, [I8P, I8P]),
@@ -136,39 +136,11 @@ def _null(ty: ir.Type) -> ir.Constant:
 def build_pool_module(triple: str) -> ir.Module:
     """The pool's module: xlapy_pool_{reset,init,blas_control,set_target,run,ticks} and xlapy_blas_serial."""
     p = PoolModule(triple)
-    timing = _x86_timing if is_x86(p.module) else _iteration_timing
-    for routine in (timing, _ticks, _reset, _init, _blas_control, _blas_serial, _set_target, _spin_until,
-                    _adapt, _task_arg, _serve, _find, _worker, _grow, _run):
+    define_waiting(p)
+    for routine in (_reset, _init, _blas_control, _blas_serial, _set_target, _task_arg, _serve, _find, _worker,
+                    _grow, _run):
         routine(p)
     return p.module
-
-
-# -- timing: now(), relax(), elapsed(t0, iterations) for the spin budget -----------------------------------
-def _x86_timing(p: PoolModule) -> None:
-    """Cycles of the time-stamp counter; relax is the pause instruction."""
-    _, b = p.define("now", I64, [])
-    b.ret(intrinsic(b, "llvm.readcyclecounter", I64, []))
-    _, b = p.define("relax", VOID, [])
-    intrinsic(b, "llvm.x86.sse2.pause", VOID, [])
-    b.ret_void()
-    fn, b = p.define("elapsed", I64, [I64, I64])
-    b.ret(b.sub(intrinsic(b, "llvm.readcyclecounter", I64, []), fn.args[0]))
-
-
-def _iteration_timing(p: PoolModule) -> None:
-    """Elsewhere the budget counts spin iterations."""
-    _, b = p.define("now", I64, [])
-    b.ret(i64(0))
-    _, b = p.define("relax", VOID, [])
-    b.ret_void()
-    fn, b = p.define("elapsed", I64, [I64, I64])
-    b.ret(fn.args[1])
-
-
-def _ticks(p: PoolModule) -> None:
-    """xlapy_pool_ticks(): now(), for threadpool.py to measure the time-stamp counter's rate."""
-    _, b = p.define("xlapy_pool_ticks", I64, [], internal=False)
-    b.ret(p.call(b, "now"))
 
 
 # -- set-up, and the BLAS thread count --------------------------------------------------------------------
@@ -243,73 +215,7 @@ def _set_target(p: PoolModule) -> None:
     b.ret_void()
 
 
-# -- spinning, and taking tasks -------------------------------------------------------------------------------
-def _spin_until(p: PoolModule) -> None:
-    """spin_until(word, value, want_equal, budget): spin until (*word == value) == want_equal, for *budget at
-    most (spin.idle or spin.join); returns SAW, RAN_OUT, or PREEMPTED. A caller spins until its job's users are
-    0, an idle worker until epoch moves past the value it last saw. The spin is polite: pause between reads,
-    and every YIELD_EVERY reads a sched_yield, which returns at once when no other thread wants this core; when
-    it returns `late`, another thread did (another process, or our own thread the spinner was keeping off the
-    core): the spinner stops, halves its budget and goes to sleep."""
-    fn, b = p.define("spin_until", I64, [I64.as_pointer(), I64, I1, I64.as_pointer()])
-    word, value, want_equal, budget_ptr = fn.args
-    loop, check, polite, yielding, late, relax, yes, no = (
-        fn.append_basic_block(n) for n in ("loop", "check", "polite", "yield", "late", "relax", "yes", "no"))
-    entry = b.block
-    budget = b.load_atomic(budget_ptr, "monotonic", 8)
-    t0 = p.call(b, "now")
-    b.branch(loop)
-    b.position_at_end(loop)
-    n = b.phi(I64)
-    n.add_incoming(i64(0), entry)
-    equal = b.icmp_unsigned("==", b.load_atomic(word, "acquire", 8), value)
-    b.cbranch(b.icmp_unsigned("==", equal, want_equal), yes, check)
-    b.position_at_end(check)
-    over = b.icmp_unsigned(">=", p.call(b, "elapsed", t0, n), budget)
-    b.cbranch(over, no, polite)
-    b.position_at_end(polite)
-    b.cbranch(b.icmp_unsigned("==", b.and_(n, i64(YIELD_EVERY - 1)), i64(YIELD_EVERY - 1)), yielding, relax)
-    b.position_at_end(yielding)
-    y0 = p.call(b, "now")
-    p.call(b, "sched_yield")
-    b.cbranch(b.icmp_unsigned(">=", p.call(b, "elapsed", y0, i64(0)), p.load(b, "late")), late, relax)
-    b.position_at_end(late)
-    _scale_budget(p, b, budget_ptr, grow=False)
-    b.ret(i64(PREEMPTED))
-    b.position_at_end(relax)
-    p.call(b, "relax")
-    n.add_incoming(b.add(n, i64(1)), relax)
-    b.branch(loop)
-    b.position_at_end(yes)
-    b.ret(i64(SAW))
-    b.position_at_end(no)
-    b.ret(i64(RAN_OUT))
-
-
-def _scale_budget(p: PoolModule, b: ir.IRBuilder, budget_ptr: ir.Value, grow: ir.Value | bool) -> None:
-    """*budget doubled (grow) or halved, kept within [spin.floor, spin.max]. Threads may race on it: any value
-    one of them stores is a valid budget."""
-    old = b.load_atomic(budget_ptr, "monotonic", 8)
-    grow = ir.Constant(I1, grow) if isinstance(grow, bool) else grow
-    doubled, halved = b.shl(old, i64(1)), b.lshr(old, i64(1))
-    top, floor = p.load(b, "spin.max"), p.load(b, "spin.floor")
-    new = b.select(grow, b.select(b.icmp_unsigned(">", doubled, top), top, doubled),
-                   b.select(b.icmp_unsigned("<", halved, floor), floor, halved))
-    b.store_atomic(new, budget_ptr, "monotonic", 8)
-
-
-def _adapt(p: PoolModule) -> None:
-    """adapt(budget, ran_out_at): after a spin that RAN_OUT at time ran_out_at (0: none to judge), when the
-    thing it waited for came: within spin.max of it, a longer spin would have caught it (double the budget);
-    later, the spin was wasted (halve it). Without a clock (not x86) now() is 0 and the budget stays."""
-    fn, b = p.define("adapt", VOID, [I64.as_pointer(), I64])
-    budget_ptr, ran_out_at = fn.args
-    with b.if_then(b.icmp_unsigned("!=", ran_out_at, i64(0))):
-        waited = p.call(b, "elapsed", ran_out_at, i64(0))
-        _scale_budget(p, b, budget_ptr, b.icmp_unsigned("<", waited, p.load(b, "spin.max")))
-    b.ret_void()
-
-
+# -- taking tasks -------------------------------------------------------------------------------------------
 def _task_arg(p: PoolModule) -> None:
     """task_arg(job, i) = job.base + i * job.stride."""
     fn, b = p.define("task_arg", I8P, [p.job_ptr, I64])
