@@ -65,7 +65,7 @@ from . import dtypes, pytree
 from .array import Array, asarray, is_concrete_array
 from .dtypes import config
 from .eager import clear_eager_cache, eager_stats
-from .jit import Compiled, Jitted, Lowered, RecompilationWarning, explain_recompile, jit
+from .jit import Compiled, Jitted, Lowered, RecompilationWarning, clear_caches, explain_recompile, jit
 from .tracer import Packed, ShapedArray, Trace, Tracer, bind, current_trace, trace_function
 
 
@@ -81,4 +81,4 @@ def device_put(tree: Any) -> Any:
 
 __all__ = ["jit", "Jitted", "Lowered", "Compiled", "explain_recompile", "RecompilationWarning", "Array",
            "asarray", "is_concrete_array", "Tracer", "ShapedArray", "Trace", "bind", "Packed", "current_trace", "trace_function",
-           "pytree", "dtypes", "config", "eager_stats", "clear_eager_cache", "device_get", "device_put"]
+           "pytree", "dtypes", "config", "eager_stats", "clear_eager_cache", "clear_caches", "device_get", "device_put"]

@@ -46,6 +46,12 @@ def interned_aval(shape: tuple, dtype: np.dtype, weak_type: bool = False) -> Sha
     return aval
 
 
+def clear_interned_avals() -> None:
+    """Forget the interned avals (xlapy.clear_caches: they are a cache too, and the thousands made by a run over
+    many shapes would keep the memory of everything allocated around them). Arrays keep the avals they hold."""
+    _AVALS.clear()
+
+
 def is_concrete_array(x: Any) -> bool:
     """True for an xlapy.Array holding a value (not a Tracer, which also passes isinstance(x, Array))."""
     return type.__instancecheck__(Array, x)

@@ -21,20 +21,39 @@ import numpy as np
 
 
 class Config:
-    """Global front-end flags (JAX's names where they exist): `enable_x64`, `default_backend`.
-    The environment sets their start values: XLAPY_BACKEND=cpu|interpreter (default cpu), JAX_ENABLE_X64=1."""
+    """Global front-end flags (JAX's names where they exist). The environment sets the start values:
+
+    | flag | start value | what |
+    |---|---|---|
+    | enable_x64 | JAX_ENABLE_X64=1, else False | 64-bit types stay 64-bit (they change what code traces to) |
+    | default_backend | XLAPY_BACKEND, else "cpu" | where jit and eager ops compile ("interpreter": the reference) |
+    | jit_cache_size | XLAPY_JIT_CACHE_SIZE, else 256 | compiled signatures kept per jitted function, least recently used dropped first |
+    | eager_cache_size | XLAPY_EAGER_CACHE_SIZE, else 1024 | compiled eager ops (one per op signature) kept for the process |
+
+    The cache sizes only bound memory (an executable holds machine code and buffers); the other flags are
+    `tracing_flags()`, part of every cache key."""
+
+    CACHE_SIZES = ("jit_cache_size", "eager_cache_size")
 
     def __init__(self):
         import os
         self.enable_x64 = os.environ.get("JAX_ENABLE_X64", "").lower() in ("1", "true")
         self.default_backend = os.environ.get("XLAPY_BACKEND", "cpu")     # native code; "interpreter": reference
+        self.jit_cache_size = int(os.environ.get("XLAPY_JIT_CACHE_SIZE", "256"))
+        self.eager_cache_size = int(os.environ.get("XLAPY_EAGER_CACHE_SIZE", "1024"))
 
     def update(self, name: str, value: Any) -> None:
         """`config.update("jax_enable_x64", True)` as in JAX; also accepts the bare attribute name."""
         key = name[len("jax_"):] if name.startswith("jax_") else name
         if not hasattr(self, key):
             raise AttributeError(f"unknown config option {name!r}")
+        if key in self.CACHE_SIZES and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"config option {name!r} must be a positive int, got {value!r}")
         setattr(self, key, value)
+
+    def tracing_flags(self) -> tuple:
+        """The values of the flags that can change what a function traces to (all but the cache sizes)."""
+        return tuple(v for k, v in vars(self).items() if k not in self.CACHE_SIZES)
 
 
 config = Config()

@@ -6,7 +6,9 @@ op signature and run. The cache key is structural — (opcode, name, attributes 
 (shape, dtype, weak_type), grouping, result shape, backend) — so a hit neither builds nor prints a module; only
 attributes with no value-hashable form (a called computation) fall back to keying on the module's text.
 `eager_stats()` counts compiles and cache hits — the point of the seed example is the cost of this op-by-op path
-against one compiled whole program.
+against one compiled whole program. The cache keeps at most `config.eager_cache_size` executables (least recently
+used dropped first) and is shared by all threads: an op signature that several threads miss at once compiles once
+(compile_cache.py).
 """
 from __future__ import annotations
 
@@ -18,20 +20,20 @@ from .. import trace_events
 from ..errors import XlapyError
 from ..hlo import Computation, Module
 from . import dtypes
+from .compile_cache import CompileCache
 from .tracer import Packed, ShapedArray, Trace, Tracer, concrete_value, make_op
 
-_CACHE: dict[tuple, Any] = {}
-_STATS = {"compiles": 0, "hits": 0}
+_CACHE = CompileCache(lambda: dtypes.config.eager_cache_size)
 
 
 def eager_stats() -> dict[str, int]:
-    """{'compiles': n, 'hits': n, 'entries': n} of the eager executable cache."""
-    return dict(_STATS, entries=len(_CACHE))
+    """{'compiles': n, 'hits': n, 'evictions': n, 'entries': n} of the eager executable cache."""
+    return dict(_CACHE.stats, entries=len(_CACHE))
 
 
 def clear_eager_cache() -> None:
+    """Drop every cached eager executable (its machine code is freed once no Array computation uses it)."""
     _CACHE.clear()
-    _STATS.update(compiles=0, hits=0)
 
 
 def aval_of_value(value: Any) -> ShapedArray:
@@ -87,14 +89,7 @@ def get_executable(module: Module, backend: str, key: tuple | None = None):
     the module is compiled and consumed (compile_op_module)."""
     if key is None:
         key = (module.to_text(), backend, trace_events.session() is not None)
-    exe = _CACHE.get(key)
-    if exe is None:
-        exe = compile_op_module(module, backend)
-        _CACHE[key] = exe
-        _STATS["compiles"] += 1
-    else:
-        _STATS["hits"] += 1
-    return exe
+    return _CACHE.get_or_make(key, lambda: compile_op_module(module, backend))
 
 
 class _Unhashable(Exception):
@@ -129,7 +124,7 @@ def _op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], 
     except _Unhashable:
         return None
     groups = tuple(len(o) if isinstance(o, Packed) else -1 for o in operands)
-    flags = tuple(vars(dtypes.config).values())       # every front-end flag (x64, ...) the op may depend on
+    flags = dtypes.config.tracing_flags()       # every front-end flag (x64, ...) the op may depend on
     try:
         hash(flags)
     except TypeError:
@@ -146,9 +141,7 @@ def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, sha
     backend = dtypes.config.default_backend
     key = _op_key(opcode, operands, avals, attrs, shape, name, backend)
     exe = _CACHE.get(key) if key is not None else None
-    if exe is not None:
-        _STATS["hits"] += 1
-    else:
+    if exe is None:
         trace = Trace("main")
         params = iter([trace.new_param(aval, f"Arg_{i}") for i, aval in enumerate(avals)])
         param_operands = [Packed(next(params) for _ in o) if isinstance(o, Packed) else next(params)

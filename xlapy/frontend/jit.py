@@ -9,6 +9,13 @@ executable's native entry directly, so dispatch costs about a microsecond plus a
 `.as_text()` and `.cost_analysis()`. `jit(f, explain=True)` warns with the reason whenever f retraces;
 `explain_recompile(jitted_f, *args)` returns that reason as a string.
 
+Threads: a jitted function may be called from many threads at once. Tracing is per thread (tracer.py); the
+first calls of one signature compile it once (the others wait for it), different signatures and functions
+compile side by side (compile_cache.py). Each function keeps at most `config.jit_cache_size` compiled
+signatures: the ones with a warm-call function (the first _MAX_FAST) stay, the others go least recently used first
+(a call of those takes the full path, which keeps the order; warm calls do not pay for it). `clear_cache()` drops
+its own, `clear_caches()` those of every jitted function and eager op.
+
 `donate_argnums` / `donate_argnames` follow JAX: the executable may reuse a donated argument's buffer, so after the
 call every xlapy.Array in a donated argument is deleted (`x.is_deleted()`; reading it raises XlapyError "Array has
 been deleted (donated to a jitted call)"). numpy arrays and Python scalars are copied in, never deleted.
@@ -18,6 +25,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import threading
 import warnings
 import weakref
 from typing import Any, Callable, Iterable, Sequence
@@ -26,11 +34,12 @@ from .. import trace_events
 from ..errors import XlapyError
 from ..hlo import Module
 from . import dtypes
-from .array import Array, host_value, is_concrete_array
-from .eager import build_module
+from .array import Array, clear_interned_avals, host_value, is_concrete_array
+from .compile_cache import CompileCache, release_freed_memory
+from .eager import build_module, clear_eager_cache
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 from .signature import Signature, abstractify
-from .tracer import TRACE_STACK, Trace, current_trace
+from .tracer import OPEN_TRACES, Trace, current_trace, thread_traces
 from .warm_call import MISS, make_warm_call
 
 
@@ -105,17 +114,33 @@ def _no_match(args: tuple, kwargs: dict) -> Any:
 
 
 _LIVE: "weakref.WeakSet[Jitted]" = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def _live_jitted() -> list["Jitted"]:
+    with _LIVE_LOCK:
+        return list(_LIVE)
 
 
 def _forget_warm_calls() -> None:
     """When a profiler trace starts or stops, warm calls must take the full path once: the signature then says
     whether the executable is the instrumented one (so warm calls need no check of their own)."""
-    for jitted in list(_LIVE):
-        jitted._fast.clear()
-        jitted._dispatch = _no_match
+    for jitted in _live_jitted():
+        jitted._forget_warm_calls()
 
 
 trace_events.on_start_stop(_forget_warm_calls)
+
+
+def clear_caches() -> None:
+    """Drop every compiled executable: each jitted function's signatures and the eager-op cache (jax.clear_caches).
+    Their machine code and buffers are freed as soon as nothing else holds them (a Compiled object, a running
+    call); later calls trace and compile again."""
+    for jitted in _live_jitted():
+        jitted.clear_cache()
+    clear_eager_cache()
+    clear_interned_avals()
+    release_freed_memory()
 
 
 class Jitted:
@@ -136,9 +161,12 @@ class Jitted:
         self.backend = backend
         self.explain = explain
         self.trace_count = 0
-        self._cache: dict[Signature, tuple[Lowered, Any]] = {}
-        self._fast: list[Callable] = []        # warm-call functions, newest first
-        self._dispatch: Callable = _no_match    # tries them: the result, or MISS
+        self._lock = threading.Lock()           # guards trace_count and the warm-call functions
+        self._cache = CompileCache(lambda: dtypes.config.jit_cache_size, on_evict=self._evicted,
+                                   keep=self._has_warm_call)
+        self._fast: dict[Signature, list[Callable]] = {}     # warm-call functions (one per kind of leaves seen)
+        self._order: list[Callable] = []        # the same, oldest first
+        self._dispatch: Callable = _no_match    # tries them, newest first: the result, or MISS
         try:
             self._params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
@@ -148,7 +176,8 @@ class Jitted:
         # static argnames given positionally, and static argnums passed by keyword, are both recognized
         self._static_names = set(self.static_argnames) | {positional[i] for i in self.static_argnums
                                                           if -len(positional) <= i < len(positional)}
-        _LIVE.add(self)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
         name = getattr(fun, "__name__", "fun")
         self.__name__ = name
         self.module_name = "jit_" + re.sub(r"[^A-Za-z0-9_]", "_", name).rstrip("_")
@@ -212,7 +241,8 @@ class Jitted:
             return self._trace_untimed(sig, args, kwargs)
 
     def _trace_untimed(self, sig: Signature, args: tuple, kwargs: dict) -> Lowered:
-        self.trace_count += 1
+        with self._lock:
+            self.trace_count += 1
         names = self._leaf_names(sig.tree)
         trace = Trace("main")
         with trace:
@@ -233,7 +263,7 @@ class Jitted:
         return self._trace(sig, args, kwargs)
 
     def __call__(self, *args, **kwargs):
-        if not TRACE_STACK:
+        if not OPEN_TRACES or not thread_traces():
             out = self._dispatch(args, kwargs)
             if out is not MISS:
                 return out
@@ -243,34 +273,55 @@ class Jitted:
         if current_trace() is not None:       # jit inside jit: inline
             return self.fun(*args, **kwargs)
         sig, _, leaves = self._signature(args, kwargs)
-        entry = self._cache.get(sig)
-        if entry is None:
-            if self.explain and self._cache:
-                warnings.warn(f"{self.module_name} is retraced: {self._explain(sig)}", RecompilationWarning,
-                              stacklevel=2)
-            lowered = self._trace(sig, args, kwargs)
-            from ..backends import compile as compile_module
-            with trace_events.span(f"compile {self.module_name}", "compile", backend=sig.backend):
-                entry = (lowered, compile_module(lowered.module, backend=sig.backend))
-            self._cache[sig] = entry
-        lowered, executable = entry
-        if len(self._fast) < _MAX_FAST:
-            run = make_warm_call(sig, args, kwargs, leaves, lowered, executable, self._donated_keys(len(args)),
-                                 check_backend=self.backend is None, label=self.module_name)
-            if run is not None:
-                self._add_fast(run)
-                out = run(args, kwargs)
-                if out is not MISS:
-                    return out
+        lowered, executable = self._cache.get_or_make(sig, lambda: self._compile(sig, args, kwargs))
+        run = self._warm_call(sig, args, kwargs, leaves, lowered, executable)
+        if run is not None:
+            out = run(args, kwargs)
+            if out is not MISS:
+                return out
         out = _run(executable, leaves, lowered)
         self._donate(args, kwargs)
         return out
 
-    def _add_fast(self, run: Callable) -> None:
-        self._fast.insert(0, run)
-        runs = tuple(self._fast)
+    def _compile(self, sig: Signature, args: tuple, kwargs: dict) -> tuple[Lowered, Any]:
+        if self.explain and len(self._cache):
+            warnings.warn(f"{self.module_name} is retraced: {self._explain(sig)}", RecompilationWarning,
+                          stacklevel=5)
+        lowered = self._trace(sig, args, kwargs)
+        from ..backends import compile as compile_module
+        with trace_events.span(f"compile {self.module_name}", "compile", backend=sig.backend):
+            return lowered, compile_module(lowered.module, backend=sig.backend)
+
+    # -- warm-call functions (warm_call.py) ---------------------------------------------------------------
+    def _warm_call(self, sig: Signature, args: tuple, kwargs: dict, leaves: list, lowered: Lowered,
+                   executable: Any) -> Callable | None:
+        """A new warm-call function for this call of sig (the existing ones did not match its kinds of leaves:
+        Arrays, numpy arrays, scalars), kept while there is room (_MAX_FAST per function); None if none."""
+        if self._warm_count() >= _MAX_FAST:
+            return None
+        run = make_warm_call(sig, args, kwargs, leaves, lowered, executable, self._donated_keys(len(args)),
+                             check_backend=self.backend is None, label=self.module_name)
+        if run is None:
+            return None
+        with self._lock:
+            # only while sig is cached: once evicted its executable must not live on in a warm-call function
+            if self._warm_count() < _MAX_FAST and sig in self._cache:
+                self._fast.setdefault(sig, []).append(run)
+                self._order.append(run)
+                self._set_dispatch()
+        return run
+
+    def _warm_count(self) -> int:
+        return len(self._order)
+
+    def _set_dispatch(self) -> None:
+        """Point _dispatch at the warm-call functions, newest first (called with self._lock held)."""
+        runs = tuple(reversed(self._order))
+        if not runs:
+            self._dispatch = _no_match
+            return
         if len(runs) == 1:
-            self._dispatch = run
+            self._dispatch = runs[0]
             return
 
         def dispatch(args: tuple, kwargs: dict) -> Any:
@@ -280,6 +331,22 @@ class Jitted:
                     return out
             return MISS
         self._dispatch = dispatch
+
+    def _has_warm_call(self, sig: Signature) -> bool:
+        return sig in self._fast
+
+    def _evicted(self, sig: Signature, entry: Any) -> None:
+        with self._lock:
+            runs = self._fast.pop(sig, None)
+            if runs:
+                self._order = [r for r in self._order if r not in runs]
+                self._set_dispatch()
+
+    def _forget_warm_calls(self) -> None:
+        with self._lock:
+            self._fast.clear()
+            self._order = []
+            self._dispatch = _no_match
 
     def _donated_keys(self, n: int) -> tuple[set[int], set[str]]:
         """The donated positions (of n positional arguments) and keyword names."""
@@ -306,16 +373,17 @@ class Jitted:
         return len(self._cache)
 
     def clear_cache(self) -> None:
+        """Drop this function's compiled signatures (their code is freed once nothing else holds it)."""
+        self._forget_warm_calls()
         self._cache.clear()
-        self._fast.clear()
-        self._dispatch = _no_match
 
     def _explain(self, sig: Signature) -> str:
         if sig in self._cache:
             return "no retrace: a compiled executable for these arguments is cached"
-        if not self._cache:
+        cached = self._cache.keys()
+        if not cached:
             return "first call: nothing is cached yet"
-        best = min(self._cache, key=lambda old: len(_differences(self, old, sig)))
+        best = min(cached, key=lambda old: len(_differences(self, old, sig)))
         return "; ".join(_differences(self, best, sig))
 
 

@@ -8,11 +8,14 @@ op library uses:
     (they become extra parameters of the inner computation; control flow passes them in);
   * outside any trace it runs the op eagerly: the op is traced into a tiny module whose parameters are the
     operands, compiled once per (module text, backend) and executed (see eager.py).
+
+Each thread has its own stack of traces: threads trace, differentiate and run eager ops independently.
 """
 from __future__ import annotations
 
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -132,9 +135,25 @@ class Tracer(ArrayOps):
         return f"Traced<{self.aval}>({self.inst.name} in {self.trace.name})"
 
 
-# The traces being recorded, innermost last. jit's warm path reads it directly (`if not TRACE_STACK`: a list
-# test is cheaper than a call); only Trace.__enter__/__exit__ change it.
-TRACE_STACK: list["Trace"] = []
+class _ThreadTraces(threading.local):
+    """The traces one thread is recording, innermost last. Tracing is per thread: a trace open in one thread
+    never sees another thread's ops (jit, grad, eager ops and control flow may run in many threads at once)."""
+
+    def __init__(self):
+        self.stack: list["Trace"] = []
+
+
+_THREAD = _ThreadTraces()
+# Every trace open in any thread. Empty (the usual case outside a trace) means no thread is tracing, so this one is
+# not either: jit's warm path tests only this list (`if not OPEN_TRACES`: cheaper than reading the thread's own
+# stack) and looks at its own stack otherwise. Changed under _OPEN_LOCK by Trace.__enter__/__exit__ alone.
+OPEN_TRACES: list["Trace"] = []
+_OPEN_LOCK = threading.Lock()
+
+
+def thread_traces() -> list["Trace"]:
+    """The calling thread's traces being recorded, innermost last (empty outside any trace)."""
+    return _THREAD.stack
 
 
 class Trace:
@@ -153,15 +172,20 @@ class Trace:
 
     # -- context -------------------------------------------------------------------------------------
     def __enter__(self) -> "Trace":
-        TRACE_STACK.append(self)
+        with _OPEN_LOCK:
+            OPEN_TRACES.append(self)
+        _THREAD.stack.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        popped = TRACE_STACK.pop()
+        popped = _THREAD.stack.pop()
+        with _OPEN_LOCK:
+            OPEN_TRACES.remove(self)
         assert popped is self, "trace stack corrupted"
 
     def is_active(self) -> bool:
-        return any(t is self for t in TRACE_STACK)
+        """Whether this trace is being recorded by the calling thread."""
+        return any(t is self for t in _THREAD.stack)
 
     # -- building ------------------------------------------------------------------------------------
     def add(self, inst: Instruction, weak_type: bool = False) -> Tracer:
@@ -233,7 +257,11 @@ class Trace:
 
 
 def current_trace() -> Trace | None:
-    return TRACE_STACK[-1] if TRACE_STACK else None
+    """The calling thread's innermost trace, or None outside any (then `bind` runs ops eagerly)."""
+    if not OPEN_TRACES:
+        return None
+    stack = _THREAD.stack
+    return stack[-1] if stack else None
 
 
 def concrete_value(value: Any) -> np.ndarray:

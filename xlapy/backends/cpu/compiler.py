@@ -179,10 +179,11 @@ def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None,
     return module, llvm_module, scratch_size, timer
 
 
-def parse_llvm(module: Module, text: str):
-    """LLVM IR text -> a verified llvmlite ModuleRef; invalid IR is an XlapyError naming the HLO module."""
+def parse_llvm(module: Module, text: str, context: llvm_jit.Context | None = None):
+    """LLVM IR text -> a verified llvmlite ModuleRef (in `context`, else LLVM's global one); invalid IR is an
+    XlapyError naming the HLO module."""
     try:
-        parsed = llvm.parse_assembly(text)
+        parsed = context.parse(text) if context is not None else llvm.parse_assembly(text)
         parsed.verify()
     except RuntimeError as e:
         raise XlapyError(f"cpu backend produced invalid LLVM IR for module {module.name}: {e}") from e
@@ -240,7 +241,7 @@ def compile_module(module: Module, run_pipeline: bool | None = None, verify: boo
         except llvm_parallel.InvalidIR as e:
             raise XlapyError(f"cpu backend produced invalid LLVM IR for module {module.name}: {e}") from e
     else:
-        parsed = parse_llvm(module, text)
+        parsed = parse_llvm(module, text, llvm_jit.context_for(level))
         if level == compile_plan.OPTIMIZED:
             with trace_events.span("LLVM optimize", "llvm"):
                 optimize_llvm(parsed, tm)

@@ -77,7 +77,7 @@ class Executable:
     def _new_scratch(self) -> ctypes.c_void_p:
         buf = np.empty(self._scratch_size + ALIGNMENT, np.uint8)
         self._scratch_bufs = getattr(self, "_scratch_bufs", []) + [buf]
-        base = buf.ctypes.data
+        base = buf.__array_interface__["data"][0]
         return ctypes.c_void_p(base + (-base) % ALIGNMENT)
 
     def _make_fast_call(self, address: int, scratch_size: int):
