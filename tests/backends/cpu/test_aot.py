@@ -283,6 +283,14 @@ def test_unsupported_module(text, message):
     (dict(name="int"), "C keyword"),
     (dict(name="f", features="avx2"), "bad target feature"),
     (dict(name="f", target_triple="aarch64-linux-gnu", cpu="host"), "cpu 'host'"),
+    # LLVM aborts the process on some of these (issue 12); each must be an XlapyError naming the bad value
+    (dict(name="f", cpu="notacpu"), "unknown CPU 'notacpu'"),
+    (dict(name="f", cpu="i386"), "64-bit code requested"),
+    (dict(name="f", cpu=""), "cpu must be a non-empty string"),
+    (dict(name="f", target_triple=""), "target triple must be a non-empty string"),
+    (dict(name="f", features="+notafeature"), "unknown target feature '\\+notafeature'"),
+    (dict(name="f", features="+avx2,,+fma"), "bad target feature ''"),
+    (dict(name="f", target_triple="aarch64-linux-gnu", cpu="skylake"), "unknown CPU 'skylake'"),
 ])
 def test_bad_options(options, message):
     module = xlapy.hlo.parse((CORPUS / "jax" / "while_loop.hlo").read_text())
@@ -316,3 +324,32 @@ def test_cli_writes_the_files(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["loop.h", "loop.hlo", "loop.o"]
     xlapy.hlo.parse((tmp_path / "out" / "loop.hlo").read_text())        # the optimized module parses back
+
+
+def test_a_valid_non_default_target_still_compiles():
+    """The child-process check passes what LLVM accepts: a named x86 CPU with features, and a cross target."""
+    module = xlapy.hlo.parse((CORPUS / "jax" / "while_loop.hlo").read_text())
+    art = xlapy.aot.compile_module(module, name="f", cpu="skylake", features="+avx2,-fma")
+    assert (art.cpu, art.features) == ("skylake", "+avx2,-fma") and art.object_code
+    art = xlapy.aot.compile_module(module.clone(), name="f", target_triple="aarch64-linux-gnu", cpu="cortex-a72")
+    assert art.cpu == "cortex-a72" and art.object_code
+
+
+HUGE = """HloModule huge
+ENTRY e {
+  p = u8[6000000000] parameter(0)
+  ROOT s = u8[6000000000] negate(p)
+}
+"""
+
+
+def test_header_numbers_fit_their_c_types():
+    """A 6 GB argument is fine on a 64-bit target (its byte count is printed as a size_t); on a 32-bit target
+    size_t cannot hold it, and that is an error, not a header that wraps."""
+    from xlapy.backends.cpu import aot_header
+    assert aot_header._limits("x86_64-unknown-linux-gnu")["size_t"][1] == (1 << 63) - 1
+    assert aot_header._limits("i686-unknown-linux-gnu")["size_t"][1] == (1 << 32) - 1
+    art = xlapy.aot.compile_module(xlapy.hlo.parse(HUGE), name="huge")
+    assert "#define huge_ARG0_BYTES 6000000000" in art.header
+    with pytest.raises(xlapy.XlapyError, match="does not fit the C type size_t"):
+        xlapy.aot.compile_module(xlapy.hlo.parse(HUGE), name="huge", target_triple="i686-unknown-linux-gnu")

@@ -31,7 +31,7 @@ from llvmlite import ir
 
 from ...errors import XlapyError
 from ...hlo import Module, Shape
-from . import runtime
+from . import aot_target, runtime
 from .buffers import ALIGNMENT, byte_size
 from .abi import ENTRY_NAME
 from .compiler import emit_llvm, optimize_llvm, parse_llvm
@@ -124,14 +124,17 @@ _all_targets = False
 
 def _target_machine(triple: str | None, cpu: str | None, features: str | None):
     """(target machine, triple, cpu, features). Defaults are portable: the host triple with a generic CPU and
-    no extra features; cpu="host" tunes for (and requires the features of) the machine compiling."""
+    no extra features; cpu="host" tunes for (and requires the features of) the machine compiling. Anything else
+    is checked first (aot_target.py): LLVM aborts the process on some combinations."""
     global _all_targets
+    aot_target.check_values(triple, cpu, features)
     init_llvm()
     if not _all_targets:
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
         _all_targets = True
     host = llvm.get_process_triple()
+    chosen = (triple, cpu, features)
     triple = triple or host
     try:
         target = llvm.Target.from_triple(triple)
@@ -144,9 +147,8 @@ def _target_machine(triple: str | None, cpu: str | None, features: str | None):
         features = features if features is not None else llvm.get_host_cpu_features().flatten()
     cpu = cpu or "generic"
     features = features or ""
-    for f in filter(None, features.split(",")):
-        if not re.fullmatch(r"[+-][A-Za-z0-9_.-]+", f):
-            raise XlapyError(f"bad target feature {f!r}: expected a comma-separated list like '+avx2,-fma'")
+    if chosen[0] not in (None, host) or chosen[1] not in (None, "generic", "host") or chosen[2]:
+        aot_target.probe(triple, cpu, features)
     tm = target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
     return tm, triple, cpu, features
 

@@ -1,9 +1,16 @@
 """The C header of an AOT-compiled function (aot.py): the prototype, how to call and link it, and its signature
 as constants: per argument/result a block of #defines, and tables indexed by argument/result number for
-generic callers. The text depends only on the compilation's inputs (no dates, paths or ids)."""
+generic callers. The text depends only on the compilation's inputs (no dates, paths or ids).
+
+Every number is checked against the C type it is printed as (`_c`, `_limits`): a #define is an unsuffixed literal
+(long long at most), a size_t the target's pointer width; a value that does not fit is an XlapyError, never a header that
+does not compile or silently wraps. (The verifier already rejects shapes whose size overflows int64.)"""
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Sequence
+
+from ...errors import XlapyError
 
 if TYPE_CHECKING:
     from .aot import AotArtifacts, Leaf
@@ -12,7 +19,34 @@ _NOTES = {"pred": "one byte per element, 0 or 1", "f16": "IEEE half, as its bit 
           "bf16": "bfloat16, as its bit pattern"}
 
 
-def _leaf_block(prefix: str, what: str, leaf: "Leaf") -> list[str]:
+_LONG_LONG_MAX = (1 << 63) - 1        # an unsuffixed #define literal is at most a long long
+Limits = dict[str, tuple[int, int]]    # C type -> (min, max)
+
+
+def _limits(triple: str) -> Limits:
+    """The range of each C type the header prints, for `triple`: size_t by its data layout's pointer width
+    (`p:32:...`; LLVM's default is 64), and no more than a #define literal holds."""
+    import llvmlite.binding as llvm
+    try:
+        layout = str(llvm.Target.from_triple(triple).create_target_machine(opt=0).target_data)
+    except RuntimeError:
+        layout = ""
+    m = re.search(r"(?:^|-)p:(\d+)", layout)
+    size_max = (1 << (int(m.group(1)) if m else 64)) - 1
+    return {"int": (-(1 << 31), (1 << 31) - 1), "int64_t": (-_LONG_LONG_MAX - 1, _LONG_LONG_MAX),
+            "size_t": (0, min(size_max, _LONG_LONG_MAX))}
+
+
+def _c(value: int, ctype: str, what: str, limits: Limits) -> str:
+    """`value` as C text, if it fits `ctype`."""
+    lo, hi = limits[ctype]
+    if not lo <= value <= hi:
+        raise XlapyError(f"AOT header: {what} = {value} does not fit the C type {ctype} "
+                         f"({lo}..{hi}); the compiled function could not describe it")
+    return str(value)
+
+
+def _leaf_block(prefix: str, what: str, leaf: "Leaf", limits: Limits) -> list[str]:
     note = _NOTES.get(leaf.type_name) or ("as its bit pattern, one byte per element"
                                           if leaf.c_type == "uint8_t" and leaf.type_name not in ("u8", "pred")
                                           else "")
@@ -21,9 +55,10 @@ def _leaf_block(prefix: str, what: str, leaf: "Leaf") -> list[str]:
              f'#define {prefix}_TYPE "{leaf.type_name}"',
              f"#define {prefix}_CTYPE {leaf.c_type}",
              f"#define {prefix}_RANK {len(leaf.dims)}"]
-    lines += [f"#define {prefix}_DIM{k} {d}" for k, d in enumerate(leaf.dims)]
-    lines += [f"#define {prefix}_ELEMENTS {leaf.shape.numel}",
-              f"#define {prefix}_BYTES {leaf.nbytes}",
+    lines += [f"#define {prefix}_DIM{k} {_c(d, 'int64_t', f'{prefix}_DIM{k}', limits)}"
+              for k, d in enumerate(leaf.dims)]
+    lines += [f"#define {prefix}_ELEMENTS {_c(leaf.shape.numel, 'int64_t', f'{prefix}_ELEMENTS', limits)}",
+              f"#define {prefix}_BYTES {_c(leaf.nbytes, 'size_t', f'{prefix}_BYTES', limits)}",
               f"#define {prefix}_ROW_MAJOR {int(leaf.row_major)}"]
     if leaf.dims:
         lines.append(f"static const int64_t {prefix}_DIMS[{len(leaf.dims)}] = {{{', '.join(map(str, leaf.dims))}}};")
@@ -36,7 +71,7 @@ def _leaf_block(prefix: str, what: str, leaf: "Leaf") -> list[str]:
     return lines + [""]
 
 
-def _tables(name: str, kind: str, leaves: Sequence["Leaf"]) -> list[str]:
+def _tables(name: str, kind: str, leaves: Sequence["Leaf"], limits: Limits) -> list[str]:
     n = len(leaves)
     size = max(n, 1)
     pad = "" if n else "  /* none: one placeholder entry */"
@@ -44,8 +79,9 @@ def _tables(name: str, kind: str, leaves: Sequence["Leaf"]) -> list[str]:
     def table(ctype: str, suffix: str, values: list[str]) -> str:
         return f"static const {ctype} {name}_{kind}_{suffix}[{size}] = {{{', '.join(values or ['0'])}}};{pad}"
     return [table("int", "RANK", [str(len(x.dims)) for x in leaves]),
-            table("size_t", "BYTES", [str(x.nbytes) for x in leaves]),
-            table("int64_t", "ELEMENTS", [str(x.shape.numel) for x in leaves]),
+            table("size_t", "BYTES", [_c(x.nbytes, "size_t", f"{name}_{kind}_BYTES", limits) for x in leaves]),
+            table("int64_t", "ELEMENTS", [_c(x.shape.numel, "int64_t", f"{name}_{kind}_ELEMENTS", limits)
+                                          for x in leaves]),
             table("int", "ROW_MAJOR", [str(int(x.row_major)) for x in leaves]),
             table("char* const", "TYPE", [f'"{x.type_name}"' for x in leaves]),
             table("int64_t* const", "DIMS", [f"{name}_{kind}{x.index}_DIMS" if x.dims else "NULL" for x in leaves])]
@@ -82,6 +118,7 @@ def _link_lines(art: "AotArtifacts") -> list[str]:
 
 def render_header(art: "AotArtifacts") -> str:
     name = art.name
+    limits = _limits(art.triple)
     guard = f"XLAPY_AOT_{name}_H"
     out = [f"/* {name}.h: generated by xlapy's ahead-of-time compiler (xlapy aot / xlapy.aot.compile). Do not edit.",
            "",
@@ -116,15 +153,15 @@ def render_header(art: "AotArtifacts") -> str:
            "",
            f"#define {name}_NUM_ARGS {len(art.args)}",
            f"#define {name}_NUM_RESULTS {len(art.results)}",
-           f"#define {name}_SCRATCH_BYTES {art.scratch_bytes}",
+           f"#define {name}_SCRATCH_BYTES {_c(art.scratch_bytes, 'size_t', f'{name}_SCRATCH_BYTES', limits)}",
            f"#define {name}_SCRATCH_ALIGNMENT {art.scratch_alignment}",
            ""]
     for leaf in art.args:
-        out += _leaf_block(f"{name}_ARG{leaf.index}", "argument", leaf)
+        out += _leaf_block(f"{name}_ARG{leaf.index}", "argument", leaf, limits)
     for leaf in art.results:
-        out += _leaf_block(f"{name}_RESULT{leaf.index}", "result", leaf)
+        out += _leaf_block(f"{name}_RESULT{leaf.index}", "result", leaf, limits)
     out += ["/* the same, indexed by argument / result number */"]
-    out += _tables(name, "ARG", art.args) + _tables(name, "RESULT", art.results)
+    out += _tables(name, "ARG", art.args, limits) + _tables(name, "RESULT", art.results, limits)
     out += ["",
             f"int {name}(const void* const* args, void* const* results, void* scratch);",
             "",
