@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ConcretizationError, XlapyError
 from . import dtypes, operators
-from .lax_elementwise import add as lax_add, lt as lax_lt, select as lax_select
+from .lax_elementwise import add as lax_add, clamp as lax_clamp, lt as lax_lt, select as lax_select
 from .lax_operands import convert, convert_element_type as lax_convert_element_type
 from .lax_reduce import (GatherDimensionNumbers, ScatterDimensionNumbers, gather as lax_gather, scatter as lax_scatter,
                          scatter_add as lax_scatter_add, scatter_max as lax_scatter_max,
@@ -156,9 +156,9 @@ def _basic(x, idx: list[Any]):
                 starts.append(0), limits.append(n), strides.append(1)
             else:
                 k = int(i)
-                if not -n <= k < n:
-                    raise XlapyError(f"index {k} is out of bounds for axis {d} with size {n} (at {user_frame()})")
-                k %= n
+                if n == 0:
+                    raise XlapyError(f"index {k} is out of bounds for axis {d} with size 0 (at {user_frame()})")
+                k = min(max(k + n if k < 0 else k, 0), n - 1)     # JAX clamps an out-of-bounds index
                 starts.append(k), limits.append(k + 1), strides.append(1)
             squeeze.append(d)
         else:
@@ -169,10 +169,7 @@ def _basic(x, idx: list[Any]):
         y = lax_slice(y, starts, limits, strides)
     if reverse:
         y = lax_rev(y, reverse)
-    for dim, i in dynamic:
-        n = a.shape[dim]
-        i = lax_convert_element_type(i, np.int32)
-        i = lax_select(lax_lt(i, np.int32(0)), lax_add(i, np.int32(n)), i)
+    for dim, i in dynamic:          # lax.dynamic_slice counts a negative index from the end, then clamps
         starts_d = [np.int32(0)] * a.ndim
         starts_d[dim] = i
         sizes = list(aval(y).shape)
@@ -306,11 +303,14 @@ def _normalize(v, n: int, wrap_negative: bool):
         if wrap_negative:
             k = np.where(k < 0, k + n, k)
         return np.clip(k, -1, n) if k.ndim else int(np.clip(k, -1, n))
-    v = lax_convert_element_type(v, np.int32)
-    if wrap_negative and aval(v).dtype.kind == "i":
-        zero = lax_full(aval(v).shape, 0, np.int32)
-        v = lax_select(lax_lt(v, zero), lax_add(v, lax_full(aval(v).shape, n, np.int32)), v)
-    return v
+    dt, shape = aval(v).dtype, aval(v).shape
+    if dt.kind == "i" and dt.itemsize < 4:
+        v, dt = lax_convert_element_type(v, np.int32), np.dtype(np.int32)
+    if wrap_negative and dt.kind == "i":
+        v = lax_select(lax_lt(v, lax_full(shape, 0, dt)), lax_add(v, lax_full(shape, n, dt)), v)
+    if dt.itemsize >= 4 and dt != np.int32:     # u32, 64-bit: clamp into [-1, n] first, so int32 cannot wrap them
+        v = lax_clamp(lax_full(shape, -1 if dt.kind == "i" else 0, dt), v, lax_full(shape, n, dt))
+    return v if dt == np.int32 else lax_convert_element_type(v, np.int32)
 
 
 # -- x.at[idx] ------------------------------------------------------------------------------------------

@@ -205,6 +205,8 @@ def _cumulative(kind: str, name: str):
         a = aval(operand)
         axis = canonical_axis(axis, a.ndim, name)
         n = a.shape[axis]
+        if n == 0:          # nothing to accumulate (a window of size 0 is not an HLO window): the empty operand
+            return operand
         dims = [1] * a.ndim
         dims[axis] = n
         pads = [(0, 0)] * a.ndim

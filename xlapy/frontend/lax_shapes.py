@@ -100,31 +100,53 @@ def slice(operand, start_indices: Sequence[int], limit_indices: Sequence[int], s
     return bind("slice", [operand], {"slice": ranges}, name="slice", weak_type=a.weak_type)
 
 
-def _index_operands(name: str, indices: Sequence[Any], ndim: int) -> list[Any]:
-    if len(indices) != ndim:
-        raise lax_error(name, f"needs {ndim} start indices, got {len(indices)}")
-    out = []
-    for i in indices:
-        ia = aval(i)
-        if ia.shape != ():
-            raise lax_error(name, f"start indices must be scalars, got {ia}")
-        if ia.dtype.kind not in "iu":
-            raise lax_error(name, f"start indices must be integers, got {ia.dtype}")
-        out.append(convert(i, dtypes.int32) if ia.dtype != dtypes.int32 or ia.weak_type else i)
-    return out
+def _index_operands(name: str, indices: Sequence[Any], shape: Sequence[int]) -> list[Any]:
+    """The start indices as s32 scalars, one per dimension (see _start_index)."""
+    if len(indices) != len(shape):
+        raise lax_error(name, f"needs {len(shape)} start indices, got {len(indices)}")
+    return [_start_index(name, i, n) for i, n in zip(indices, shape)]
+
+
+def _start_index(name: str, index: Any, dim: int) -> Any:
+    """One start index as an s32 scalar, with JAX's meaning: a negative index counts from the end (index + dim),
+    and converting to s32 never wraps (an unsigned or 64-bit index past the dimension is first clamped to it; the
+    op then clamps the slice into bounds as XLA does). Static indices are folded."""
+    ia = aval(index)
+    if ia.shape != ():
+        raise lax_error(name, f"start indices must be scalars, got {ia}")
+    if ia.dtype.kind not in "iu":
+        raise lax_error(name, f"start indices must be integers, got {ia.dtype}")
+    if not hasattr(index, "aval"):                  # a Python or numpy integer
+        k = int(index)
+        k = k + dim if k < 0 else k
+        return np.int32(min(max(k, 0), dim))
+    dt = ia.dtype
+    if dt.kind == "i":
+        wide = dt if dt.itemsize >= 4 else dtypes.int32
+        if dt != wide or ia.weak_type:
+            index = convert(index, wide)
+        negative = bind("compare", [index, np.zeros((), wide)], {"direction": "LT"}, name="lt")
+        index = bind("select", [negative, bind("add", [index, np.array(dim, wide)], name="add"), index],
+                     name="select_n")
+        if wide.itemsize > 4:
+            index = bind("clamp", [np.zeros((), wide), index, np.array(dim, wide)], name="clamp")
+    elif dt.itemsize >= 4:
+        index = bind("minimum", [index, np.array(dim, dt)], name="min")
+    return index if aval(index).dtype == dtypes.int32 else convert(index, dtypes.int32)
 
 
 def dynamic_slice(operand, start_indices: Sequence[Any], slice_sizes: Sequence[int]):
-    """A slice at runtime start indices (clamped so the slice stays in bounds)."""
+    """A slice at runtime start indices: a negative one counts from the end, as in JAX; then they are clamped so
+    the slice stays in bounds."""
     a = aval(operand)
-    starts = _index_operands("dynamic_slice", list(start_indices), a.ndim)
+    starts = _index_operands("dynamic_slice", list(start_indices), a.shape)
     return bind("dynamic-slice", [operand] + starts, {"dynamic_slice_sizes": tuple(int(s) for s in slice_sizes)},
                 name="dynamic_slice", weak_type=a.weak_type)
 
 
 def dynamic_update_slice(operand, update, start_indices: Sequence[Any]):
     a = aval(operand)
-    starts = _index_operands("dynamic_update_slice", list(start_indices), a.ndim)
+    starts = _index_operands("dynamic_update_slice", list(start_indices), a.shape)
     if aval(update).dtype != a.dtype:
         update = convert(update, a.dtype)
     return bind("dynamic-update-slice", [operand, update] + starts, name="dynamic_update_slice",

@@ -19,13 +19,14 @@ from .lax_elementwise import (abs as lax_abs, add as lax_add, bitwise_and as lax
                               bitwise_xor as lax_bitwise_xor, div as lax_div, eq as lax_eq, floor as lax_floor,
                               ge as lax_ge, gt as lax_gt, integer_pow as lax_integer_pow, le as lax_le, lt as lax_lt,
                               max as lax_max, min as lax_min, mul as lax_mul, ne as lax_ne, neg as lax_neg,
-                              pow as lax_pow, rem as lax_rem, select as lax_select, shift_left as lax_shift_left,
+                              pow as lax_pow, rem as lax_rem, round as lax_round, select as lax_select,
+                              shift_left as lax_shift_left, sign as lax_sign,
                               shift_right_arithmetic as lax_shift_right_arithmetic,
                               shift_right_logical as lax_shift_right_logical, sub as lax_sub)
 from .lax_operands import convert, convert_element_type as lax_convert_element_type
 from .lax_reduce import (argmax as lax_argmax, argmin as lax_argmin, reduce_max as lax_reduce_max,
                          reduce_min as lax_reduce_min, reduce_prod as lax_reduce_prod, reduce_sum as lax_reduce_sum)
-from .lax_shapes import (broadcast_in_dim as lax_broadcast_in_dim, expand_dims as lax_expand_dims,
+from .lax_shapes import (broadcast_in_dim as lax_broadcast_in_dim, expand_dims as lax_expand_dims, full as lax_full,
                          reshape as lax_reshape, squeeze as lax_squeeze, transpose as lax_transpose)
 from .tracer import aval, user_frame
 
@@ -122,16 +123,35 @@ def _zero(x):
     return np.zeros((), aval(x).dtype)
 
 
+def _nonzero_divisor(y):
+    """y with its zeros replaced by ones: JAX's integer `%` and fmod by zero are then 0, not XLA's x."""
+    return lax_add(y, lax_convert_element_type(lax_eq(y, _zero(y)), aval(y).dtype))
+
+
+def _float_divmod(x, y):
+    """(x // y, x % y) for floats as CPython's float_divmod computes them (and JAX): `1.0 // 0.1` is 9, not
+    floor(1.0 / 0.1) = 10."""
+    r = lax_rem(x, y)
+    corrected = lax_select(lax_eq(y, _zero(y)), x, lax_sub(x, r))
+    q = lax_div(corrected, y)
+    fix = lax_bitwise_and(lax_ne(r, _zero(r)), lax_ne(lax_sign(y), lax_sign(r)))
+    one = np.ones((), aval(x).dtype)
+    return lax_round(lax_select(fix, lax_sub(q, one), q)), lax_select(fix, lax_add(r, y), r)
+
+
 def floor_divide_promoted(x, y):
-    """Python's x // y: rounds toward -inf (floor of the quotient for floats)."""
+    """Python's x // y as JAX computes it. Signed ints round toward -inf: the quotient less one where the signs
+    differ and the remainder is nonzero, so x // 0 is XLA's -1 less (x != 0): 7 // 0 == -2. Unsigned ints are
+    XLA's division (x // 0 is all ones); floats follow CPython (_float_divmod)."""
     dt = aval(x).dtype
+    if dt.kind == "c":
+        raise XlapyError(f"floor_divide does not support complex-valued inputs (at {user_frame()})")
     if dtypes.is_inexact(dt):
-        return lax_floor(lax_div(x, y))
+        return _float_divmod(x, y)[0]
     if dt.kind == "u" or dt == np.bool_:
         return lax_div(x, y)
-    q, r = lax_div(x, y), lax_rem(x, y)
-    # round toward -inf: subtract one where the remainder is nonzero and the signs differ
-    fix = lax_bitwise_and(lax_ne(r, _zero(r)), lax_ne(lax_lt(r, _zero(r)), lax_lt(y, _zero(y))))
+    q = lax_div(x, y)
+    fix = lax_bitwise_and(lax_ne(lax_sign(x), lax_sign(y)), lax_ne(lax_rem(x, y), _zero(x)))
     return lax_select(fix, lax_sub(q, np.ones((), dt)), q)
 
 
@@ -139,8 +159,10 @@ floor_divide = _numpy_binary("floor_divide", floor_divide_promoted)
 
 
 def mod_promoted(x, y):
-    """Python's x % y: the remainder takes the sign of y."""
+    """Python's x % y as JAX computes it: the remainder takes the sign of y; an integer x % 0 is 0."""
     dt = aval(x).dtype
+    if dt.kind in "iu":
+        y = _nonzero_divisor(y)
     r = lax_rem(x, y)
     if dt.kind == "u":
         return r
@@ -151,12 +173,50 @@ def mod_promoted(x, y):
 mod = _numpy_binary("mod", mod_promoted)
 
 
+def fmod_promoted(x, y):
+    """C's fmod (the remainder takes the sign of x); an integer fmod(x, 0) is 0, as in JAX."""
+    return lax_rem(x, _nonzero_divisor(y) if aval(x).dtype.kind in "iu" else y)
+
+
+# JAX raises integer powers by square-and-multiply over the exponent's low 6 bits (more would overflow any base
+# but 0 and +-1), as unsigned bits: so a negative exponent gives JAX's answers, (-1) ** -3 == -1, 2 ** -1 == 0
+_POW_BITS = 6
+
+
+def int_power(x, y):
+    """x ** y for integer (or bool) x and y of one dtype, bit for bit as JAX's jnp.power with a traced exponent."""
+    dt = aval(x).dtype
+    zero, one = np.zeros((), dt), np.ones((), dt)
+    shape = aval(x).shape
+    acc = lax_select(lax_bitwise_and(lax_eq(x, zero), lax_ne(y, zero)), lax_full(shape, 0, dt), lax_full(shape, 1, dt))
+    for _ in range(_POW_BITS):
+        acc = lax_select(lax_ne(lax_bitwise_and(y, one), zero), lax_mul(acc, x), acc)
+        x = lax_mul(x, x)
+        y = lax_shift_right_logical(y, one)
+    return acc
+
+
+def power_promoted(x, y):
+    """x ** y on promoted, broadcast operands: integers as JAX (int_power), others lax.pow."""
+    if aval(x).dtype.kind in "iu":
+        return int_power(x, y)
+    return lax_pow(x, y)
+
+
 def power(x, y):
     if not (_is_operand(x) and _is_operand(y)):
         return NotImplemented
     if isinstance(y, int) and not isinstance(y, bool) and hasattr(x, "aval"):
-        return lax_integer_pow(x, y)
-    return lax_pow(*promote_broadcast("power", x, y))
+        return static_power(x, y)
+    return power_promoted(*promote_broadcast("power", x, y))
+
+
+def static_power(x, y: int):
+    """x ** y for a Python int y: repeated multiplication (lax.integer_pow), as JAX; an integer x cannot take a
+    negative y (JAX raises too)."""
+    if y < 0 and aval(x).dtype.kind in "iub":
+        raise XlapyError(f"integers cannot be raised to negative powers: {aval(x)} ** {y} (at {user_frame()})")
+    return lax_integer_pow(x, y)
 
 
 def matmul(x, y):

@@ -51,7 +51,7 @@ divide = true_divide
 floor_divide = _binary("floor_divide", lambda x, y: operators.floor_divide_promoted(_bool_to_int(x), _bool_to_int(y)))
 remainder = _binary("remainder", lambda x, y: operators.mod_promoted(_bool_to_int(x), _bool_to_int(y)))
 mod = remainder
-fmod = _binary("fmod", lambda x, y: lax.rem(_bool_to_int(x), _bool_to_int(y)))
+fmod = _binary("fmod", lambda x, y: operators.fmod_promoted(_bool_to_int(x), _bool_to_int(y)))
 arctan2 = _binary("arctan2", lax.atan2, inexact=True)
 atan2 = arctan2
 
@@ -61,12 +61,13 @@ def divmod(x, y):
 
 
 def power(x, y):
-    """x ** y; a static Python int exponent is repeated multiplication (lax.integer_pow), as in JAX."""
-    if isinstance(y, int) and not isinstance(y, bool) and not (_is_int(arr(x)) and y < 0):
-        x = _bool_to_int(arr(x))
-        return lax.integer_pow(x, y)
+    """x ** y as in JAX: a static Python int exponent is repeated multiplication (lax.integer_pow; an integer base
+    cannot take a negative one); integer powers otherwise follow JAX bit for bit (operators.int_power:
+    (-1) ** -3 == -1, 2 ** -1 == 0); floats are lax.pow."""
+    if isinstance(y, int) and not isinstance(y, bool):
+        return operators.static_power(_bool_to_int(arr(x)), y)
     x, y = promote("power", x, y)
-    return lax.pow(_bool_to_int(x), _bool_to_int(y))
+    return operators.power_promoted(_bool_to_int(x), _bool_to_int(y))
 
 
 pow = power

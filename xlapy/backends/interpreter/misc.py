@@ -23,7 +23,7 @@ def _sort(inst: Instruction, args: list, ev):
     n = moved[0].shape[-1] if moved[0].ndim else 1
     if any(m.shape != moved[0].shape for m in moved):
         raise ExecutionError(f"sort {inst.name}: operands differ in shape: {[a.shape for a in args]}")
-    flat = [m.reshape(-1, n) for m in moved]
+    flat = [m.reshape(int(np.prod(m.shape[:-1], dtype=np.int64)), n) for m in moved]     # (rows, n), n may be 0
     perm = sort_permutation(ev, comp, flat)
     outs = [np.moveaxis(np.take_along_axis(f, perm, axis=1).reshape(m.shape), -1, dim)
             for f, m in zip(flat, moved)]
