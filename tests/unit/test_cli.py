@@ -52,6 +52,18 @@ def _write(tmp_path, name, text):
     return str(p)
 
 
+def _npz(tmp_path, **arrays):
+    p = tmp_path / "named.npz"
+    np.savez(p, **arrays)
+    return str(p)
+
+
+# a result no machine can allocate (3.5 PiB), and a shape whose element count overflows int64
+HUGE_RESULT = ("HloModule huge\nENTRY e {\n  c = f32[] constant(0)\n"
+               "  ROOT b = f32[100000,100000,100000] broadcast(c), dimensions={}\n}\n")
+OVERFLOW = ("HloModule ovf\nENTRY e {\n  c = f32[] constant(0)\n"
+            "  ROOT b = f32[4000000000,4000000000,4000000000] broadcast(c), dimensions={}\n}\n")
+
 BAD = [
     # (argv builder, expected fragment of the one-line error)
     (lambda t: [], "required"),
@@ -66,6 +78,19 @@ BAD = [
      "bad.hlo:3:"),
     (lambda t: ["verify", _write(t, "bad2.hlo", "HloModule m\n\nENTRY e {\n  a = f32[2] parameter(0)\n"
                                  "  ROOT b = f32[3] negate(a)\n}\n")], "f32[3]"),
+    # user-caused failures are `error:` lines, not internal errors (issue 12)
+    (lambda t: ["run", SEED_HLO, "--inputs", SEED_NPZ, "--out", str(t / "no" / "such" / "dir" / "o.npz")],
+     "error: cannot write"),
+    (lambda t: ["run", SEED_HLO, "--inputs", _npz(t, x=np.ones(3, np.float32))],
+     "takes 3 arguments (arg0, arg1, arg2); " ),
+    (lambda t: ["run", SEED_HLO, "--inputs", _npz(t, x=np.ones(3, np.float32))], "gives 0 (keys x)"),
+    (lambda t: ["run", _write(t, "huge.hlo", HUGE_RESULT)], "error: "),
+    (lambda t: ["run", _write(t, "huge.hlo", HUGE_RESULT), "--backend", "cpu"], "error: out of memory"),
+    (lambda t: ["verify", _write(t, "ovf.hlo", OVERFLOW)], "more than int64 can count"),
+    (lambda t: ["run", _write(t, "ovf.hlo", OVERFLOW)], "more than int64 can count"),
+    (lambda t: ["opt", SEED_HLO, "--passes", ""], "--passes needs at least one pass name"),
+    (lambda t: ["opt", SEED_HLO, "--passes", "algsimp,,dce"], "an empty pass name"),
+    (lambda t: ["opt", SEED_HLO, "--passes", "algsimp,"], "an empty pass name"),
 ]
 
 
@@ -76,7 +101,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, fragment):
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert fragment in lines[0], lines[0]
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "internal error" not in err
 
 
 def test_wrong_input_shape_names_the_argument(capsys, tmp_path):

@@ -58,6 +58,7 @@ PRIMITIVE_TYPES: dict[str, PrimitiveType] = dict([
 ])
 
 _BY_DTYPE: dict[np.dtype, str] = {}
+INT64_MAX = (1 << 63) - 1      # the most elements (and bytes) an array may have, as in XLA
 for _p in PRIMITIVE_TYPES.values():
     if _p.dtype is not None:
         _BY_DTYPE.setdefault(_p.dtype, _p.name)
@@ -152,6 +153,19 @@ class Shape:
         for d in self.dims:
             n *= d
         return n
+
+    def size_overflow(self) -> str | None:
+        """Why this array shape cannot exist, or None: its element count or byte size does not fit int64 (XLA's
+        "size may overflow int64_t"). Unbounded dynamic dims (-1) count as 0."""
+        count = 1
+        for d in self.dims:
+            count *= max(d, 0)
+        if count > INT64_MAX:
+            return f"{count} elements: more than int64 can count ({INT64_MAX})"
+        nbytes = -(-count * self.ptype.bits // 8)
+        if nbytes > INT64_MAX:
+            return f"{count} elements of {self.ptype.bits} bits = {nbytes} bytes: more than int64 can count"
+        return None
 
     def is_dynamic_dim(self, i: int) -> bool:
         return bool(self.dynamic) and self.dynamic[i]

@@ -71,6 +71,10 @@ def _verify_structure(comp: Computation, in_module: set[int]) -> None:
 def _verify_shapes(comp: Computation) -> None:
     table = rule_table()
     for inst in comp.instructions:
+        for leaf in inst.shape.leaves():
+            overflow = leaf.size_overflow() if leaf.is_array else None
+            if overflow is not None:
+                raise HloVerifierError(f"{inst.name}: shape {text(leaf)} has {overflow}")
         rule = table.get(inst.opcode)
         if rule is None:
             fail(inst, f"no shape inference rule for opcode {inst.opcode}")

@@ -60,14 +60,24 @@ def _summary(name: str, arr: np.ndarray) -> str:
     return f"{head} {shown}{more}"
 
 
+def _inputs(args, n_params: int) -> list:
+    """The arguments from --inputs (arg0, arg1, ...), exactly as many as the entry takes."""
+    arrays = npz.load(args.inputs) if args.inputs else {}
+    inputs = npz.numbered(arrays, "arg")
+    if len(inputs) != n_params:
+        expected = ", ".join(f"arg{i}" for i in range(n_params)) or "no arrays"
+        found = f"keys {', '.join(sorted(arrays))}" if arrays else "no arrays"
+        raise XlapyError(f"{args.module}: the entry computation takes {n_params} arguments ({expected}); "
+                         f"{args.inputs or 'no --inputs'} gives {len(inputs)} ({found})")
+    return inputs
+
+
 def cmd_run(args) -> int:
     from ..backends import compile as compile_module
+    from ..hlo import verify
     module = _read_module(args.module)
-    inputs = npz.numbered(npz.load(args.inputs), "arg") if args.inputs else []
-    n_params = len(module.entry.parameters) if module.entry else 0
-    if len(inputs) != n_params:
-        raise XlapyError(f"{args.module}: the entry computation takes {n_params} arguments; "
-                         f"{args.inputs or 'no --inputs'} gives {len(inputs)}")
+    verify(module)              # before any pass or backend meets a malformed module
+    inputs = _inputs(args, len(module.entry.parameters))
     exe = compile_module(module, backend=args.backend)
     result = exe(*inputs)
     leaves = npz.flatten(result)
@@ -83,8 +93,13 @@ def cmd_opt(args) -> int:
     from ..passes.optimize import optimize
     from ..passes.pipelines import cpu_pipeline, passes_pipeline
     module = _read_module(args.module)
-    if args.passes:
-        pipeline = passes_pipeline([p.strip() for p in args.passes.split(",") if p.strip()])
+    if args.passes is not None:
+        names = [p.strip() for p in args.passes.split(",")]
+        if not any(names):
+            raise XlapyError("--passes needs at least one pass name (e.g. algsimp,cse,dce)")
+        if not all(names):
+            raise XlapyError(f"--passes {args.passes!r}: an empty pass name (two commas, or one at an end)")
+        pipeline = passes_pipeline(names)
     else:
         pipeline = cpu_pipeline(fast_math=args.fast_math, check_invariants=True)
     optimize(module, pipeline)
@@ -177,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
     except XlapyError as e:
         print(f"xlapy: error: {e}", file=sys.stderr)
+    except MemoryError as e:        # a result or buffer bigger than this machine can allocate: the input's doing
+        print(f"xlapy: error: out of memory: {e or 'an allocation failed'}", file=sys.stderr)
     except KeyboardInterrupt:
         print("xlapy: interrupted", file=sys.stderr)
     except Exception as e:  # an internal bug: still one line, no traceback unless asked for

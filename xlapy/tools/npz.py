@@ -50,7 +50,11 @@ def save(path: str | Path, arrays: dict[str, np.ndarray]) -> None:
             flat[key + _DTYPE_SUFFIX] = np.array(arr.dtype.name)
         else:
             flat[key] = arr
-    np.savez(path, **flat)
+    try:
+        with open(path, "wb") as f:         # a file object: numpy would append ".npz" to a name without it
+            np.savez(f, **flat)
+    except OSError as e:
+        raise XlapyError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def numbered(arrays: dict[str, np.ndarray], prefix: str) -> list[np.ndarray]:
