@@ -18,7 +18,7 @@ in one <LANES x float> accumulator, then the lanes combined, then the init value
 LLVM's loop vectorizer recognises plain fadd/fmul/integer reductions (the ordinary loop in elemental.py is
 left to it) but not a NaN-propagating max, whose compare/select chain then runs one element at a time, ~10
 cycles deep. The result differs from the sequential fold only in the order elements are combined, which XLA
-leaves to the implementation (which zero comes out of max(-0, +0), which NaN's payload). Denormal elements are
+leaves to the implementation (which NaN's payload comes out; zeros are ordered, -0 < +0, as in XLA:CPU). Denormal elements are
 flushed once as they are read, as the interpreter does; the accumulator only ever holds flushed values. The
 lanes and init are combined by the reducer's own scalar code.
 """
@@ -28,6 +28,7 @@ from __future__ import annotations
 from .blocked_sum import LeafSummer, is_blocked_sum, reducer_steps
 from .irhelpers import alloca_once, for_range, i64, loop_nest
 from .math_approx_core import Emit, format_of
+from .scalar_ops import ieee_max_min
 from .types import value_type
 
 LANES = 8
@@ -43,9 +44,8 @@ def _flush(e: Emit, v):
 
 
 def _nan_max(e: Emit, op: str, acc, v):
-    """scalar_ops' float max/min (NaN from either side propagates, acc wins ties) on vectors."""
-    pick = e.sel(e.cmp("<", acc, v), v, acc) if op == "maximum" else e.sel(e.cmp("<", v, acc), v, acc)
-    return e.sel(e.is_nan(acc), acc, e.sel(e.is_nan(v), v, pick))
+    """scalar_ops' float max/min (NaN from either side propagates, -0 < +0) on vectors."""
+    return ieee_max_min(e.b, op, acc, v)
 
 
 def special_reduce(em, inst, gens, op: str | None, wide_rule):

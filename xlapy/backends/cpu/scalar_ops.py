@@ -111,14 +111,30 @@ def _is_nan(b, x):
     return b.fcmp_unordered("uno", x, x)
 
 
-def _float_max(b, pt, x, y):   # std::max with NaN propagation, as XLA's evaluator
-    pick = b.select(b.fcmp_ordered("<", x, y), y, x)
+_FLOAT_WIDTH = {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}
+
+
+def ieee_max_min(b, op: str, x, y):
+    """IEEE 754-2019 maximum / minimum of floats (scalars or vectors), as XLA:CPU emits them (llvm.maximum /
+    llvm.minimum): a NaN on either side propagates (x's first), and -0 < +0. Equal values are joined bit by bit,
+    which changes nothing unless they are zeros of both signs: AND of the bits gives +0 for max, OR -0 for min."""
+    vector = isinstance(x.type, ir.VectorType)
+    width = _FLOAT_WIDTH[type(x.type.element if vector else x.type)]
+    ity = ir.VectorType(ir.IntType(width), x.type.count) if vector else ir.IntType(width)
+    first, second = (x, y) if op == "maximum" else (y, x)
+    pick = b.select(b.fcmp_ordered("<", first, second), y, x)
+    join = b.and_ if op == "maximum" else b.or_
+    tie = b.bitcast(join(b.bitcast(x, ity), b.bitcast(y, ity)), x.type)
+    pick = b.select(b.fcmp_ordered("==", x, y), tie, pick)
     return b.select(_is_nan(b, x), x, b.select(_is_nan(b, y), y, pick))
+
+
+def _float_max(b, pt, x, y):
+    return ieee_max_min(b, "maximum", x, y)
 
 
 def _float_min(b, pt, x, y):
-    pick = b.select(b.fcmp_ordered("<", y, x), y, x)
-    return b.select(_is_nan(b, x), x, b.select(_is_nan(b, y), y, pick))
+    return ieee_max_min(b, "minimum", x, y)
 
 
 def _float_power(b, pt, x, y):

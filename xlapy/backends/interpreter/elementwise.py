@@ -139,12 +139,21 @@ def _erf(x):
     return np.asarray(_ERF(x), dtype=np.float64).reshape(np.shape(x))
 
 
-def _float_max(x, y):    # std::max with NaN propagation, as XLA's evaluator
-    return np.where(np.isnan(x), x, np.where(np.isnan(y), y, np.where(x < y, y, x)))
+def _joined_bits(x, y, join):
+    """x and y (floats of one dtype) combined bit by bit with `join` (np.bitwise_and / np.bitwise_or)."""
+    x, y = np.asarray(x), np.asarray(y)
+    ity = np.dtype(f"i{x.dtype.itemsize}")
+    return join(x.view(ity), y.view(ity)).view(x.dtype)
+
+
+def _float_max(x, y):    # IEEE 754-2019 maximum, as XLA:CPU (llvm.maximum): NaN propagates, -0 < +0
+    tie = _joined_bits(x, y, np.bitwise_and)            # +0 unless both are -0; equal values otherwise
+    return np.where(np.isnan(x), x, np.where(np.isnan(y), y, np.where(x == y, tie, np.where(x < y, y, x))))
 
 
 def _float_min(x, y):
-    return np.where(np.isnan(x), x, np.where(np.isnan(y), y, np.where(y < x, y, x)))
+    tie = _joined_bits(x, y, np.bitwise_or)             # -0 unless both are +0
+    return np.where(np.isnan(x), x, np.where(np.isnan(y), y, np.where(x == y, tie, np.where(y < x, y, x))))
 
 
 def _float_power(x, y):

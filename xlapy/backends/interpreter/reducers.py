@@ -85,7 +85,45 @@ def _is_signed_int(dtype: np.dtype) -> bool:
 
 def ufunc_for(kind: str, dtype: np.dtype) -> np.ufunc:
     numeric, logical = COMBINERS[kind]
-    return logical if np.dtype(dtype) == np.bool_ else numeric
+    if np.dtype(dtype) == np.bool_:
+        return logical
+    if kind in ("maximum", "minimum") and np.dtype(dtype).kind == "f":
+        return ZeroOrdered(numeric, kind)
+    return numeric
+
+
+class ZeroOrdered:
+    """np.maximum / np.minimum on floats with -0 < +0, as XLA:CPU's max and min (IEEE 754-2019, llvm.maximum):
+    the ufunc's result, except that a zero result is the winning zero (+0 for max, -0 for min) wherever one took
+    part. Offers the ufunc methods the reducers call (call, reduce, accumulate, at)."""
+
+    def __init__(self, ufunc: np.ufunc, kind: str):
+        self.ufunc, self.negative_wins = ufunc, kind == "minimum"
+
+    def _wins(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        return (x == 0) & (np.signbit(x) == self.negative_wins)
+
+    def _fix(self, result: np.ndarray, won: np.ndarray) -> np.ndarray:
+        result = np.asarray(result)
+        winner = np.copysign(np.zeros((), result.dtype), -1.0 if self.negative_wins else 1.0)
+        return np.where(result == 0, np.where(won, winner, -winner), result).astype(result.dtype)
+
+    def __call__(self, a, b):
+        return self._fix(self.ufunc(a, b), self._wins(a) | self._wins(b))
+
+    def reduce(self, x, axis=0, dtype=None):
+        return self._fix(self.ufunc.reduce(x, axis=axis, dtype=dtype), np.logical_or.reduce(self._wins(x), axis=axis))
+
+    def accumulate(self, x, axis=0, dtype=None):
+        return self._fix(self.ufunc.accumulate(x, axis=axis, dtype=dtype),
+                         np.logical_or.accumulate(self._wins(x), axis=axis))
+
+    def at(self, a: np.ndarray, indices, b) -> None:
+        won = self._wins(a)
+        np.logical_or.at(won, indices, self._wins(b))
+        self.ufunc.at(a, indices, b)
+        a[...] = self._fix(a, won)
 
 
 def identity_of(kind: str, dtype: np.dtype) -> Any:
