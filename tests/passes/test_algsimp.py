@@ -137,9 +137,15 @@ ROOT t = f32[2,3,4] transpose(d), dimensions={0,2,1}""")),
 ]
 
 
+# Rewrites exact in real arithmetic whose float results may round differently: the reference dot is numpy's BLAS,
+# whose order of the contracted sum depends on the operands' orientation and the machine's kernel (bit for bit
+# on AVX-512, not on AVX2). These compare within a tolerance instead of bit for bit.
+REASSOCIATING = {"transpose_of_dot_swaps_operands": dict(rtol=1e-5, atol=1e-4)}    # 128 terms of ~1 each
+
+
 @pytest.mark.parametrize("name, text, checks", CASES, ids=[c[0] for c in CASES])
 def test_rewrite(name, text, checks):
-    check_rewrite(text, SIMPLIFY, checks, fixed_point=True)
+    check_rewrite(text, SIMPLIFY, checks, fixed_point=True, **REASSOCIATING.get(name, {}))
 
 
 @pytest.mark.parametrize("name, text", UNCHANGED, ids=[c[0] for c in UNCHANGED])

@@ -104,8 +104,8 @@ def test_sum_at_least_as_accurate_as_xla(name, shape, dims, make, square, xla_ul
 
 def test_mixed_signs_within_xla_class():
     """Cancelling sums: the error comes from inside a leaf, where XLA's shorter partial sums do better on rows
-    (RMS over 64 sums of 16,384 terms, in units of 2^-24 * ||x||_2: XLA 1.52, here 2.03, blocked_sum.LONG_LEAF's
-    price) and worse on columns (XLA 1.88, here 1.35). Before: 5.0 and 70.9."""
+    (RMS over 64 sums of 16,384 terms, in units of 2^-24 * ||x||_2: XLA 1.52, here 2.03 on AVX-512 and 1.91 on
+    AVX2, blocked_sum.long_leaf()'s price) and worse on columns (XLA 1.88, here 1.35). Before: 5.0 and 70.9."""
     for shape, dims, bound in (((64, 16384), (1,), 1.4 * 1.52), ((16384, 64), (0,), 1.88)):
         x = mixed(shape)
         wide = x.astype(np.float64)
@@ -166,7 +166,8 @@ def test_sibling_sums_in_a_multi_output_fusion(threads):
 @pytest.mark.parametrize("threads", THREADS)
 def test_rows_normalized_by_their_sums(threads):
     """A row fusion (row_emitter.py) whose rows sum 32,768 fused terms: the sum is off by about half a unit and
-    the quotient by half another (before: 3.1e-7)."""
+    the quotient by half another (before: 3.1e-7). Measured: under 1.2e-7 on AVX-512, 1.25e-7 on AVX2 (shorter
+    leaves, blocked_sum.long_leaf); XLA:CPU (jaxlib 0.10.2) on the same AVX2 machine: 1.53e-7."""
     shape = (16, 32768)
     text = hlo_module(f"""
         z = f32[] constant(0)
@@ -177,7 +178,7 @@ def test_rows_normalized_by_their_sums(threads):
         """, params=[shape_text(shape)], reducers=["add"])
     x = decades(shape)
     wide = x.astype(np.float64)
-    assert relative(cpu(text, threads)(x), wide / (2 * wide).sum(axis=1, keepdims=True)) <= 1.2e-7
+    assert relative(cpu(text, threads)(x), wide / (2 * wide).sum(axis=1, keepdims=True)) <= 1.3e-7
 
 
 # -- f64 and narrow floats ------------------------------------------------------------------------------------
