@@ -102,11 +102,13 @@ BINARY = [
     ("shift-right-logical", "s32", [-16, -16, 16], [2, 40, 28], [0x3FFFFFFC, 0, 0]),
     ("shift-right-logical", "u64", [2**64 - 1, 5], [63, 64], [1, 0]),
     ("shift-right-logical", "s4", [-1], [1], [7]),
-    ("maximum", "f32", [1, nan, 2, -0.0, -inf], [nan, 1, 3, 0.0, 1], [nan, nan, 3, -0.0, 1]),
+    # IEEE 754-2019 maximum/minimum, as XLA:CPU (llvm.maximum): NaN propagates, -0 < +0 whichever side it is on
+    ("maximum", "f32", [1, nan, 2, -0.0, -inf, 0.0, -0.0], [nan, 1, 3, 0.0, 1, -0.0, -0.0],
+     [nan, nan, 3, 0.0, 1, 0.0, -0.0]),
     ("maximum", "bf16", [1, nan, 2], [nan, 1, 3], [nan, nan, 3]),
     ("maximum", "f16", [nan, -1], [1, -2], [nan, -1]),
     ("maximum", "f64", [1], [nan], [nan]),
-    ("minimum", "f32", [1, nan, 2, 0.0], [nan, 1, 3, -0.0], [nan, nan, 2, 0.0]),   # std::min keeps lhs on ties
+    ("minimum", "f32", [1, nan, 2, 0.0, -0.0, 0.0], [nan, 1, 3, -0.0, 0.0, 0.0], [nan, nan, 2, -0.0, -0.0, 0.0]),
     ("minimum", "bf16", [nan, 5], [1, 4], [nan, 4]),
     ("maximum", "s8", [-128, 5], [127, -3], [127, 5]),
     ("minimum", "u64", [2**64 - 1], [3], [3]),
