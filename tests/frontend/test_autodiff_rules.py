@@ -15,6 +15,7 @@ import pytest
 import xlapy
 from xlapy.frontend.autodiff import computation_module, jvp_computation, vjp_computation
 from xlapy.hlo import parse
+from xlapy.testing import hlo_module
 
 HELPERS = """
 add { add_a = f64[] parameter(0)
@@ -49,7 +50,8 @@ argmax { am_v0 = f64[] parameter(0)
 
 
 def module(body: str, extra: str = "") -> str:
-    return f"HloModule m\n{HELPERS}\n{extra}\nENTRY e {{\n{body}\n}}\n"
+    # HELPERS' reducers are f64 under the plain names (add, max, ...), which hlo_module's reducers= cannot emit.
+    return hlo_module(body, HELPERS, extra)
 
 
 def unary(op: str, shape: str = "f64[2,3]") -> str:

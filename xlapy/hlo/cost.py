@@ -49,6 +49,12 @@ def convolution_multiply_adds(conv: Instruction) -> int:
     return conv.shape.numel * convolution_window_size(conv) * convolution_input_features(conv)
 
 
+def convolution_kernel_size(conv: Instruction) -> int:
+    """The kernel's element count (window x input features x output features): what the CPU compile plan
+    charges per output element, the multiply-adds of one output element times the output features."""
+    return conv.operands[1].shape.numel
+
+
 # -- the whole model ---------------------------------------------------------------------------------------
 def shape_bytes(shape: Shape) -> int:
     """Bytes of every array leaf of `shape` (sub-byte types count a byte per element)."""

@@ -8,23 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-REDUCERS = """
-add_{t} {{
-  a = {t}[] parameter(0)
-  b = {t}[] parameter(1)
-  ROOT r = {t}[] add(a, b)
-}}
-max_{t} {{
-  a = {t}[] parameter(0)
-  b = {t}[] parameter(1)
-  ROOT r = {t}[] maximum(a, b)
-}}
-min_{t} {{
-  a = {t}[] parameter(0)
-  b = {t}[] parameter(1)
-  ROOT r = {t}[] minimum(a, b)
-}}
-"""
+from xlapy.testing import reducer
 
 
 def _values(cpu, ty, shape, seed=0):
@@ -137,7 +121,8 @@ def test_reduce_window(cpu, ty):
             x = np.where(np.isfinite(x.astype(np.float64)), x, 1.5).astype(x.dtype)   # sums stay comparable
             x.reshape(-1)[min(5, x.size - 1)] = np.nan                                # NaN wins max and min
         args.append(x)
-    text = ("HloModule rw\n" + REDUCERS.format(t=ty) + "ENTRY e {\n" + "\n".join(lines) +
+    reducers = "".join(reducer(f"{op}_{ty}") for op in ("add", "max", "min"))
+    text = ("HloModule rw\n" + reducers + "ENTRY e {\n" + "\n".join(lines) +
             f"\n  ROOT t = ({', '.join(shapes)}) tuple({', '.join(roots)})\n}}")
     cpu.check(text, *args)
 

@@ -9,15 +9,8 @@ import pytest
 import xlapy
 from xlapy import lax
 from xlapy.backends.cpu.scan_emitter import scan_axis
+from xlapy.testing import reducer
 
-REDUCER = """
-{name}_{t} {{
-  a = {t}[] parameter(0)
-  b = {t}[] parameter(1)
-  ROOT r = {t}[] {op}(a, b)
-}}
-"""
-OPS = {"add": "add", "mul": "multiply", "max": "maximum", "min": "minimum", "and": "and", "or": "or"}
 IDENTITY = {"add": "0", "mul": "1", "max": "-inf", "min": "inf", "and": "true", "or": "false"}
 INT_IDENTITY = {"s32": ("-2147483648", "2147483647"), "u8": ("0", "255"), "s64": ("-9223372036854775808",
                                                                                    "9223372036854775807")}
@@ -53,7 +46,7 @@ def _window(shape, axis: int, reverse: bool) -> str:
 def _scan_module(ty: str, shape, rows, layout: str = "") -> str:
     """rows: [(op, axis, reverse, init text)] -> a module returning a tuple of reduce-windows of one parameter."""
     dims = ",".join(map(str, shape))
-    text = "HloModule scans\n" + "".join(REDUCER.format(name=op, t=ty, op=OPS[op]) for op in {r[0] for r in rows})
+    text = "HloModule scans\n" + "".join(reducer(f"{op}_{ty}") for op in {r[0] for r in rows})
     lines = [f"  x = {ty}[{dims}]{layout} parameter(0)"]
     for i, (op, axis, reverse, init) in enumerate(rows):
         lines.append(f"  i{i} = {ty}[] constant({init})")

@@ -15,7 +15,7 @@ import os
 
 from ...errors import XlapyError
 from ...hlo import Computation, Instruction, Module
-from ...hlo.cost import dot_contracted_size
+from ...hlo.cost import convolution_kernel_size, dot_contracted_size
 
 QUICK_WORK_LIMIT = 1 << 15
 EXPENSIVE_WEIGHT = 16
@@ -44,7 +44,7 @@ def _work(inst: Instruction) -> int:
     if op == "dot":
         return _numel(inst.shape) * max(dot_contracted_size(inst), 1) + base
     if op == "convolution":      # every kernel element per output: hlo.cost's multiply-adds times the output features
-        return _numel(inst.shape) * max(_numel(inst.operands[1].shape), 1) + base
+        return _numel(inst.shape) * max(convolution_kernel_size(inst), 1) + base
     if op == "sort":
         return base * max(1, math.ceil(math.log2(max(base, 2)))) * (1 + _calls(inst))
     if op == "reduce-window":
