@@ -7,7 +7,8 @@ from .pipeline import FixedPoint, Pipeline
 from .registry import make_pass
 
 SIMPLIFICATION = ["algsimp", "simplify-sorts", "dce", "reshape-mover", "constant_folding", "simplify-conditional",
-                  "while-loop-constant-sinking", "simplify-while-loops", "tuple-simplifier", "cse", "dce"]
+                  "while-loop-invariant-code-motion", "while-loop-constant-sinking", "simplify-while-loops",
+                  "tuple-simplifier", "cse", "dce"]
 
 CPU_PIPELINE = [
     # Unlike XLA:CPU, no scatter_expander: the CPU backend's scatter emitter beats the expanded while loop

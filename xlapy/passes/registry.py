@@ -18,6 +18,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "zero_sized_hlo_elimination": ("zero_sized", "ZeroSizedHloElimination"),
     "simplify-while-loops": ("while_loop_simplifier", "WhileLoopSimplifier"),
     "while-loop-constant-sinking": ("while_loop_constant_sinking", "WhileLoopConstantSinking"),
+    "while-loop-invariant-code-motion": ("while_loop_invariant_code_motion", "WhileLoopInvariantCodeMotion"),
     "simplify-conditional": ("conditional_simplifier", "ConditionalSimplifier"),
     "simplify-sorts": ("sort_simplifier", "SortSimplifier"),
     "call-inliner": ("call_inliner", "CallInliner"),
