@@ -87,19 +87,20 @@ def task_count(inst: Instruction, num_threads: int) -> int:
     return max(1, min(num_threads, cost // MIN_BYTES_PER_TASK))
 
 
-def chunk_bounds(total: int, tasks: int) -> list[int]:
-    """tasks+1 nondecreasing bounds splitting range(total) into near-equal contiguous chunks."""
-    inner = [t * total // tasks // CHUNK_QUANTUM * CHUNK_QUANTUM for t in range(1, tasks)]
+def chunk_bounds(total: int, tasks: int, quantum: int = CHUNK_QUANTUM) -> list[int]:
+    """tasks+1 nondecreasing bounds splitting range(total) into near-equal contiguous chunks whose inner bounds
+    are multiples of `quantum`."""
+    inner = [t * total // tasks // quantum * quantum for t in range(1, tasks)]
     return [0] + inner + [total]
 
 
-def finer_bounds(bounds: Sequence[int], parts: int = CHUNKS_PER_TASK) -> list[int]:
+def finer_bounds(bounds: Sequence[int], parts: int = CHUNKS_PER_TASK, quantum: int = CHUNK_QUANTUM) -> list[int]:
     """Each chunk [bounds[t], bounds[t+1]) cut into up to `parts` near-equal chunks whose inner bounds are
-    multiples of CHUNK_QUANTUM past the chunk's start; strictly increasing (empty chunks dropped)."""
+    multiples of `quantum` past the chunk's start; strictly increasing (empty chunks dropped)."""
     out = [bounds[0]]
     for lo, hi in zip(bounds, bounds[1:]):
         for j in range(1, parts + 1):
-            cut = hi if j == parts else lo + j * (hi - lo) // parts // CHUNK_QUANTUM * CHUNK_QUANTUM
+            cut = hi if j == parts else lo + j * (hi - lo) // parts // quantum * quantum
             if cut > out[-1]:
                 out.append(cut)
     return out
@@ -255,7 +256,8 @@ def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function
 
 def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
                  body: Callable[[ir.IRBuilder, ir.Value, ir.Value, ir.Value], None],
-                 shared: Sequence[ir.Value] = (), threads: int | None = None) -> bool:
+                 shared: Sequence[ir.Value] = (), threads: int | None = None,
+                 quantum: int = CHUNK_QUANTUM) -> bool:
     """Run body(b, start, end, task) over the chunks [bounds[t], bounds[t+1]) on up to `threads` threads (by
     default len(bounds)-1, one per chunk).
 
@@ -263,6 +265,8 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     chunks than threads passes more bounds (one partial per chunk, combined in chunk order) and `threads`. A body
     that does not is run over finer chunks (finer_bounds; `task` is then a chunk number). Either way the pool's
     threads take the chunks one at a time.
+
+    `quantum`: finer chunks keep their bounds multiples of it past the chunk's start (whole rows, say).
 
     `shared`: allocas of the caller the body may use (each task must write its own part). Returns False, having
     emitted nothing into the caller, when threads cannot be used here: inside a worker already, or the body used
@@ -315,7 +319,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
         return False
     given = len(bounds) - 1
     parts = -(-threads * CHUNKS_PER_TASK // given)          # about CHUNKS_PER_TASK chunks per thread
-    chunks = list(bounds) if _uses(worker, index) else finer_bounds(bounds, parts)
+    chunks = list(bounds) if _uses(worker, index) else finer_bounds(bounds, parts, quantum)
 
     # the worker loads its captures at entry
     values = list(foreign.values())
