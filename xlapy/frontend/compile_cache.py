@@ -46,23 +46,25 @@ class CompileCache:
         self._pending: dict[Hashable, _Pending] = {}
         self.stats = {"compiles": 0, "hits": 0, "evictions": 0}
 
+    def _hit_locked(self, key: Hashable) -> Any | None:
+        """The cached value, now the most recently used and counted as a hit, or None (with self._lock held)."""
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+            self.stats["hits"] += 1
+        return value
+
     def get(self, key: Hashable) -> Any | None:
         """The cached value (now the most recently used), or None."""
         with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-                self.stats["hits"] += 1
-            return value
+            return self._hit_locked(key)
 
     def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The cached value of `key`, or `make()` cached under it (made once however many threads ask)."""
         while True:
             with self._lock:
-                value = self._entries.get(key)
+                value = self._hit_locked(key)
                 if value is not None:
-                    self._entries.move_to_end(key)
-                    self.stats["hits"] += 1
                     return value
                 pending = self._pending.get(key)
                 if pending is None:
