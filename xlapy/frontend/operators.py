@@ -128,26 +128,25 @@ def _nonzero_divisor(y):
     return lax_add(y, lax_convert_element_type(lax_eq(y, _zero(y)), aval(y).dtype))
 
 
-def _float_divmod(x, y):
-    """(x // y, x % y) for floats as CPython's float_divmod computes them (and JAX): `1.0 // 0.1` is 9, not
+def _float_floor_divide(x, y):
+    """x // y for floats as CPython's float_divmod computes it (and JAX): `1.0 // 0.1` is 9, not
     floor(1.0 / 0.1) = 10."""
     r = lax_rem(x, y)
     corrected = lax_select(lax_eq(y, _zero(y)), x, lax_sub(x, r))
     q = lax_div(corrected, y)
     fix = lax_bitwise_and(lax_ne(r, _zero(r)), lax_ne(lax_sign(y), lax_sign(r)))
-    one = np.ones((), aval(x).dtype)
-    return lax_round(lax_select(fix, lax_sub(q, one), q)), lax_select(fix, lax_add(r, y), r)
+    return lax_round(lax_select(fix, lax_sub(q, np.ones((), aval(x).dtype)), q))
 
 
 def floor_divide_promoted(x, y):
     """Python's x // y as JAX computes it. Signed ints round toward -inf: the quotient less one where the signs
     differ and the remainder is nonzero, so x // 0 is XLA's -1 less (x != 0): 7 // 0 == -2. Unsigned ints are
-    XLA's division (x // 0 is all ones); floats follow CPython (_float_divmod)."""
+    XLA's division (x // 0 is all ones); floats follow CPython (_float_floor_divide)."""
     dt = aval(x).dtype
     if dt.kind == "c":
         raise XlapyError(f"floor_divide does not support complex-valued inputs (at {user_frame()})")
     if dtypes.is_inexact(dt):
-        return _float_divmod(x, y)[0]
+        return _float_floor_divide(x, y)
     if dt.kind == "u" or dt == np.bool_:
         return lax_div(x, y)
     q = lax_div(x, y)
