@@ -14,6 +14,7 @@ exports and where each name is implemented.
     frontend/lax_reduce.py       reductions, windows, cumulative ops, sort, top_k, gather, scatter
     frontend/control_flow.py     while_loop, fori_loop, cond, switch, scan, map
     frontend/lax_special.py      optimization_barrier, rng_bit_generator
+    frontend/lax_fft.py          fft, FftType
     frontend/transforms.py       stop_gradient
     frontend/tracer.py           aval (the abstract value of any operand)
 """
@@ -26,6 +27,7 @@ from .frontend.lax_elementwise import (RoundingMethod, abs, add, atan2, bitcast_
                                        log, log1p, logistic, lt, max, min, mul, ne, neg, population_count, pow, real,
                                        reduce_precision, rem, round, rsqrt, select, shift_left,
                                        shift_right_arithmetic, shift_right_logical, sign, sin, sqrt, sub, tan, tanh)
+from .frontend.lax_fft import FftType, fft
 from .frontend.lax_operands import coerce_same, coerce_same_dtype, convert_element_type
 from .frontend.lax_reduce import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, argmax, argmin,
                                   cummax, cummin, cumprod, cumsum, gather, monoid_computation, reduce, reduce_and,
@@ -68,6 +70,8 @@ __all__ = [
     "scatter_mul", "ScatterDimensionNumbers", "sort", "sort_key_val", "top_k",
     # control flow
     "cond", "fori_loop", "map", "scan", "switch", "while_loop",
+    # Fourier transforms
+    "fft", "FftType",
     # markers and state
     "optimization_barrier", "rng_bit_generator", "stop_gradient",
     # xlapy's helpers for writing ops (frontend/__init__.py, "How to add an op")
