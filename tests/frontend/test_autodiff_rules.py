@@ -267,11 +267,55 @@ CASES: dict[str, tuple] = {
  s = f64[3] sine(x)
  m = f64[3] multiply(x, y)
  ROOT t = (f64[3], f64[3]) tuple(s, m)"""), {}, False),
+    # complex values inside (real in, real out): real, imag, complex, abs of complex, convert, fft
+    "complex_real_imag_abs": (module("""x = f64[2,3] parameter(0)
+ y = f64[2,3] parameter(1)
+ z = c128[2,3] complex(x, y)
+ zz = c128[2,3] multiply(z, z)
+ e = c128[2,3] exponential(zz)
+ a = f64[2,3] abs(e)
+ r = f64[2,3] real(zz)
+ i = f64[2,3] imag(e)
+ ri = f64[2,3] multiply(r, i)
+ ROOT s = f64[2,3] add(a, ri)"""), {}, False),
+    "fft_fft_ifft": (module("""x = f64[2,3,4] parameter(0)
+ y = f64[2,3,4] parameter(1)
+ z = c128[2,3,4] complex(x, y)
+ f = c128[2,3,4] fft(z), fft_type=FFT, fft_length={3,4}
+ ff = c128[2,3,4] multiply(f, z)
+ g = c128[2,3,4] fft(ff), fft_type=IFFT, fft_length={4}
+ r = f64[2,3,4] real(g)
+ i = f64[2,3,4] imag(g)
+ ROOT t = (f64[2,3,4], f64[2,3,4]) tuple(r, i)"""), {}, False),
+    "fft_rfft_even": (module("""x = f64[3,6] parameter(0)
+ c = c128[3,6] convert(x)
+ f = c128[3,6] fft(c), fft_type=FFT, fft_length={6}
+ r = c128[3,4] fft(x), fft_type=RFFT, fft_length={6}
+ fr = f64[3,6] real(f)
+ a = f64[3,4] abs(r)
+ ROOT t = (f64[3,6], f64[3,4]) tuple(fr, a)"""), {}, False),
+    "fft_rfft_odd_2d": (module("""x = f64[2,3,5] parameter(0)
+ r = c128[2,3,3] fft(x), fft_type=RFFT, fft_length={3,5}
+ rr = c128[2,3,3] multiply(r, r)
+ re = f64[2,3,3] real(rr)
+ im = f64[2,3,3] imag(r)
+ ROOT t = (f64[2,3,3], f64[2,3,3]) tuple(re, im)"""), {}, False),
+    "fft_irfft_even": (module("""x = f64[3,4] parameter(0)
+ y = f64[3,4] parameter(1)
+ z = c128[3,4] complex(x, y)
+ r = f64[3,6] fft(z), fft_type=IRFFT, fft_length={6}
+ ROOT s = f64[3,6] sine(r)"""), {}, False),
+    "fft_irfft_odd_2d": (module("""x = f64[2,3,3] parameter(0)
+ y = f64[2,3,3] parameter(1)
+ z = c128[2,3,3] complex(x, y)
+ r = f64[2,3,5] fft(z), fft_type=IRFFT, fft_length={3,5}
+ ROOT s = f64[2,3,5] multiply(r, r)"""), {}, False),
 }
 
 SECOND_ORDER = ["tanh", "divide", "dot_batched_odd_dims", "softmax", "conv_stride2_same", "conv_grouped",
                 "max_pool_2x2", "avg_pool_strided", "gather_take", "sort", "conditional_pred", "fori_while_dus",
-                "reduce_max", "pad_interior_negative", "topk", "scatter_add"]
+                "reduce_max", "pad_interior_negative", "topk", "scatter_add", "complex_real_imag_abs", "fft_fft_ifft",
+                "fft_rfft_odd_2d", "fft_irfft_even"]
 
 
 # -- harness ---------------------------------------------------------------------------------------------------

@@ -98,7 +98,6 @@ CPU_NO_RULE: dict[str, Reason] = {
 _COPY_FORWARD = "xlapy.frontend.autodiff.vjp:copy_forward"
 _NO_OPERANDS = not_differentiable("it has no operands, so no tangent reaches it")
 _INTEGRAL = not_differentiable("integer and boolean values carry no derivative")
-_COMPLEX = not_differentiable("complex values carry no derivative in xlapy (autodiff.rules_common.is_float)")
 _NO_RULE_YET = unsupported("no rule yet")
 
 AUTODIFF_NO_RULE: dict[str, Reason] = {
@@ -114,8 +113,7 @@ AUTODIFF_NO_RULE: dict[str, Reason] = {
     "after-all": not_differentiable("its result is a token"),
     "bitcast-convert": not_differentiable("it reinterprets bits"),
     "rng-bit-generator": not_differentiable("random bits"),
-    **_each("complex real imag", _COMPLEX),
-    **_each("add-dependency map fft cholesky triangular-solve ragged-dot scan stochastic-convert", _NO_RULE_YET),
+    **_each("add-dependency map cholesky triangular-solve ragged-dot scan stochastic-convert", _NO_RULE_YET),
     **_each("dynamic-reshape set-dimension-size", unsupported("dynamic shapes: no derivative rule yet")),
     **_each("batch-norm-training batch-norm-inference batch-norm-grad",
             unsupported("the front end writes batch norm as elementwise ops and reductions")),

@@ -30,7 +30,7 @@ from typing import Sequence
 
 from ...hlo import Computation, Module
 from .jvp import jvp_computation, jvp_into
-from .rules_common import AutodiffError, is_float
+from .rules_common import AutodiffError, is_real_float
 from .vjp import (MAX_UNROLL, add_parameter, check_wrt, materialize, new_computation, vjp_computation,
                   vjp_into)
 
@@ -57,7 +57,7 @@ def grad_module(module: Module, wrt: int | Sequence[int] = 0, has_value: bool = 
     if entry is None:
         raise AutodiffError(f"module {module.name} has no entry computation")
     shape = entry.root.shape
-    if shape.is_tuple or shape.rank != 0 or not is_float(shape):
+    if shape.is_tuple or shape.rank != 0 or not is_real_float(shape):
         raise AutodiffError(f"grad requires a scalar floating-point output, but {entry.name} returns {shape}")
     check_wrt(entry, argnums)
     new = module.clone()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import XlapyError
-from ...hlo import Computation, Shape
+from ...hlo import PRIMITIVE_TYPES, Computation, Instruction, Shape
 from ...passes.builder import Builder
 
 
@@ -19,10 +19,28 @@ class AutodiffError(XlapyError):
 
 
 def is_float(shape: Shape) -> bool:
-    """A shape that carries derivatives: a floating-point array, or a tuple with such a leaf."""
+    """A shape that carries derivatives: a floating-point or complex array, or a tuple with such a leaf.
+
+    Complex values carry derivatives inside a computation (an fft between real values, real/imag/complex),
+    with JAX's convention: a VJP is the linear transpose, without conjugation. At the boundary (what may be
+    differentiated with respect to, what grad's output may be) only real floats count: `is_real_float`."""
     if shape.is_tuple:
         return any(is_float(s) for s in shape.tuple_shapes)
+    return shape.is_array and (shape.ptype.is_float or shape.ptype.is_complex)
+
+
+def is_real_float(shape: Shape) -> bool:
+    """A real floating-point array, or a tuple with such a leaf: what gradients are taken of and with respect to."""
+    if shape.is_tuple:
+        return any(is_real_float(s) for s in shape.tuple_shapes)
     return shape.is_array and shape.ptype.is_float
+
+
+def to_element_type(b: Builder, x: Instruction, element_type: str) -> Instruction:
+    """`x` converted to `element_type`; complex to real keeps the real part explicitly (JAX's convert)."""
+    if x.shape.ptype.is_complex and not PRIMITIVE_TYPES[element_type].is_complex:
+        x = b.emit("real", [x])
+    return b.convert(x, element_type)
 
 
 def reducer_kind(comp: Computation) -> str | None:

@@ -3,6 +3,11 @@
 For a unary op `y = f(x)`, DERIVATIVES[op](b, x, y) is dy/dx as an HLO value (None: zero, as for floor);
 JVP is `t * dy/dx`, VJP is `ct * dy/dx`. Binary ops list one partial per operand. Ops that are linear
 in their operands (add, subtract, negate) have direct rules that emit no multiplications.
+
+Complex values follow JAX's convention: a VJP is the linear transpose, not conjugated, so the holomorphic
+partials above serve complex operands unchanged. The ops between real and complex have their own rules:
+real (VJP complex(ct, 0)), imag (VJP complex(0, -ct)), complex (VJP real(ct), -imag(ct)) and abs of a
+complex x (JVP real(t conj(x) / |x|), VJP ct conj(x) / |x|, with |x| = 0 read as 1, as JAX does).
 """
 from __future__ import annotations
 
@@ -133,6 +138,59 @@ def _mul_jvp(b, inst, ts):
     return terms[0] if len(terms) == 1 else b.add(*terms)
 
 
+# -- between real and complex --------------------------------------------------------------------------------
+def _is_complex(x: Instruction) -> bool:
+    return x.shape.ptype.is_complex
+
+
+def _conj(b: Emitter, x: Instruction) -> Instruction:
+    return b.emit("complex", [b.emit("real", [x]), b.neg(b.emit("imag", [x]))])
+
+
+def _as_complex(b: Emitter, re: Instruction | None, im: Instruction | None) -> Instruction:
+    """complex(re, im), a None part being zero (at least one part is given)."""
+    like = re if re is not None else im
+    re = re if re is not None else b.zeros(like.shape)
+    im = im if im is not None else b.zeros(like.shape)
+    return b.emit("complex", [re, im])
+
+
+def _abs_unit(b: Emitter, x: Instruction, y: Instruction) -> Instruction:
+    """conj(x) / |x| for a complex x with |x| = y (|x| = 0 replaced by 1, so the result is 0 there)."""
+    safe = b.select(b.compare(y, _c(b, 0.0, y), "EQ"), _c(b, 1.0, y), y)
+    return b.div(_conj(b, x), b.emit("complex", [safe, b.zeros(y.shape)]))
+
+
+def _abs_jvp(b, inst, ts):
+    x = inst.operands[0]
+    if not _is_complex(x):
+        return _unary_jvp(b, inst, ts)
+    return b.emit("real", [b.mul(ts[0], _abs_unit(b, x, inst))])
+
+
+def _abs_vjp(b, inst, ct):
+    x = inst.operands[0]
+    if not _is_complex(x):
+        return _unary_vjp(b, inst, ct)
+    return [b.mul(_as_complex(b, ct, None), _abs_unit(b, x, inst))]
+
+
+def _real_vjp(b, inst, ct):
+    return [_as_complex(b, ct, None) if _is_complex(inst.operands[0]) else ct]
+
+
+def _imag_vjp(b, inst, ct):
+    return [_as_complex(b, None, b.neg(ct)) if _is_complex(inst.operands[0]) else None]
+
+
+def _complex_jvp(b, inst, ts):
+    return _as_complex(b, *ts)
+
+
+def _complex_vjp(b, inst, ct):
+    return [b.emit("real", [ct]), b.neg(b.emit("imag", [ct]))]
+
+
 JVP = {op: _unary_jvp for op in UNARY}
 JVP.update({op: _binary_jvp for op in BINARY})
 JVP.update({
@@ -140,6 +198,10 @@ JVP.update({
     "subtract": _sub_jvp,
     "multiply": _mul_jvp,
     "negate": lambda b, inst, ts: b.neg(ts[0]),
+    "abs": _abs_jvp,
+    "real": lambda b, inst, ts: b.emit("real", [ts[0]]),
+    "imag": lambda b, inst, ts: b.emit("imag", [ts[0]]),
+    "complex": _complex_jvp,
 })
 
 # Random numbers are constants to differentiation (their float operands are distribution parameters).
@@ -152,5 +214,9 @@ VJP.update({
     "add": lambda b, inst, ct: [ct, ct],
     "subtract": lambda b, inst, ct: [ct, b.neg(ct)],
     "negate": lambda b, inst, ct: [b.neg(ct)],
+    "abs": _abs_vjp,
+    "real": _real_vjp,
+    "imag": _imag_vjp,
+    "complex": _complex_vjp,
 })
 VJP.update({op: (lambda b, inst, ct: [None] * len(inst.operands)) for op in NON_DIFFERENTIABLE})

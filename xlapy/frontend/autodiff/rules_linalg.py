@@ -6,6 +6,11 @@ Both are bilinear, so the JVP is `op(t_lhs, rhs) + op(lhs, t_rhs)`. The VJPs:
   convolution  lhs: a convolution of ct with the spatially reversed kernel (lhs_dilate = stride);
                rhs: a convolution of lhs with ct, batch and feature roles swapped (rhs_dilate = stride);
                feature_group_count > 1 becomes batch_group_count in the kernel gradient, as in JAX.
+
+The fft is linear, so its JVP is the same fft of the tangent. The VJPs (JAX's fft transpose rules):
+  FFT, IFFT    the same transform of ct (the DFT matrix is symmetric; no conjugation, JAX's convention)
+  RFFT         N * IRFFT(conj(ct) / w), w = 1 for DC and Nyquist, 2 elsewhere on the last axis
+  IRFFT        conj(RFFT(ct) * w / N), the same weights
 """
 from __future__ import annotations
 
@@ -169,5 +174,53 @@ def _conv_vjp(b, inst, ct):
     return [_conv_vjp_lhs(b, inst, ct), _conv_vjp_rhs(b, inst, ct)]
 
 
-VJP = {"dot": _dot_vjp, "convolution": _conv_vjp}
-JVP = {"dot": _bilinear_jvp, "convolution": _bilinear_jvp}
+# -- fft ------------------------------------------------------------------------------------------------------
+def _fft(b: Emitter, x: Instruction, kind: str, lengths) -> Instruction:
+    return b.emit("fft", [x], {"fft_type": kind, "fft_length": tuple(lengths)}, name=f"fft.{kind.lower()}")
+
+
+def _last_axis(b: Emitter, values: np.ndarray, like: Instruction) -> Instruction:
+    """The vector `values` (like's element type) broadcast along like's last dimension."""
+    c = b.constant(values, like.shape.element_type)
+    return b.broadcast(c, [like.shape.rank - 1], like.shape)
+
+
+def _half_spectrum_weights(lengths) -> np.ndarray:
+    """How often each entry of an RFFT's last axis stands in the full spectrum: 1 for DC (and Nyquist, for an
+    even length), 2 for the others (their Hermitian mirror images are left out)."""
+    n = lengths[-1]
+    w = np.full(n // 2 + 1, 2.0)
+    w[0] = 1.0
+    if n % 2 == 0:
+        w[-1] = 1.0
+    return w
+
+
+def _conj(b: Emitter, x: Instruction) -> Instruction:
+    return b.emit("complex", [b.emit("real", [x]), b.neg(b.emit("imag", [x]))])
+
+
+def _fft_jvp(b, inst, ts):
+    # linear: the same transform of the tangent
+    return b.add_instruction(inst.clone_with([ts[0]], name="fft.jvp"))
+
+
+def _fft_vjp(b, inst, ct):
+    kind, lengths = str(inst.attrs["fft_type"]), [int(n) for n in inst.attrs["fft_length"]]
+    if kind in ("FFT", "IFFT"):
+        # the DFT matrix is symmetric, so FFT transposes to FFT and IFFT to IFFT
+        return [_fft(b, ct, kind, lengths)]
+    total = float(np.prod(lengths))
+    weights = _half_spectrum_weights(lengths)
+    if kind == "RFFT":
+        # RFFT = FFT of the real operand, kept to the half spectrum; its transpose Re(sum_k ct_k w^jk) over the
+        # kept k is N * IRFFT(conj(ct) / weights) (IRFFT mirrors each kept k back to the full spectrum)
+        return [_fft(b, b.mul(_conj(b, ct), _last_axis(b, total / weights, ct)), "IRFFT", lengths)]
+    # IRFFT: the transpose is RFFT(ct) / N, doubled where the half spectrum stands for two entries, and
+    # conjugated (JAX's convention for the complex cotangent of a complex-to-real map)
+    spectrum = _fft(b, ct, "RFFT", lengths)
+    return [_conj(b, b.mul(spectrum, _last_axis(b, weights / total, spectrum)))]
+
+
+VJP = {"dot": _dot_vjp, "convolution": _conv_vjp, "fft": _fft_vjp}
+JVP = {"dot": _bilinear_jvp, "convolution": _bilinear_jvp, "fft": _fft_jvp}

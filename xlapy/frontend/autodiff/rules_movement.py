@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...hlo import Instruction, Shape
 from ...hlo.attrs import PadDim, SliceRange
-from .rules_common import AutodiffError, Emitter, is_float, reducer_kind
+from .rules_common import AutodiffError, Emitter, is_float, reducer_kind, to_element_type
 
 
 def _same_op(b: Emitter, inst: Instruction, ts) -> Instruction:
@@ -214,12 +214,13 @@ def _clamp_jvp(b, inst, ts):
 
 
 def _convert_vjp(b, inst, ct):
+    # real -> complex transposes to the real part of ct (JAX's convert_element_type transpose)
     x = inst.operands[0]
-    return [b.convert(ct, x.shape.element_type) if is_float(x.shape) else None]
+    return [to_element_type(b, ct, x.shape.element_type) if is_float(x.shape) else None]
 
 
 def _convert_jvp(b, inst, ts):
-    return b.convert(ts[0], inst.shape.element_type)
+    return to_element_type(b, ts[0], inst.shape.element_type)
 
 
 def _as_list(b, ct, n):

@@ -17,7 +17,7 @@ from ...hlo import Computation, Instruction, Module, Shape
 from ...hlo.tables import merge_rule_tables, module_tables
 from ...passes import build
 from .loops import emit_taped_loop
-from .rules_common import AutodiffError, Emitter, is_float
+from .rules_common import AutodiffError, Emitter, is_float, is_real_float
 
 MAX_UNROLL = 64
 WHILE_MESSAGE = ("reverse-mode differentiation of while_loop is not supported; use fori_loop with static "
@@ -175,7 +175,7 @@ def check_wrt(comp: Computation, wrt: Sequence[int]) -> None:
         if not 0 <= i < len(params):
             raise AutodiffError(f"cannot differentiate {comp.name} with respect to parameter {i}: it has "
                                 f"{len(params)} parameters")
-        if not is_float(params[i].shape):
+        if not is_real_float(params[i].shape):
             raise AutodiffError(
                 f"cannot differentiate {comp.name} with respect to parameter {i} of type {params[i].shape}: "
                 f"gradients are defined only for floating-point inputs (JAX would give a float0 zero)")
