@@ -8,7 +8,7 @@ and functions with data-dependent output shapes (nonzero, unique, where(c), bool
 `size=` under jit (they raise xlapy.ConcretizationError otherwise).
 
 Families: creation.py, elementwise.py, reductions.py, shape_ops.py, linalg.py (products, einsum),
-indexing_ops.py (take, nonzero, unique ...), sorting.py.
+indexing_ops.py (take, nonzero, unique ...), sorting.py; the submodule fft.py is `xlapy.numpy.fft`.
 """
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ from .shape_ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d,
                         swapaxes, tile, trace, transpose, vsplit, vstack)
 from .sorting import argpartition, argsort, lexsort, partition, searchsorted, sort
 from . import array_methods
+from . import fft
 
 # -- constants ---------------------------------------------------------------------------------------------
 pi = _math.pi
