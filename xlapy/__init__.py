@@ -10,7 +10,8 @@ from . import hlo
 from .backends import compile
 
 # The tracing front end (JAX's API): jit, Array, pytrees, and differentiation over the HLO -> HLO autodiff.
-from .frontend import Array, clear_caches, config, device_get, device_put, explain_recompile, jit
+from .frontend import (Array, clear_caches, config, default_backend, device_get, device_put, explain_recompile,
+                       jit)
 from .frontend import pytree as tree_util
 from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp
 from . import numpy     # first: it attaches Array's and Tracer's operators and methods (numpy/array_methods.py)
@@ -19,7 +20,7 @@ from . import profiler      # JAX's jax.profiler; XLA_FLAGS=--xla_hlo_profile st
 
 __version__ = "0.1.0"
 __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",
-           "ConcretizationError", "hlo", "compile", "Array", "config", "device_get", "device_put",
+           "ConcretizationError", "hlo", "compile", "default_backend", "Array", "config", "device_get", "device_put",
            "explain_recompile", "jit", "clear_caches", "tree_util", "grad", "value_and_grad", "vjp", "jvp", "stop_gradient",
            "dlpack", "lax", "nn", "numpy", "random", "profiler"]
 

@@ -31,3 +31,12 @@ class UnimplementedError(XlapyError):
 
 class ConcretizationError(XlapyError):
     """A traced (abstract) value was used where Python needs a concrete one: bool(), int(), np.asarray() ..."""
+
+
+class UnknownBackendError(XlapyError):
+    """A backend name that is not registered (xlapy.backends.registry); the message lists the registered ones."""
+
+
+class UnsupportedOpcodeError(UnimplementedError):
+    """A module holding an opcode its backend does not declare (xlapy.backends.placement); the message names the
+    opcode, the instruction and the backend, and how soft placement would run it elsewhere."""

@@ -6,8 +6,8 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
                  and what every layer may use
   interpreter    xlapy/backends/interpreter/: the reference semantics of the IR
   passes         xlapy/passes/: target-independent HLO -> HLO (constant folding runs the interpreter)
-  backends       xlapy/backends/__init__.py (the backend table), xlapy/backends/cpu/: compile a Module, whoever
-                 made it
+  backends       xlapy/backends/ but interpreter/: the registry (registry.py, builtin.py), soft placement
+                 (placement.py), cpu/: compile a Module, whoever made it
   frontend core  xlapy/frontend/: tracing (tracer, dtypes, pytree, array, ops_mixin), eager execution, jit
                  (signature, warm_call), cost, autodiff/, transforms; the package __init__ exports these
   frontend ops   xlapy/frontend/: the lax implementation (lax_operands, lax_elementwise, lax_shapes, lax_dot_conv,
@@ -42,7 +42,7 @@ PLACES = {
     "hlo/": "hlo", "errors.py": "hlo", "debug.py": "hlo", "trace_events.py": "hlo",
     "backends/interpreter/": "interpreter",
     "passes/": "passes",
-    "backends/__init__.py": "backends", "backends/cpu/": "backends",
+    "backends/": "backends",
     "frontend/": "frontend core",
     "frontend/lax_operands.py": "frontend ops", "frontend/lax_elementwise.py": "frontend ops",
     "frontend/lax_shapes.py": "frontend ops", "frontend/lax_dot_conv.py": "frontend ops",

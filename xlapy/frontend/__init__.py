@@ -53,6 +53,7 @@ jit, Jitted, Lowered, Compiled, explain_recompile, RecompilationWarning (jit.py)
 type: isinstance(tracer, Array) is True, as for jax.Array), asarray, is_concrete_array (array.py);
 Tracer, ShapedArray, Trace, bind, Packed, current_trace, trace_function (tracer.py); pytree functions
 (pytree.py, exported as xlapy.tree_util); dtypes.config (xlapy.config: enable_x64, default_backend);
+default_backend() (backend.py: config.default_backend, else the backend registry's default);
 eager_stats, clear_eager_cache (eager.py). The cost model behind `cost_analysis()` is xlapy/hlo/cost.py.
 """
 from __future__ import annotations
@@ -63,6 +64,7 @@ import numpy as np
 
 from . import dtypes, pytree
 from .array import Array, asarray, is_concrete_array
+from .backend import default_backend
 from .dtypes import config
 from .eager import clear_eager_cache, eager_stats
 from .jit import Compiled, Jitted, Lowered, RecompilationWarning, clear_caches, explain_recompile, jit
@@ -81,4 +83,5 @@ def device_put(tree: Any) -> Any:
 
 __all__ = ["jit", "Jitted", "Lowered", "Compiled", "explain_recompile", "RecompilationWarning", "Array",
            "asarray", "is_concrete_array", "Tracer", "ShapedArray", "Trace", "bind", "Packed", "current_trace", "trace_function",
-           "pytree", "dtypes", "config", "eager_stats", "clear_eager_cache", "clear_caches", "device_get", "device_put"]
+           "pytree", "dtypes", "config", "eager_stats", "clear_eager_cache", "clear_caches", "device_get", "device_put",
+           "default_backend"]

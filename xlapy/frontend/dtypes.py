@@ -26,7 +26,7 @@ class Config:
     | flag | start value | what |
     |---|---|---|
     | enable_x64 | JAX_ENABLE_X64=1, else False | 64-bit types stay 64-bit (they change what code traces to) |
-    | default_backend | XLAPY_BACKEND, else "cpu" | where jit and eager ops compile ("interpreter": the reference) |
+    | default_backend | XLAPY_BACKEND, else None | where jit and eager ops compile (a registered backend's name; None: the registry's default, the highest priority: see xlapy.default_backend()) |
     | jit_cache_size | XLAPY_JIT_CACHE_SIZE, else 256 | compiled signatures kept per jitted function, least recently used dropped first |
     | eager_cache_size | XLAPY_EAGER_CACHE_SIZE, else 1024 | compiled eager ops (one per op signature) kept for the process |
 
@@ -38,7 +38,7 @@ class Config:
     def __init__(self):
         import os
         self.enable_x64 = os.environ.get("JAX_ENABLE_X64", "").lower() in ("1", "true")
-        self.default_backend = os.environ.get("XLAPY_BACKEND", "cpu")     # native code; "interpreter": reference
+        self.default_backend = os.environ.get("XLAPY_BACKEND") or None   # None: the backend registry's default
         self.jit_cache_size = int(os.environ.get("XLAPY_JIT_CACHE_SIZE", "256"))
         self.eager_cache_size = int(os.environ.get("XLAPY_EAGER_CACHE_SIZE", "1024"))
 

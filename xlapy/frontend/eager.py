@@ -20,6 +20,7 @@ from .. import trace_events
 from ..errors import XlapyError
 from ..hlo import Computation, Module
 from . import dtypes
+from .backend import registry_default
 from .compile_cache import CompileCache
 from .tracer import Packed, ShapedArray, Trace, Tracer, concrete_value, make_op
 
@@ -138,7 +139,7 @@ def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, sha
     from .array import Array, host_value
     values = [v for o in operands for v in (o if isinstance(o, Packed) else [o])]
     avals = [aval_of_value(v) for v in values]
-    backend = dtypes.config.default_backend
+    backend = dtypes.config.default_backend or registry_default()
     key = _op_key(opcode, operands, avals, attrs, shape, name, backend)
     exe = _CACHE.get(key) if key is not None else None
     if exe is None:

@@ -35,6 +35,7 @@ from ..errors import XlapyError
 from ..hlo import Module
 from . import dtypes
 from .array import Array, clear_interned_avals, host_value, is_concrete_array
+from .backend import registry_default
 from .compile_cache import CompileCache, release_freed_memory
 from .eager import build_module, clear_eager_cache
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
@@ -66,7 +67,8 @@ class Lowered:
 
     def compile(self) -> "Compiled":
         from ..backends import compile as compile_module
-        return Compiled(self, compile_module(self.module, backend=self.backend, pipeline="cpu"))
+        return Compiled(self, compile_module(self.module, backend=self.backend, pipeline="cpu",
+                                             allow_soft_placement=self._jitted.allow_soft_placement))
 
     def cost_analysis(self) -> dict[str, float]:
         from ..hlo.cost import cost_analysis
@@ -152,13 +154,14 @@ class Jitted:
 
     def __init__(self, fun: Callable, static_argnums: int | Iterable[int] = (), static_argnames: str |
                  Iterable[str] = (), donate_argnums: int | Iterable[int] = (), backend: str | None = None,
-                 explain: bool = False, donate_argnames: str | Iterable[str] = ()):
+                 explain: bool = False, donate_argnames: str | Iterable[str] = (), allow_soft_placement: bool = False):
         self.fun = fun
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
         self.donate_argnames = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames)
         self.backend = backend
+        self.allow_soft_placement = allow_soft_placement
         self.explain = explain
         self.trace_count = 0
         self._lock = threading.Lock()           # guards trace_count and the warm-call functions
@@ -231,7 +234,7 @@ class Jitted:
         except XlapyError:          # again, naming the argument
             names = self._leaf_names(tree)
             avals = tuple(abstractify(leaf, f" {name}") for leaf, name in zip(leaves, names))
-        backend = self.backend or dtypes.config.default_backend
+        backend = self.backend or dtypes.config.default_backend or registry_default()
         return Signature(tree, avals, static, backend, bool(dtypes.config.enable_x64),
                          trace_events.session() is not None), dyn, leaves
 
@@ -290,7 +293,8 @@ class Jitted:
         lowered = self._trace(sig, args, kwargs)
         from ..backends import compile as compile_module
         with trace_events.span(f"compile {self.module_name}", "compile", backend=sig.backend):
-            return lowered, compile_module(lowered.module, backend=sig.backend)
+            return lowered, compile_module(lowered.module, backend=sig.backend,
+                                           allow_soft_placement=self.allow_soft_placement)
 
     # -- warm-call functions (warm_call.py) ---------------------------------------------------------------
     def _warm_call(self, sig: Signature, args: tuple, kwargs: dict, leaves: list, lowered: Lowered,
@@ -413,15 +417,22 @@ def _differences(jitted: Jitted, old: Signature, new: Signature) -> list[str]:
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] = (),
         static_argnames: str | Iterable[str] = (), donate_argnums: int | Iterable[int] = (),
-        donate_argnames: str | Iterable[str] = (), backend: str | None = None, explain: bool = False):
+        donate_argnames: str | Iterable[str] = (), backend: str | None = None, explain: bool = False,
+        allow_soft_placement: bool = False):
     """Compile `fun` (JAX's jit): usable as `jit(f, ...)` or as a decorator `@jit` / `@partial(jit, ...)`.
+
+    backend: a registered backend's name (xlapy.backends.names()); None: xlapy.default_backend() at each call.
+    allow_soft_placement: ops the backend lacks run on the next backend that has them, with a
+    SoftPlacementWarning (xlapy/backends/placement.py); without it such an op is an UnsupportedOpcodeError.
 
     donate_argnums / donate_argnames: as in JAX, the compiled program may reuse these arguments' buffers, so
     the xlapy.Arrays passed there are deleted after the call (using one raises XlapyError "Array has been
     deleted (donated to a jitted call)"); pass numpy arrays, or keep the result, to go on using the values."""
     if fun is None:
-        return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames)
+        return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames,
+                                allow_soft_placement)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames,
+                  allow_soft_placement)
 
 
 def explain_recompile(jitted: Jitted, *args, **kwargs) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 from ..hlo import Module
 from . import dtypes
 from .array import Array, interned_aval
+from .backend import registry_default
 from .pytree import PyTreeDef, registered_node
 from .signature import Signature, abstractify
 from .tracer import Tracer, concrete_value
@@ -91,7 +92,7 @@ class _Writer:
     def guards(self, check_backend: bool) -> list[str]:
         out = []
         if check_backend:
-            out.append(f"if CFG.default_backend != {self.const(self.sig.backend)}: return MISS")
+            out.append(f"if (CFG.default_backend or DEFAULT_BACKEND()) != {self.const(self.sig.backend)}: return MISS")
         out.append(f"if CFG.enable_x64 != {self.const(self.sig.x64)}: return MISS")
         return out
 
@@ -238,7 +239,7 @@ class _Writer:
         """Compile `def run(args, kwargs)` inside a factory whose parameters are the names the lines use."""
         fixed = dict(MISS=MISS, Array=Array, new=object.__new__, ndarray=np.ndarray, asarray=np.asarray,
                      abstractify=abstractify, concrete_value=concrete_value, static_eq=static_eq,
-                     CFG=dtypes.config, CALL=self.callee)
+                     CFG=dtypes.config, DEFAULT_BACKEND=registry_default, CALL=self.callee)
         params = list(fixed) + list(self.consts)
         source = (f"def factory({', '.join(params)}):\n    def run(args, kwargs):\n"
                   + "".join(f"        {line}\n" for line in guards + self.body) + "    return run\n")

@@ -15,6 +15,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from ..backends.builtin import CPU_EXPANDED
+
 # -- reasons -------------------------------------------------------------------------------------------------
 EXPANDED = "expanded"                     # a named pass rewrites the op away before this layer sees it
 UNSUPPORTED = "unsupported"               # the layer cannot run it (yet); the note says why
@@ -63,7 +65,6 @@ COLLECTIVES = """all-gather all-gather-start all-gather-done all-reduce all-redu
                  collective-permute-done reduce-scatter"""
 HOST_TRANSFERS = "infeed outfeed send send-done recv recv-done"
 SCHEDULED_ASYNC = "async-start async-update async-done copy-start copy-done"
-DYNAMIC_SHAPES = "dynamic-reshape get-dimension-size set-dimension-size"
 
 _NOT_ON_ONE_DEVICE = {
     **_each(COLLECTIVES, unsupported("a collective: xlapy runs on one device")),
@@ -86,9 +87,8 @@ INTERPRETER_NO_RULE: dict[str, Reason] = {
 CPU_NO_RULE: dict[str, Reason] = {
     **INTERPRETER_NO_RULE,
     "parameter": by_driver("xlapy.backends.cpu.emitter:IrEmitter.emit_computation", "binds the argument buffers"),
-    **_each("batch-norm-training batch-norm-inference batch-norm-grad", expanded("batchnorm_expander")),
-    "select-and-scatter": expanded("select-and-scatter-expander"),
-    **_each(DYNAMIC_SHAPES, expanded("dynamic_padder", "buffers keep their bound size")),
+    # the CPU backend's registry entry counts these as supported (backends/builtin.py states them once)
+    **{op: expanded(pass_name, note) for op, (pass_name, note) in CPU_EXPANDED.items()},
     **_each("partition-id replica-id", unsupported("no emitter: xlapy runs one partition and one replica")),
     "rng": unsupported("no emitter; the front end draws random numbers with rng-bit-generator"),
     "scan": unsupported("no emitter yet (the interpreter runs it)"),
