@@ -6,17 +6,25 @@ stop_gradient'ed maximum (logsumexp replaces a non-finite maximum by 0, so rows 
 NaN); gelu(approximate=False) uses erfc, evaluated with XLA's f32 polynomial (f16/bf16 through f32; for
 f64 erfc is 1 - erf). Results agree with JAX to the ulp-level differences of the backend's
 exp/log/tanh, not bit for bit.
+
+`xlapy.nn.initializers` (jax.nn.initializers) lives in nn_initializers.py.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Sequence
 
 import numpy as np
 
 from . import lax
+from . import nn_initializers as initializers
 from .errors import XlapyError
 from .frontend import dtypes, operators as ops
 from .frontend.tracer import concrete_value, user_frame
+
+# jax.nn.initializers is a module: `xlapy.nn.initializers` is nn_initializers.py, importable by that name too
+# (`import xlapy.nn.initializers`, `from xlapy.nn.initializers import glorot_uniform`).
+sys.modules[__name__ + ".initializers"] = initializers
 
 __all__ = ["identity", "relu", "relu6", "sigmoid", "softplus", "soft_sign", "silu", "swish", "log_sigmoid", "elu",
            "celu", "selu", "leaky_relu", "hard_tanh", "hard_sigmoid", "hard_silu", "hard_swish", "mish", "gelu",
