@@ -3,10 +3,20 @@
 dozens of skips for the reader to add up."""
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The persistent compilation cache (xlapy/backends/compilation_cache.py) is on, as for users, but in a directory of
+# this run's own: a run starts cold, never reads a developer's ~/.cache/xlapy, and its subprocesses share it.
+if "XLAPY_CACHE_DIR" not in os.environ:
+    os.environ["XLAPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="xlapy-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["XLAPY_CACHE_DIR"], True)
 
 # optional input -> (where it is looked for, what it holds and how to get it, words that mark its skips' reasons)
 OPTIONAL_INPUTS = {

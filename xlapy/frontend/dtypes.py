@@ -31,7 +31,16 @@ class Config:
     | eager_cache_size | XLAPY_EAGER_CACHE_SIZE, else 1024 | compiled eager ops (one per op signature) kept for the process |
 
     The cache sizes only bound memory (an executable holds machine code and buffers); the other flags are
-    `tracing_flags()`, part of every cache key."""
+    `tracing_flags()`, part of every cache key.
+
+    The persistent compilation cache (backends/compilation_cache.py) has JAX's option names; each overrides the
+    environment when set (None: the environment decides):
+
+    | flag | environment | what |
+    |---|---|---|
+    | enable_compilation_cache | XLAPY_CACHE_DIR=off turns it off | compiled modules are kept on disk across processes |
+    | compilation_cache_dir | XLAPY_CACHE_DIR, else ~/.cache/xlapy | where |
+    | compilation_cache_max_size | XLAPY_CACHE_MAX_BYTES, else 1 GiB | least recently used entries go past it |"""
 
     CACHE_SIZES = ("jit_cache_size", "eager_cache_size")
 
@@ -42,6 +51,14 @@ class Config:
         self.jit_cache_size = int(os.environ.get("XLAPY_JIT_CACHE_SIZE", "256"))
         self.eager_cache_size = int(os.environ.get("XLAPY_EAGER_CACHE_SIZE", "1024"))
 
+    # the persistent cache's settings live in the backend layer; these forward to them
+    enable_compilation_cache = property(lambda self: _cache_settings().enabled,
+                                        lambda self, v: setattr(_cache_settings(), "enabled", v))
+    compilation_cache_dir = property(lambda self: _cache_settings().directory,
+                                     lambda self, v: setattr(_cache_settings(), "directory", v))
+    compilation_cache_max_size = property(lambda self: _cache_settings().max_bytes,
+                                          lambda self, v: setattr(_cache_settings(), "max_bytes", v))
+
     def update(self, name: str, value: Any) -> None:
         """`config.update("jax_enable_x64", True)` as in JAX; also accepts the bare attribute name."""
         key = name[len("jax_"):] if name.startswith("jax_") else name
@@ -49,11 +66,19 @@ class Config:
             raise AttributeError(f"unknown config option {name!r}")
         if key in self.CACHE_SIZES and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"config option {name!r} must be a positive int, got {value!r}")
+        if key == "compilation_cache_max_size" and value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or (value < 1 and value != -1)):
+            raise ValueError(f"config option {name!r} must be a positive int, -1 (no bound) or None, got {value!r}")
         setattr(self, key, value)
 
     def tracing_flags(self) -> tuple:
         """The values of the flags that can change what a function traces to (all but the cache sizes)."""
         return tuple(v for k, v in vars(self).items() if k not in self.CACHE_SIZES)
+
+
+def _cache_settings():
+    from ..backends.compilation_cache import SETTINGS
+    return SETTINGS
 
 
 config = Config()

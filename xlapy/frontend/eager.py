@@ -74,15 +74,13 @@ def build_module(name: str, entry: Computation) -> Module:
 
 
 def compile_op_module(module: Module, backend: str):
-    """Compile a module built for one eager op; the module is consumed. On the CPU backend it gets the quick
-    pipeline (cpu_quick_pipeline: lowering without simplification, which finds nothing in one op) in place, with
-    no defensive copy, and the LLVM level fits its size (small: no LLVM optimization, compile_plan.py)."""
+    """Compile a module built for one eager op. On the CPU backend it gets the quick pipeline
+    (cpu_quick_pipeline: lowering without simplification, which finds nothing in one op) and the LLVM level
+    fits its size (small: no LLVM optimization, compile_plan.py); the persistent cache keys it before the pipeline."""
     from ..backends import compile as compile_module
     if backend != "cpu":
         return compile_module(module, backend=backend)
-    from ..passes.optimize import optimize
-    from ..passes.pipelines import cpu_quick_pipeline
-    return compile_module(optimize(module, cpu_quick_pipeline()), backend=backend, run_pipeline=False)
+    return compile_module(module, backend=backend, run_pipeline="quick")
 
 
 def get_executable(module: Module, backend: str, key: tuple | None = None):

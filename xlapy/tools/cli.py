@@ -141,6 +141,30 @@ def cmd_ops(args) -> int:
     return 0
 
 
+def cmd_cache(args) -> int:
+    from ..backends import compilation_cache
+    store = compilation_cache.store()
+    if store is None:
+        print("the compilation cache is off (XLAPY_CACHE_DIR=off)")
+        return 0
+    if args.action == "clear":
+        print(f"removed {store.clear()} entries from {store.root}")
+        return 0
+    info = store.info()
+    bound = "none" if info["max_bytes"] >= 1 << 62 else _size(info["max_bytes"])
+    print(f"directory  {info['directory']}\nentries    {info['entries']}\nsize       {_size(info['bytes'])}\n"
+          f"bound      {bound}")
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
 def _build_parser() -> argparse.ArgumentParser:
     from ..backends import BACKENDS
     p = _Parser(prog="xlapy", description="XLA rebuilt in Python: run, check and print HLO modules.")
@@ -181,6 +205,9 @@ def _build_parser() -> argparse.ArgumentParser:
     ops = sub.add_parser("ops", help="where each layer's rule for an opcode is, or why it has none")
     ops.add_argument("opcode", nargs="?", help="an HLO opcode (default: the coverage matrix of every opcode)")
     ops.set_defaults(fn=cmd_ops)
+    cache = sub.add_parser("cache", help="the persistent compilation cache: where it is and how big, or empty it")
+    cache.add_argument("action", choices=("info", "clear"))
+    cache.set_defaults(fn=cmd_cache)
     return p
 
 

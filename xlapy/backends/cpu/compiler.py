@@ -22,7 +22,8 @@ from ...errors import XlapyError
 from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
-from . import buffer_assignment, compile_plan, llvm_jit, llvm_parallel, profile_ir
+from . import buffer_assignment, cache_entry, compile_plan, llvm_jit, llvm_parallel, profile_ir
+from .. import compilation_cache
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
 from .executable import Executable
@@ -211,44 +212,70 @@ def _parallel_split(text: str):
     return split
 
 
-def compile_module(module: Module, run_pipeline: bool | None = None, verify: bool = True,
+def compile_module(module: Module, run_pipeline: bool | str | None = None, verify: bool = True,
                    fast_math: bool = False, num_threads: int | None = None, llvm_level: str | None = None,
-                   profile: bool | None = None) -> Executable:
+                   profile: bool | None = None, cache: bool = True) -> Executable:
     """Compile `module` for this CPU. run_pipeline: None runs cpu_pipeline() unless the module is already
-    optimized (scheduled or fused); the caller's module is never modified. num_threads: large loops are split
-    over this many threads (None: $XLAPY_NUM_THREADS, else os.cpu_count(); 1: no threads). llvm_level:
-    "optimized" (LLVM O3) or "quick" (no LLVM optimization, for small modules); None chooses by the module's
-    size (compile_plan.py). profile: instrument every kernel for the profiler (profile_ir.py); None does so
-    while a profiler trace runs or XLA_FLAGS has --xla_hlo_profile."""
+    optimized (scheduled or fused); "quick" runs cpu_quick_pipeline() (eager ops); the caller's module is never
+    modified. num_threads: large loops are split over this many threads (None: $XLAPY_NUM_THREADS, else
+    os.cpu_count(); 1: no threads). llvm_level: "optimized" (LLVM O3) or "quick" (no LLVM optimization, for small
+    modules); None chooses by the module's size (compile_plan.py). profile: instrument every kernel for the
+    profiler (profile_ir.py); None does so while a profiler trace runs or XLA_FLAGS has --xla_hlo_profile.
+    cache: look the compile up in the persistent compilation cache, and store it there (cache_entry.py)."""
     if llvm_level is not None and llvm_level not in compile_plan.LEVELS:
         raise XlapyError(f"llvm_level must be one of {', '.join(compile_plan.LEVELS)}, got {llvm_level!r}")
     options = debug.options()
     if profile is None:
         profile = trace_events.session() is not None or options.hlo_profile
+    threads = resolve_num_threads(num_threads)
+    store = compilation_cache.store() if cache and not profile and not options.dumps_module(module.name) else None
+    key = None
+    if store is not None:
+        with trace_events.span("compilation cache lookup", "compile"):
+            if run_pipeline is None:
+                run_pipeline = not _is_optimized(module)
+            key = cache_entry.compile_key(module.to_text(), {
+                "pipeline": run_pipeline, "verify": verify, "fast_math": fast_math, "threads": threads,
+                "llvm_level": llvm_level, "disabled_passes": sorted(options.disable_hlo_passes)})
+            exe = _load(store, key, module, threads,
+                        lambda: compile_module(module, run_pipeline, verify, fast_math, threads, llvm_level,
+                                               False, cache=False))
+        if exe is not None:
+            return exe
+    if run_pipeline == "quick":
+        from ...passes.optimize import optimize
+        from ...passes.pipelines import cpu_quick_pipeline
+        module, run_pipeline = optimize(module.clone(), cpu_quick_pipeline(), options=options), False
     tm = llvm_jit.shared_target_machine()
     module, llvm_module, scratch_size, timer = emit_llvm(
-        module, tm, llvm.get_process_triple(), run_pipeline, verify, fast_math, options,
-        resolve_num_threads(num_threads), profile)
+        module, tm, llvm.get_process_triple(), run_pipeline, verify, fast_math, options, threads, profile)
     level = llvm_level or compile_plan.choose_level(module)
     text = str(llvm_module)
     _dump(module, "ir-no-opt.ll", text, options)
     split = _parallel_split(text) if level == compile_plan.OPTIMIZED else None
+    objects: list[bytes] | None = [] if key is not None else None
+    entry_symbol = ENTRY_NAME
+    LLVM_COMPILES[level] += 1
     if split is not None:
         try:
             with trace_events.span(f"LLVM {level}, two threads", "llvm"):
-                engine, address, opt_parts = llvm_parallel.compile_split(
+                engine, address, opt_parts, objs = llvm_parallel.compile_split(
                     split[0], split[1], optimize_llvm, lambda: llvm_jit.new_target_machine(3), ENTRY_NAME)
         except llvm_parallel.InvalidIR as e:
             raise XlapyError(f"cpu backend produced invalid LLVM IR for module {module.name}: {e}") from e
+        if objects is not None:
+            objects.extend(objs)
     else:
         parsed = parse_llvm(module, text, llvm_jit.context_for(level))
         if level == compile_plan.OPTIMIZED:
             with trace_events.span("LLVM optimize", "llvm"):
                 optimize_llvm(parsed, tm)
         opt_parts = [str(parsed) if level == compile_plan.OPTIMIZED else text]   # before the engine owns it
-        jit = llvm_jit.jit_quick if level == compile_plan.QUICK else llvm_jit.jit_optimized
         with trace_events.span(f"LLVM code generation ({level})", "llvm"):
-            engine, address = jit(parsed, ENTRY_NAME)
+            if level == compile_plan.QUICK:
+                engine, address, entry_symbol = llvm_jit.jit_quick(parsed, ENTRY_NAME, objects)
+            else:
+                engine, address = llvm_jit.jit_optimized(parsed, ENTRY_NAME, objects)
         global _WARM
         _WARM = _WARM or level == compile_plan.OPTIMIZED
 
@@ -268,4 +295,52 @@ def compile_module(module: Module, run_pipeline: bool | None = None, verify: boo
                      kernels=timer.kernels if timer is not None else None,
                      log_offset=timer.log_offset if timer is not None else None)
     exe.llvm_level = level
+    if key is not None and len(objects) == (2 if split is not None else 1) and all(objects):
+        with trace_events.span("compilation cache write", "compile"):
+            entry = cache_entry.Entry(module.name, [str(p.shape) for p in module.entry.parameters],
+                                      str(module.entry.root.shape), entry_symbol, scratch_size, level, threads,
+                                      cache_entry.external_symbols(text), objects, module.to_text())
+            store.put(key, entry.encode())
     return exe
+
+
+# How many modules LLVM compiled in this process, by level: a hit in the persistent cache compiles none.
+LLVM_COMPILES = {level: 0 for level in compile_plan.LEVELS}
+
+
+def _load(store, key: str, module: Module, threads: int, recompile) -> Executable | None:
+    """The executable stored under key, or None (a miss, or an entry this process cannot use)."""
+    payload = store.get(key)
+    if payload is None:
+        return None
+    try:
+        entry = cache_entry.Entry.decode(payload)
+    except ValueError:
+        store.remove(key)
+        return None
+    if entry.name != module.name or not cache_entry.make_resolvable(entry):
+        return None
+    code, address = llvm_jit.load_objects(entry.objects, entry.entry, llvm.get_process_triple(),
+                                          str(llvm_jit.shared_target_machine().target_data))
+    if not address:
+        store.remove(key)
+        return None
+    from ...hlo import parse
+    recompiled: list[Executable] = []
+
+    def again() -> Executable:          # the texts of a cached executable come from compiling it once more
+        if not recompiled:
+            recompiled.append(recompile())
+        return recompiled[0]
+    exe = Executable(lambda: parse(entry.hlo), code, address, entry.scratch, lambda: again().llvm_ir,
+                     lambda: again().llvm_ir_optimized, lambda: again().assembly,
+                     signature=(entry.name, [_shape(s) for s in entry.params], _shape(entry.result)))
+    exe.llvm_level = entry.level
+    exe.from_cache = True
+    return exe
+
+
+def _shape(text: str):
+    from ...hlo.lexer import Cursor
+    from ...hlo.parser_shapes import parse_shape
+    return parse_shape(Cursor(text))

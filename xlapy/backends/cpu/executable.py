@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -46,19 +46,28 @@ class Executable:
     """A module compiled to native code. Not reentrant: calls from several threads are serialized."""
 
     backend = "cpu"
+    from_cache = False          # loaded from the persistent compilation cache (compiler.py)
 
-    def __init__(self, module: Module, engine, address: int, scratch_size: int, llvm_ir: str, llvm_ir_opt: str,
-                 assembly_fn, kernels: list | None = None, log_offset: int | None = None):
-        self.module = module
-        self.llvm_ir = llvm_ir
+    def __init__(self, module: Module | Callable[[], Module], engine, address: int, scratch_size: int,
+                 llvm_ir: str | Callable[[], str], llvm_ir_opt: str | Callable[[], str], assembly_fn,
+                 kernels: list | None = None, log_offset: int | None = None,
+                 signature: tuple[str, list[Shape], Shape] | None = None):
+        """module: the optimized Module, or a function making it on first use (then `signature` gives the module's
+        name, parameter shapes and result shape). llvm_ir, llvm_ir_opt: the texts, or functions printing them."""
+        if isinstance(module, Module):
+            self._module = module
+            signature = (module.name, [p.shape for p in module.entry.parameters], module.entry.root.shape)
+        else:
+            self._module, self._module_fn = None, module
+        self.name, param_shapes, result_shape = signature
+        self._llvm_ir = llvm_ir
         self._llvm_ir_opt = llvm_ir_opt      # the text, or a function printing it on first use
         self._assembly_fn = assembly_fn
         self._engine = engine            # keeps the machine code alive
-        entry = module.entry
-        self._param_shapes = [p.shape for p in entry.parameters]
-        self._param_leaves = [[LeafSpec.of(s) for s in p.shape.leaves()] for p in entry.parameters]
-        self._result_leaves = [LeafSpec.of(s) for s in entry.root.shape.leaves()]
-        self._structure = _structure(entry.root.shape)
+        self._param_shapes = list(param_shapes)
+        self._param_leaves = [[LeafSpec.of(s) for s in shape.leaves()] for shape in param_shapes]
+        self._result_leaves = [LeafSpec.of(s) for s in result_shape.leaves()]
+        self._structure = _structure(result_shape)
         n_params = sum(len(x) for x in self._param_leaves)
         self._params = (ctypes.c_void_p * max(n_params, 1))()
         self._results = (ctypes.c_void_p * max(len(self._result_leaves), 1))()
@@ -69,7 +78,7 @@ class Executable:
         self._simple = all(len(x) == 1 and x[0].physical_order is None for x in self._param_leaves)
         # profiled code (profile_ir.py) logs its kernels into the scratch buffer: calls go through ctypes, which
         # reads the log after each call
-        self.profile = KernelLog(module.name, kernels, self._scratch_ptr.value + log_offset) if kernels else None
+        self.profile = KernelLog(self.name, kernels, self._scratch_ptr.value + log_offset) if kernels else None
         self._fast = self._make_fast_call(address, scratch_size) if self.profile is None else None
         # the native caller, `fast_call(*arrays)`, or None: callers that hold numpy arrays may call it directly
         self.fast_call = self._fast.function if self._fast is not None else None
@@ -102,7 +111,7 @@ class Executable:
 
     def _call_ctypes(self, *args: Any) -> Any:
         if len(args) != len(self._param_leaves):
-            raise XlapyError(f"module {self.module.name} takes {len(self._param_leaves)} arguments, got {len(args)}")
+            raise XlapyError(f"module {self.name} takes {len(self._param_leaves)} arguments, got {len(args)}")
         keep = []
         params = self._params
         if self._simple:
@@ -162,8 +171,22 @@ class Executable:
             raise XlapyError(f"argument {index}: shape {arr.shape} does not match parameter shape {spec.dims}")
         return np.ascontiguousarray(arr)
 
+    @property
+    def module(self) -> Module:
+        """The optimized module this runs."""
+        if self._module is None:
+            self._module = self._module_fn()
+        return self._module
+
     def as_text(self) -> str:
         return self.module.to_text()
+
+    @property
+    def llvm_ir(self) -> str:
+        """The LLVM IR emitted for the module, before LLVM's optimizer."""
+        if callable(self._llvm_ir):
+            self._llvm_ir = self._llvm_ir()
+        return self._llvm_ir
 
     @property
     def assembly(self) -> str:

@@ -142,13 +142,31 @@ class OwnCode:
             _released.append(self.context)
 
 
-def jit_optimized(mod, entry: str):
-    """A private engine for `mod` (already optimized): (OwnCode, entry address)."""
+def jit_optimized(mod, entry: str, objects: list | None = None):
+    """A private engine for `mod` (already optimized): (OwnCode, entry address). With `objects`, the object file
+    code generation made is appended to it (for the persistent cache)."""
     engine = llvm.create_mcjit_compiler(mod, new_target_machine(3))
+    if objects is not None:
+        engine.set_object_cache(lambda _mod, buf: objects.append(buf))
     engine.finalize_object()
     with _lock:
         collect_released()
         return OwnCode(engine, getattr(mod, "xlapy_context", None)), engine.get_function_address(entry)
+
+
+def load_objects(objects: list[bytes], entry: str, triple: str, data_layout: str):
+    """A private engine linking object files made earlier (llvm_parallel.py's halves, or the persistent cache's):
+    (OwnCode, entry address); the address is 0 when the objects define no `entry`."""
+    init_llvm()
+    context = Context()
+    header = context.parse(f'target triple = "{triple}"\ntarget datalayout = "{data_layout}"\n')
+    engine = llvm.create_mcjit_compiler(header, new_target_machine(3))
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    with _lock:
+        collect_released()
+        return OwnCode(engine, context), engine.get_function_address(entry)
 
 
 # -- quick: modules share an engine ---------------------------------------------------------------------------
@@ -158,9 +176,14 @@ class QuickEngine:
     def __init__(self):
         self.context = Context()
         self.engine = llvm.create_mcjit_compiler(self.context.parse(""), new_target_machine(0))
+        self.last_object = b""          # the object file of the module code generation made last
+        self.engine.set_object_cache(self._made)
         self.others: set[Context] = set()
         self.modules = 0
         self.live = 0
+
+    def _made(self, _mod, buf: bytes) -> None:
+        self.last_object = buf
 
     def close(self) -> None:
         self.engine.close()
@@ -202,8 +225,9 @@ def collect_released() -> None:
                 item.close()
 
 
-def jit_quick(mod, entry: str):
-    """Code-generate `mod` at O0 in the shared quick engine: (QuickCode, entry address). `mod` is consumed."""
+def jit_quick(mod, entry: str, objects: list | None = None):
+    """Code-generate `mod` at O0 in the shared quick engine: (QuickCode, entry address, the entry's symbol name).
+    `mod` is consumed. With `objects`, its object file is appended to it (for the persistent cache)."""
     with _lock:
         name = f"{entry}.q{next(_names)}"
     for g in itertools.chain(mod.functions, mod.global_variables):
@@ -226,10 +250,12 @@ def jit_quick(mod, entry: str):
         host.modules += 1
         host.engine.finalize_object()
         address = host.engine.get_function_address(name)
+        if objects is not None:
+            objects.append(host.last_object)
         if context is not None:
             context.release()                   # the parse's hold: the engine holds it now
-    return code, address
+    return code, address, name
 
 
 __all__ = ["QUICK_MODULES_PER_ENGINE", "init_llvm", "new_target_machine", "shared_target_machine", "Context",
-           "context_for", "jit_optimized", "jit_quick", "collect_released", "OwnCode", "QuickCode"]
+           "context_for", "jit_optimized", "jit_quick", "load_objects", "collect_released", "OwnCode", "QuickCode"]

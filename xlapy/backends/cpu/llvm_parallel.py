@@ -28,6 +28,8 @@ from ctypes import string_at
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
+from .llvm_jit import load_objects
+
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
 WORKER_WEIGHT = 1.6            # LLVM time per line of a worker (vectorized loops) relative to the entry's
 _MOVABLE = re.compile(r"xlapy_(task|kernel)")        # pool workers (parallel.py) and kernels (kernels.py)
@@ -147,7 +149,8 @@ def _optimize_and_emit_raw(mpm, mod, pb, tm, out: dict) -> None:
 
 
 def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
-    """Compile the two halves concurrently; (engine, entry address, [optimized module A, B]).
+    """Compile the two halves concurrently; (llvm_jit.OwnCode, entry address, [optimized module A, B], [object
+    files A, B]).
     `optimize(mod, tm)` is compiler.optimize_llvm; `new_tm()` makes a target machine."""
     from .compiler import pipeline_tuning
     ctx_b = llvm.create_context()
@@ -183,12 +186,8 @@ def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
     finally:
         ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
         out["error"].close()
-    header = "\n".join(line for line in text_a.splitlines()[:3] if line.startswith(("target ", "; ModuleID")))
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(header + "\n"), new_tm())
-    for obj in (obj_a, obj_b):
-        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
-    address = engine.get_function_address(entry)
+    code, address = load_objects([obj_a, obj_b], entry, mod_a.triple, mod_a.data_layout)
     if not address:
         raise RuntimeError(f"the linked objects have no {entry}")
-    return engine, address, [mod_a, bitcode_b]      # the optimized modules (printed when someone asks)
+    # the optimized modules (printed when someone asks) and the objects (for the persistent cache)
+    return code, address, [mod_a, bitcode_b], [obj_a, obj_b]
