@@ -337,8 +337,19 @@ def main(argv: list[str] | None = None) -> dict:
     print("\n".join("  " + line for line in profile.table(limit=8).splitlines()))
     print(f"open {paths[3]} in a browser for the graph of the optimized training step, and {graph.name} for the same "
           f"graph coloured by the profile; open {profile.trace_path} in https://ui.perfetto.dev (Open trace file)")
+    print(cache_line())
     print(f"total demo time {total:.1f} s")
     return {"results": results, "timing": rows, "paths": paths, "total_s": total}
+
+
+def cache_line() -> str:
+    """What the persistent compilation cache did for this run (a second run loads what the first compiled)."""
+    from xlapy.backends import compilation_cache
+    store, stats = compilation_cache.store(), compilation_cache.STATS
+    if store is None:
+        return "compilation cache: off (XLAPY_CACHE_DIR=off)"
+    return (f"compilation cache {store.root}: {stats.hits} modules loaded, {stats.writes} compiled and stored "
+            f"(`xlapy cache info`, `xlapy cache clear`)")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ def test_one_epoch_on_a_subset_trains_and_writes_every_output(tmp_path, capsys):
     assert "fusion" in (out / "mlp_train_step.after_optimizations.txt").read_text()
     assert "<svg" in (out / "mlp_train_step.after_optimizations.html").read_text()
     assert str(out) in printed and "total demo time" in printed
+    assert "compilation cache " in printed and "modules loaded" in printed
     traces = list((out / "profile" / "plugins" / "profile").glob("*/*.trace.json.gz"))
     assert len(traces) == 1 and (traces[0].parent / "profile.txt").read_text().startswith("3 compiled calls")
     assert "where the MLP step's time goes" in printed and "ui.perfetto.dev" in printed

@@ -55,6 +55,10 @@ def compile(module, backend: str | None = "interpreter", pipeline=None, *, allow
     if not isinstance(module, Module):
         raise XlapyError(f"compile expects an HLO Module or HLO text, got {type(module).__name__}")
     chosen = get(default_backend() if backend is None else backend)
+    if pipeline == "cpu" and chosen.name == "cpu":
+        # the CPU backend runs cpu_pipeline itself, after looking the module up in the persistent cache
+        options.setdefault("run_pipeline", True)
+        pipeline = None
     if pipeline is not None:
         from ..passes.optimize import optimize
         from ..passes.pipelines import cpu_pipeline
