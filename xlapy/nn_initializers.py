@@ -72,7 +72,11 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 
 def _dtype(dtype) -> np.dtype:
-    return dtypes.default_float() if dtype is None else dtypes.canonicalize(np.dtype(getattr(dtype, "dtype", dtype)))
+    if dtype is None:
+        return dtypes.default_float()
+    if not isinstance(dtype, type) and hasattr(dtype, "dtype"):     # xlapy.numpy.float32 and the like
+        dtype = dtype.dtype
+    return dtypes.canonicalize(np.dtype(dtype))
 
 
 def _no_sharding(out_sharding) -> None:
