@@ -220,6 +220,21 @@ def test_an_op_no_backend_has_is_an_error_even_with_soft_placement(few):
         xlapy.compile(NO_BACKEND, backend="few", allow_soft_placement=True)
 
 
+def test_a_called_computation_is_not_split_between_backends(few):
+    """A loop whose body needs an op only `state` has and one only the others have runs nowhere."""
+    text = LOOP.replace("bsin = f32[3] sine(bv)",
+                        "st = u64[2] rng-get-and-update-state(), delta=1\n  bsin = f32[3] sine(bv)")
+    registry.register("state", builtin.compile_interpreter, priority=-20,
+                      supported_opcodes=FEW | {"rng-get-and-update-state", "while", "compare"})
+    try:
+        with pytest.raises(UnsupportedOpcodeError, match=r"no backend supports all of the opcodes add, compare, "
+                           r"constant, get-tuple-element, parameter, rng-get-and-update-state, sine, tuple, while "
+                           r"that instruction w uses \(module loop\); a part of a computation is not split off"):
+            xlapy.compile(text, backend="few", allow_soft_placement=True)
+    finally:
+        registry.unregister("state")
+
+
 def test_a_module_the_backend_supports_is_compiled_whole(few):
     exe, messages = _soft(DEAD_SINE)
     assert not isinstance(exe, PlacedExecutable) and not messages

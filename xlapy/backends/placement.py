@@ -147,9 +147,7 @@ def partition(module: Module, chosen: Backend, live: Sequence[Instruction] | Non
         used = opcodes(inst)
         backend = next((b for b in candidates if not b.missing(used)), None)
         if backend is None:
-            raise UnsupportedOpcodeError(
-                f"no backend supports opcode {chosen.missing(used)[0]} ({_where(inst, chosen.missing(used)[0])}, "
-                f"module {module.name}); registered backends: {', '.join(registry.names())}")
+            raise _unplaceable(module, inst, used, candidates)
         if not parts or parts[-1].backend is not backend:
             parts.append(Part(backend))
         parts[-1].instructions.append(inst)
@@ -167,6 +165,19 @@ def partition(module: Module, chosen: Backend, live: Sequence[Instruction] | Non
     for part in parts:
         part.outputs = [i for i in part.instructions if id(i) in outputs]
     return parts
+
+
+def _unplaceable(module: Module, inst: Instruction, used: frozenset[str], candidates: list[Backend]
+                 ) -> UnsupportedOpcodeError:
+    """No backend has every opcode `inst` uses: name one nobody has, else say that none has them all."""
+    nobody = sorted(op for op in used if all(b.missing([op]) for b in candidates))
+    registered = ", ".join(registry.names())
+    if nobody:
+        what = f"opcode {nobody[0]} ({_where(inst, nobody[0])}, module {module.name})"
+    else:
+        what = (f"all of the opcodes {', '.join(sorted(used))} that instruction {inst.name} uses (module "
+                f"{module.name}); a part of a computation is not split off")
+    return UnsupportedOpcodeError(f"no backend supports {what}; registered backends: {registered}")
 
 
 def part_module(module: Module, part: Part, k: int) -> Module:
