@@ -10,7 +10,7 @@ The key is a SHA-256 over everything the compile reads; any change is a miss, ne
 | target triple, host CPU name and features | the machine code is for this CPU |
 | LLVM's and llvmlite's versions | the code generator |
 | the BLAS provider (runtime.py) | compiled code calls its routines by name |
-| a SHA-256 of xlapy's own source files | any change to the compiler, even one without a new version number |
+| xlapy's own source files (path, size, modification time of each) | any change to the compiler, even one without a new version number |
 
 What is not cached: profiled compiles (their kernel tables live in the process) and compiles of a module the
 dump flags select (a user asking for dumps wants to see the compile happen).
@@ -50,13 +50,14 @@ _DECLARE = re.compile(r'^declare [^@]*@"?([A-Za-z_.$][\w.$]*)"?\(', re.M)
 
 @functools.lru_cache(maxsize=1)
 def source_fingerprint() -> str:
-    """SHA-256 over the path and bytes of every Python file of the xlapy package (computed once per process)."""
+    """SHA-256 over the path, size and modification time of every Python file of the xlapy package, as Python
+    validates its .pyc files (computed once per process; a file's bytes would cost 20 ms more)."""
     from ..compilation_cache import key_of
     root = Path(__file__).resolve().parents[2]
     parts = []
     for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        parts += [rel, path.read_bytes()]
+        st = path.stat()
+        parts.append(f"{path.relative_to(root).as_posix()} {st.st_size} {st.st_mtime_ns}")
     return key_of(*parts)
 
 
@@ -76,6 +77,21 @@ def compile_key(module_text: str, options: dict) -> str:
     env = {name: os.environ.get(name, "") for name in _KEYED_ENV}
     return key_of(FORMAT, source_fingerprint(), *machine_fingerprint(), provider.name if provider else "none",
                   json.dumps(options, sort_keys=True), json.dumps(env, sort_keys=True), module_text)
+
+
+def cached_object(what: str, variant: str, make) -> bytes:
+    """The object file of a runtime module this backend builds in every process (the thread pool), from the
+    persistent cache when an earlier process made it; else `make()`, stored for the next process. The key is
+    what + variant, xlapy's sources and the machine: the module must be a function of those alone."""
+    from .. import compilation_cache
+    store = compilation_cache.store()
+    key = compilation_cache.key_of(FORMAT, "object", what, variant, source_fingerprint(), *machine_fingerprint())
+    obj = store.get(key) if store is not None else None
+    if obj is None:
+        obj = make()
+        if store is not None:
+            store.put(key, obj)
+    return obj
 
 
 def external_symbols(llvm_ir: str) -> list[str]:
@@ -156,5 +172,5 @@ def make_resolvable(entry: Entry) -> bool:
     return all(llvm.address_of_symbol(s) is not None for s in entry.symbols if s.startswith("xlapy_"))
 
 
-__all__ = ["FORMAT", "Entry", "compile_key", "external_symbols", "make_resolvable", "source_fingerprint",
+__all__ = ["FORMAT", "Entry", "compile_key", "cached_object", "external_symbols", "make_resolvable", "source_fingerprint",
            "machine_fingerprint"]

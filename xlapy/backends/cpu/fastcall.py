@@ -21,6 +21,7 @@ self-check at first use compares the layout against numpy's own answers and disa
 from __future__ import annotations
 
 import ctypes
+import sys
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -29,7 +30,8 @@ from llvmlite import ir
 
 from .abi import ENTRY_TYPE
 from .irhelpers import I32, I64, I8P, VOID, for_range, i64
-from .llvm_jit import init_llvm
+from .cache_entry import cached_object
+from .llvm_jit import init_llvm, load_objects, shared_target_machine
 
 _PyArray_Empty_SLOT = 184          # numpy/__multiarray_api.h: PyArray_API[184] is PyArray_Empty (numpy 1.x and 2.x)
 _METH_FASTCALL = 0x0080
@@ -120,8 +122,7 @@ class _Trampoline:
     """Emits the trampoline step by step, in the order it runs: check the arguments, allocate the results,
     call the entry with the GIL released, return. A failed check branches to `fallback` (the Python path)."""
 
-    def __init__(self, addresses: dict[str, int]):
-        self.addresses = addresses
+    def __init__(self):
         self.module = ir.Module("xlapy_fastcall")
         fn = ir.Function(self.module, ir.FunctionType(I8P, [I8P, I8P.as_pointer(), I64]), "xlapy_fastcall")
         self.fn = fn
@@ -138,8 +139,11 @@ class _Trampoline:
 
     # -- emitting helpers ----------------------------------------------------------------------------------
     def call(self, name: str, *args: ir.Value) -> ir.Value:
-        result, params = _C_FUNCTIONS[name]
-        callee = self.b.inttoptr(i64(self.addresses[name]), ir.FunctionType(result, params).as_pointer())
+        symbol = _SYMBOL_PREFIX + name
+        callee = self.module.globals.get(symbol)
+        if callee is None:
+            result, params = _C_FUNCTIONS[name]
+            callee = ir.Function(self.module, ir.FunctionType(result, params), symbol)
         return self.b.call(callee, list(args))
 
     def spec_field_pointer(self, name: str) -> ir.Value:
@@ -285,9 +289,13 @@ class _Trampoline:
         b.ret(self.call("PyObject_Vectorcall", self.spec_field("fallback"), self.args, self.nargs, _NULL))
 
 
-def _build_trampoline(addresses: dict[str, int]) -> ir.Module:
-    """The trampoline's LLVM module, given the addresses of the C functions it calls (_C_FUNCTIONS)."""
-    t = _Trampoline(addresses)
+_SYMBOL_PREFIX = "xlapy_capi_"        # the C functions it calls (_C_FUNCTIONS), registered under these names
+
+
+def _build_trampoline() -> ir.Module:
+    """The trampoline's LLVM module; it calls the C functions of _C_FUNCTIONS by their _SYMBOL_PREFIX names, so
+    its object file holds no address of this process and the persistent cache can keep it."""
+    t = _Trampoline()
     t.check_params()
     t.alloc_results()
     t.call_entry()
@@ -306,13 +314,18 @@ def _init() -> bool:
         addresses = {n: _capi(n) for n in _C_FUNCTIONS if n != "PyArray_Empty"}
         addresses["PyArray_Empty"] = ctypes.c_void_p.from_address(_numpy_api_table() + 8 * _PyArray_Empty_SLOT).value
         init_llvm()
-        target = llvm.Target.from_default_triple().create_target_machine(opt=2)
-        parsed = llvm.parse_assembly(str(_build_trampoline(addresses)))
-        parsed.verify()
-        engine = llvm.create_mcjit_compiler(parsed, target)
-        engine.finalize_object()
-        method = _MethodDef(b"xlapy_fastcall", engine.get_function_address("xlapy_fastcall"), _METH_FASTCALL,
-                            None)
+        for name, address in addresses.items():
+            llvm.add_symbol(_SYMBOL_PREFIX + name, address)
+
+        def make() -> bytes:
+            parsed = llvm.parse_assembly(str(_build_trampoline()))
+            parsed.verify()
+            return llvm.Target.from_default_triple().create_target_machine(opt=2).emit_object(parsed)
+        # its structs' layouts depend on the Python and numpy versions (_layout_ok checks them)
+        obj = cached_object("fastcall", f"python {sys.version}; numpy {np.__version__}", make)
+        engine, address = load_objects([obj], "xlapy_fastcall", llvm.get_process_triple(),
+                                       str(shared_target_machine().target_data))
+        method = _MethodDef(b"xlapy_fastcall", address, _METH_FASTCALL, None)
         new = ctypes.pythonapi.PyCFunction_NewEx
         new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
         _state.update(engine=engine, method=method, new=new, ok=True)

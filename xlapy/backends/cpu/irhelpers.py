@@ -22,8 +22,11 @@ I8P = I8.as_pointer()
 VOID = ir.VoidType()
 
 
+X86_TRIPLES = ("x86_64", "i686", "i386")
+
+
 def is_x86(module: ir.Module) -> bool:
-    return module.triple.startswith(("x86_64", "i686", "i386"))
+    return module.triple.startswith(X86_TRIPLES)
 
 
 def mark_ftz(fn: ir.Function) -> None:

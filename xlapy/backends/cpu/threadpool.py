@@ -49,15 +49,17 @@ import threading
 
 import llvmlite.binding as llvm
 
-from .irhelpers import is_x86
-from .llvm_jit import init_llvm, new_target_machine
+from .irhelpers import X86_TRIPLES
+from .cache_entry import cached_object
+from .llvm_jit import init_llvm, load_objects, new_target_machine, shared_target_machine
 from .threadpool_ir import RUN_SYMBOL, SERIAL_BLAS_SYMBOL, build_pool_module
 
 SPIN_US = int(os.environ.get("XLAPY_POOL_SPIN_US", "200"))      # the longest an idle thread spins before sleeping
 LATE_US = 50                    # a sched_yield in a spin that returns this late was descheduled
 
 _lock = threading.Lock()
-_engine = None                  # keeps the pool's machine code alive
+_code = None                    # keeps the pool's machine code alive (llvm_jit.OwnCode)
+_engine = None                  # its engine
 _set_target = None              # ctypes: xlapy_pool_set_target(i64)
 _target = 0
 
@@ -86,16 +88,21 @@ def _load_threads() -> None:
 
 
 def _build() -> None:
-    global _engine, _set_target
+    global _code, _engine, _set_target
     init_llvm()
     _load_threads()
-    module = build_pool_module(llvm.get_process_triple())
-    x86 = is_x86(module)
-    mod = llvm.parse_assembly(str(module))
-    mod.verify()
-    engine = llvm.create_mcjit_compiler(mod, new_target_machine(3))
-    engine.finalize_object()
-    _engine = engine
+    triple = llvm.get_process_triple()
+    x86 = triple.startswith(X86_TRIPLES)
+
+    def make() -> bytes:
+        mod = llvm.parse_assembly(str(build_pool_module(triple)))
+        mod.verify()
+        return new_target_machine(3).emit_object(mod)
+    # building the IR and LLVM's O3 are the pool's setup time; the IR is a function of xlapy's sources and the
+    # machine, which the cache key holds, so a later process loads the object without building either
+    obj = cached_object("thread pool", triple, make)
+    _code, _ = load_objects([obj], RUN_SYMBOL, triple, str(shared_target_machine().target_data))
+    _engine = _code.engine
     hz = _tsc_hz() if x86 else 0.0
     spin = int(SPIN_US * 1e-6 * hz) if x86 else SPIN_US * 200     # cycles, or loop iterations
     late = int(LATE_US * 1e-6 * hz) if x86 else 1 << 62           # cycles; never, without a clock
