@@ -4,12 +4,13 @@
 |---|---|---|
 | Qr | Householder QR in LAPACK's compact form (XLA's QrExpander semantics) | qr_emitter.qr (geqrf) |
 | ProductOfElementaryHouseholderReflectors | Q from the compact form | qr_emitter.householder_product (orgqr/ungqr) |
+| lapack_{s,d,c,z}{potrf,trsm,geqrf,orgqr/ungqr,syevd/heevd,getrf,gesdd,gtsv,geev}_ffi | JAX's CPU linear algebra | lapack_ffi_emitter.TARGETS (LAPACK calls) |
 | SliceToDynamic | XLA's marker: a padded buffer and sizes as a dynamic-shaped result | a copy of the data |
 | PadToStatic | the inverse: a dynamic value as (padded data, size per dimension) | the data, each dimension's bound |
 
 xlapy's buffers always have the bound size (XLA's padding semantics), so the two dynamic-shape markers move no
 data: a dynamic result comes back at its bound, the valid elements first. A target not in the table is an
-UnimplementedError naming it. (JAX's LAPACK targets, `lapack_*_ffi`, would go here as well.)
+UnimplementedError naming it.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ...errors import UnimplementedError
 from ...hlo import Instruction
 from .buffers import ValueTree
 from .irhelpers import i64
+from .lapack_ffi_emitter import TARGETS as LAPACK_TARGETS
 from .qr_emitter import householder_product, qr
 from .types import store_element
 
@@ -49,6 +51,7 @@ TARGETS: dict[str, Callable[..., ValueTree]] = {
     "ProductOfElementaryHouseholderReflectors": householder_product,
     "SliceToDynamic": _slice_to_dynamic,
     "PadToStatic": _pad_to_static,
+    **LAPACK_TARGETS,
 }
 
 

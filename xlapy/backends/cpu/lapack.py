@@ -10,7 +10,9 @@ runtime.py's BLAS provider comes from, and called from JIT-compiled code through
 The Fortran interface is column-major and takes every argument by reference; character arguments are one
 byte ('U', 'N', ...). AOT objects compiled with BLAS rename `xlapy_f77_<routine>` to the standard `<routine>_`
 (aot.py), so they link against any LAPACK. Routines, by element type: potrf (Cholesky), trsm (triangular
-solve), geqrf (Householder QR), orgqr for real and ungqr for complex types (the product of the reflectors).
+solve), geqrf (Householder QR), orgqr for real and ungqr for complex types (the product of the reflectors);
+for JAX's `lapack_*_ffi` custom-calls (lapack_ffi_emitter.py) also syevd/heevd (symmetric/Hermitian
+eigensolver), getrf (LU), gesdd (SVD), gtsv (tridiagonal solve) and geev (general eigensolver).
 """
 from __future__ import annotations
 
@@ -26,20 +28,21 @@ from . import runtime
 from .irhelpers import I8, alloca_once
 
 LETTERS = {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}
-ROUTINES = ("potrf", "trsm", "geqrf", "orgqr")
+ROUTINES = ("potrf", "trsm", "geqrf", "orgqr", "syevd", "getrf", "gesdd", "gtsv", "geev")
+_COMPLEX_NAMES = {"orgqr": "ungqr", "syevd": "heevd"}
 
 
 def _name(routine: str, dtype: str) -> str:
-    """The LAPACK name: orgqr is ungqr for complex types."""
-    if routine == "orgqr" and dtype in ("c64", "c128"):
-        routine = "ungqr"
+    """The LAPACK name: orgqr is ungqr and syevd heevd for complex types."""
+    if dtype in ("c64", "c128"):
+        routine = _COMPLEX_NAMES.get(routine, routine)
     return LETTERS[dtype] + routine
 
 
 @dataclass(frozen=True)
 class LapackFunction:
     """One routine as compiled code calls it: `symbol` is registered with LLVM at `address`."""
-    routine: str         # potrf | trsm | geqrf | orgqr
+    routine: str         # one of ROUTINES
     dtype: str           # f32 | f64 | c64 | c128
     symbol: str
     int_bits: int

@@ -1,5 +1,6 @@
 """Interpreter rules for the linear-algebra ops: dot, convolution, fft, the batch norms; cholesky,
-triangular-solve and the QR custom-call targets come from decompositions.py.
+triangular-solve and the QR custom-call targets come from decompositions.py, JAX's `lapack_*_ffi` targets from
+lapack_targets.py.
 
 Numerics follow XLA's evaluator: operands are converted to the result type before the arithmetic
 (integer dots/convolutions wrap around in that type); bf16/f16/f8 results are computed in float32 and
@@ -17,6 +18,7 @@ from numpy.lib.stride_tricks import as_strided
 from ...errors import ExecutionError
 from ...hlo import Instruction
 from .decompositions import CUSTOM_CALL_TARGETS as DECOMPOSITION_TARGETS, HANDLERS as DECOMPOSITIONS
+from .lapack_targets import CUSTOM_CALL_TARGETS as LAPACK_TARGETS
 
 
 def compute_dtype(result_dtype: np.dtype) -> np.dtype:
@@ -246,4 +248,4 @@ HANDLERS = {
     "batch-norm-grad": _batch_norm_grad,
 }
 
-CUSTOM_CALL_TARGETS = dict(DECOMPOSITION_TARGETS)
+CUSTOM_CALL_TARGETS = {**DECOMPOSITION_TARGETS, **LAPACK_TARGETS}
