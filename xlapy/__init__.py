@@ -13,7 +13,7 @@ from .backends import compile
 from .frontend import (Array, clear_caches, config, default_backend, device_get, device_put, explain_recompile,
                        jit)
 from .frontend import pytree as tree_util
-from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp
+from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp, vmap
 from . import numpy     # first: it attaches Array's and Tracer's operators and methods (numpy/array_methods.py)
 from . import dlpack, lax, nn, random
 from . import profiler      # JAX's jax.profiler; XLA_FLAGS=--xla_hlo_profile starts a process-wide trace here
@@ -21,7 +21,7 @@ from . import profiler      # JAX's jax.profiler; XLA_FLAGS=--xla_hlo_profile st
 __version__ = "0.1.0"
 __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",
            "ConcretizationError", "hlo", "compile", "default_backend", "Array", "config", "device_get", "device_put",
-           "explain_recompile", "jit", "clear_caches", "tree_util", "grad", "value_and_grad", "vjp", "jvp", "stop_gradient",
+           "explain_recompile", "jit", "clear_caches", "tree_util", "grad", "value_and_grad", "vjp", "jvp", "stop_gradient", "vmap",
            "dlpack", "lax", "nn", "numpy", "random", "profiler"]
 
 

@@ -41,14 +41,14 @@ def test_ops_dot_prints_each_layer_rule_as_file_line(capsys):
     assert out.startswith("dot: arity 2")
     rows = _layer_rows(out)
     assert list(rows) == [ly.name for ly in cov.LAYERS]
-    for name in ("shape", "interpreter", "cpu", "jvp", "vjp"):
+    for name in ("shape", "interpreter", "cpu", "jvp", "vjp", "batching"):
         locations = LOCATION.findall(rows[name])
         assert locations, (name, rows[name])
         for path, line, qualname in locations:
             source = (REPO / path).read_text().splitlines()[int(line) - 1]
             assert f"def {qualname.split('.')[-1]}" in source, (name, path, line, source)
     assert len(LOCATION.findall(rows["cpu"])) == 2      # the BLAS/loop handler and the element generator
-    assert "no batching layer yet" in rows["batching"]
+    assert "xlapy/frontend/batching/rules_linalg.py:" in rows["batching"]
 
 
 def test_ops_gives_the_reason_where_a_layer_has_no_rule(capsys):
@@ -66,12 +66,12 @@ def test_ops_without_opcode_prints_the_matrix(capsys):
     code, out, err = run(capsys, "ops")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].split() == ["opcode", "shape", "interpreter", "cpu", "jvp", "vjp"]
+    assert lines[0].split() == ["opcode", "shape", "interpreter", "cpu", "jvp", "vjp", "batching"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:1 + len(OPCODES)]}
     assert list(rows) == list(OPCODES)
-    assert rows["dot"] == ["+"] * 5
+    assert rows["dot"] == ["+"] * 6
     assert rows["batch-norm-grad"][2] == "E" and rows["all-reduce"][1] == "U" and rows["and"][3] == "N"
-    assert "batching: no batching layer yet" in out
+    assert "no batching layer" not in out
 
 
 @pytest.mark.parametrize("opcode, fragment", [("dott", "did you mean dot"), ("frobnicate", "unknown opcode")])

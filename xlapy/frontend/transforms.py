@@ -23,7 +23,9 @@ the gradient of a gradient.
 """
 from __future__ import annotations
 
+import inspect
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -34,6 +36,9 @@ from ..hlo import Computation, Instruction, Module
 from .autodiff import jvp_into, vjp_into
 from .autodiff.rules_common import Emitter
 from .autodiff.vjp import add_parameter, materialize, new_computation
+from .batching import Batcher, BatchingTypeError, BatchingValueError, batch_into
+from .batching.common import batched_shape
+from ..passes.build import new_computation as new_hlo_computation
 from .array import with_weak_type
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_map, tree_unflatten
 from .tracer import ShapedArray, aval, bind, trace_function, user_frame
@@ -339,4 +344,193 @@ def stop_gradient(x: Any) -> Any:
                                    weak_type=aval(v).weak_type), x)
 
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient"]
+
+
+# -- vmap -----------------------------------------------------------------------------------------------
+def _is_axis(x: Any) -> bool:
+    return x is None or type(x) is int
+
+
+def _check_axes_spec(what: str, spec: Any, top_tuple: bool) -> None:
+    """JAX's TypeErrors for in_axes/out_axes leaves that are not ints or None."""
+    if top_tuple and not (spec is None or type(spec) in (int, tuple)):
+        raise BatchingTypeError(f"vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                                f"positional arguments passed to the function, but got {spec}.")
+    leaves, _ = tree_flatten(spec, is_leaf=lambda x: x is None)
+    if not all(_is_axis(x) for x in leaves):
+        raise BatchingTypeError(f"vmap {what} must be an int, None, or (nested) container with those types as "
+                                f"leaves, but got {spec}.")
+
+
+def _prefix_children(spec: Any) -> tuple[type, Any, list]:
+    """(node type, aux, children) of one level of an axes spec, as tree_flatten sees it."""
+    _, tree = tree_flatten(spec, is_leaf=lambda x: x is not spec)
+    children = [spec[k] for k in sorted(spec)] if isinstance(spec, dict) else list(spec)
+    return tree.node_type, tree.aux, children
+
+
+def _broadcast_prefix(what: str, spec: Any, tree: PyTreeDef) -> list[Any]:
+    """The axis of every leaf of `tree`, given `spec`, a tree prefix of it with ints and Nones at its leaves."""
+    def go(s: Any, t: PyTreeDef, path: str) -> list[Any]:
+        if _is_axis(s):
+            return [s] * t.num_leaves
+        node_type, aux, children = _prefix_children(s)
+        if t.node_type is None or node_type is not t.node_type or aux != t.aux or len(children) != len(t.children):
+            raise BatchingValueError(
+                f"{what} specification must be a tree prefix of the corresponding value; at {what}{path} the "
+                f"specification is {s!r} but the value has structure {t!r}")
+        out = []
+        for i, (c, ct) in enumerate(zip(children, t.children)):
+            key = f"[{t.aux[i]!r}]" if t.node_type is dict else f"[{i}]"
+            out.extend(go(c, ct, path + key))
+        return out
+    return go(spec, tree, "")
+
+
+def _arg_names(fun: Callable, args: tuple, kwargs: dict) -> list[str] | None:
+    try:
+        return list(inspect.signature(fun).bind(*args, **kwargs).signature.parameters)
+    except (TypeError, ValueError):
+        return None
+
+
+def _leaf_descriptions(fun: Callable, args: tuple, kwargs: dict, leaves: list, tree: PyTreeDef) -> list[str]:
+    """JAX's `argument x['a'] of type f32[3]` per leaf of (args, kwargs)."""
+    names = _arg_names(fun, args, kwargs)
+    out = []
+    args_tree, kwargs_tree = tree.children
+    for i, child in enumerate(args_tree.children):
+        for path in leaf_paths(child):
+            if names is None or i >= len(names):
+                out.append(f"args[{i}]{path}")
+            else:
+                out.append(f"argument {names[i]}{path}")
+    out += [f"kwargs{p}" for p in leaf_paths(kwargs_tree)]
+    return [f"{d} of type {aval(x).str_short()}" for d, x in zip(out, leaves)]
+
+
+def _mapped_size(fun, args, kwargs, leaves, tree, axes, axis_size) -> int:
+    if not leaves:
+        if axis_size is not None:
+            return axis_size
+        raise BatchingValueError(f"vmap wrapped function must be passed at least one argument containing an array "
+                                 f"or axis_size must be specified, got empty *args={args} and **kwargs={kwargs}")
+    sizes = [None if a is None else aval(x).shape[a] for x, a in zip(leaves, axes)]
+    distinct = sorted({s for s in sizes if s is not None} | ({axis_size} if axis_size is not None else set()))
+    if len(distinct) == 1:
+        return distinct[0]
+    if not distinct:
+        raise BatchingValueError("vmap must have at least one non-None value in in_axes or axis_size must be "
+                                 "specified")
+    described = _leaf_descriptions(fun, args, kwargs, leaves, tree)
+    counts = Counter(s for s in sizes if s is not None).most_common()
+    msg = ["vmap got inconsistent sizes for array axes to be mapped:\n"]
+    if axis_size is not None:
+        msg.append(f"  * the `axis_size` argument was {axis_size};\n")
+    for k, (size, count) in enumerate(counts):
+        i = sizes.index(size)
+        if count == 1:
+            msg.append(f"  * one axis had size {size}: axis {axes[i]} of {described[i]};\n")
+        else:
+            many = "most" if k == 0 else "some"
+            msg.append(f"  * {many} axes ({count} of them) had size {size}, e.g. axis {axes[i]} of {described[i]};\n")
+    raise BatchingValueError("".join(msg)[:-2])
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
+         spmd_axis_name: Any = None) -> Callable:
+    """Vectorizing map (jax.vmap): a function that maps `fun` over an axis of its arguments.
+
+    in_axes: an int, None, or a tuple with one entry per positional argument, each a prefix tree of that
+    argument with ints (the mapped axis, negative counting from the end) or None (not mapped) at its leaves;
+    keyword arguments are always mapped over axis 0. out_axes: the same for the output (None: the output must
+    not depend on the mapped axis). axis_size: the size when no argument is mapped. axis_name names the axis
+    for collectives (none exist yet: a collective raises); spmd_axis_name is accepted and ignored (one device).
+
+    `fun` is traced once per example shape into HLO, the computation is batched by the rule tables of
+    frontend/batching (HLO -> HLO), and called: so vmap works eagerly, under jit, and nests with itself, jit,
+    grad and control flow."""
+    del spmd_axis_name          # one device: nothing to partition over
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)        # as JAX: a list at the top is the tuple of per-argument specs
+    _check_axes_spec("in_axes", in_axes, top_tuple=True)
+    _check_axes_spec("out_axes", out_axes, top_tuple=False)
+    if axis_size is not None and (type(axis_size) is not int or axis_size < 0):
+        raise BatchingValueError(f"vmap axis_size must be a non-negative int, got {axis_size!r}")
+    name = f"vmap_{_name_of(fun)}"
+
+    def vmap_f(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            msg = ("vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional "
+                   f"arguments passed to the function, but got len(in_axes)={len(in_axes)}, len(args)={len(args)}.")
+            if kwargs:
+                msg += (f" Note that the function was called with keyword arguments {list(kwargs)}, which the "
+                        "entries of a tuple in_axes never correspond to: keyword arguments are always mapped along "
+                        "their leading axis (axis 0).")
+            raise BatchingValueError(msg)
+        leaves, tree = tree_flatten((tuple(args), dict(kwargs)))
+        axes = _broadcast_prefix("vmap in_axes", (in_axes, 0), tree)
+        canon = []
+        for x, a in zip(leaves, axes):
+            if a is not None:
+                nd = aval(x).ndim
+                if not -nd <= a < nd:
+                    min_rank = a + 1 if a >= 0 else -a
+                    raise BatchingValueError(
+                        f"vmap was requested to map its argument along axis {a}, which implies that its rank "
+                        f"should be at least {min_rank}, but is only {nd} (its shape is {aval(x).shape})")
+                a %= nd
+            canon.append(a)
+        size = _mapped_size(fun, args, kwargs, leaves, tree, canon, axis_size)
+        in_avals = []
+        for x, a in zip(leaves, canon):
+            av = aval(x)
+            in_avals.append(av if a is None else
+                            ShapedArray(av.shape[:a] + av.shape[a + 1:], av.dtype, av.weak_type))
+        trace, outs, out_tree = trace_function(lambda a, k: fun(*a, **k), in_avals, tree, name)
+        trace.finish(outs, tuple_root=True)
+        captured = [value for value, _ in trace.captures]
+        out_avals = [o.aval for o in outs]
+        targets = _broadcast_prefix("vmap out_axes", out_axes, out_tree)
+        paths = leaf_paths(out_tree)
+
+        scratch = Module("batching_scratch")
+        comp = new_hlo_computation(scratch, name)
+        b = Batcher(comp, size, axis_name)
+        params = []
+        dims: list[Any] = []
+        for i, p in enumerate(trace.comp.parameters):
+            a = canon[i] if i < len(canon) else None
+            params.append(b.parameter(i, batched_shape(p.shape, a, size).without_layout(), p.name))
+            dims.append(a)
+        root, root_dims = batch_into(b, trace.comp, params, dims)
+        results = []
+        for k, (t, path, oa) in enumerate(zip(targets, paths, out_avals)):
+            v = b.gte(root, k)
+            d = root_dims[k] if isinstance(root_dims, tuple) else root_dims
+            if t is None:
+                if d is not None:
+                    if axis_name is not None:
+                        raise BatchingValueError(f"vmap has mapped output (axis_name={axis_name}) but out_axes "
+                                                 f"is None")
+                    raise BatchingValueError(f"at vmap out_axes{path}, got axis spec None but output was batched "
+                                             f"on axis {d}")
+                results.append(v)
+                continue
+            nd = oa.ndim + 1
+            if not -nd <= t < nd:
+                raise BatchingValueError(f"vmap out_axes{path}: axis {t} is out of bounds for an output of rank "
+                                         f"{nd} ({oa} with the mapped axis)")
+            results.append(b.at(v, d, t % nd))
+        comp.root = b.tuple(results)
+        comp.remove_dead()
+        derived = _callable(comp)
+        out = _call(derived, list(leaves) + captured, [a.weak_type for a in out_avals], name)
+        return tree_unflatten(out_tree, out)
+    vmap_f.__name__ = name
+    vmap_f.__wrapped__ = fun
+    vmap_f.__doc__ = fun.__doc__
+    return vmap_f
+
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient", "vmap"]

@@ -121,6 +121,20 @@ AUTODIFF_NO_RULE: dict[str, Reason] = {
 }
 
 
+_BATCH_INTO = "xlapy.frontend.batching:batch_into"
+_NEVER_BATCHED = by_driver(_BATCH_INTO, "no operands, so never batched: copied unchanged")
+
+BATCHING_NO_RULE: dict[str, Reason] = {
+    **_NOT_ON_ONE_DEVICE,
+    **_each(COLLECTIVES, unsupported("a collective: over a vmap axis_name it would reduce across the batch "
+                                     "(issue 14); batch_into raises naming the axis")),
+    "parameter": by_driver(_BATCH_INTO, "binds the batched arguments"),
+    **_each("constant iota partition-id replica-id rng-get-and-update-state", _NEVER_BATCHED),
+    "after-all": by_driver(_BATCH_INTO, "its operands are tokens, never batched: copied unchanged"),
+    **_each("dynamic-reshape set-dimension-size", unsupported("dynamic shapes: no batching rule")),
+}
+
+
 # -- layers --------------------------------------------------------------------------------------------------
 def _shape_tables():
     from ..hlo import shape_inference
@@ -145,6 +159,11 @@ def _jvp_tables():
 def _vjp_tables():
     from ..frontend.autodiff import vjp
     return [("autodiff.vjp.vjp_rules()", vjp.vjp_rules())]
+
+
+def _batching_tables():
+    from ..frontend import batching
+    return [("batching.batching_rules()", batching.batching_rules())]
 
 
 @dataclass(frozen=True)
@@ -175,7 +194,7 @@ LAYERS: tuple[Layer, ...] = (
           CPU_NO_RULE),
     Layer("jvp", "forward-mode autodiff (frontend/autodiff)", _jvp_tables, AUTODIFF_NO_RULE),
     Layer("vjp", "reverse-mode autodiff (frontend/autodiff)", _vjp_tables, AUTODIFF_NO_RULE),
-    Layer("batching", "vmap's batching rules", None, absent="no batching layer yet: vmap does not exist"),
+    Layer("batching", "vmap's batching rules (frontend/batching)", _batching_tables, BATCHING_NO_RULE),
 )
 
 
