@@ -15,6 +15,7 @@ exports and where each name is implemented.
     frontend/control_flow.py     while_loop, fori_loop, cond, switch, scan, map
     frontend/lax_special.py      optimization_barrier, rng_bit_generator
     frontend/lax_fft.py          fft, FftType
+    frontend/lax_linalg.py       the submodule `linalg` (jax.lax.linalg): cholesky, qr, eigh, lu, svd, ...
     frontend/transforms.py       stop_gradient
     frontend/tracer.py           aval (the abstract value of any operand)
 """
@@ -28,6 +29,7 @@ from .frontend.lax_elementwise import (RoundingMethod, abs, add, atan2, bitcast_
                                        reduce_precision, rem, round, rsqrt, select, shift_left,
                                        shift_right_arithmetic, shift_right_logical, sign, sin, sqrt, sub, tan, tanh)
 from .frontend.lax_fft import FftType, fft
+from .frontend import lax_linalg as linalg
 from .frontend.lax_operands import coerce_same, coerce_same_dtype, convert_element_type
 from .frontend.lax_reduce import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, argmax, argmin,
                                   cummax, cummin, cumprod, cumsum, gather, monoid_computation, reduce, reduce_and,
@@ -72,6 +74,8 @@ __all__ = [
     "cond", "fori_loop", "map", "scan", "switch", "while_loop",
     # Fourier transforms
     "fft", "FftType",
+    # linear algebra (the namespace xlapy.lax.linalg)
+    "linalg",
     # markers and state
     "optimization_barrier", "rng_bit_generator", "stop_gradient",
     # xlapy's helpers for writing ops (frontend/__init__.py, "How to add an op")
