@@ -175,8 +175,8 @@ def _gather(b: Batcher, inst, ops, dims):
                      operand_batching_dims=(0,) + shift(obatch),
                      start_indices_batching_dims=(0,) + shift(ibatch), slice_sizes=(1,) + sizes)
     for k in ("operand_batching_dims", "start_indices_batching_dims"):
-        if not a[k]:
-            a.pop(k)
+        if not a.get(k):
+            a.pop(k, None)
     return b.emit("gather", [x, idx], a, shape=_out(inst, b.size)), 0
 
 
