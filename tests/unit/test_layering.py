@@ -13,7 +13,7 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
   frontend ops   xlapy/frontend/: the lax implementation (lax_operands, lax_elementwise, lax_shapes, lax_dot_conv,
                  lax_special, lax_reduce, lax_fft, lax_linalg, control_flow) and numpy's operators and indexing over it (operators,
                  indexing)
-  libraries      xlapy/lax.py (the façade over frontend ops), numpy/, nn.py, nn_initializers.py, random*.py,
+  libraries      xlapy/lax.py (the façade over frontend ops), numpy/, scipy/, nn.py, nn_initializers.py, random*.py,
                  dlpack.py: the APIs users import
   top            xlapy/__init__.py, aot.py, profiler.py, tools/, testing.py, filecheck.py: entry points and test
                  support
@@ -52,7 +52,7 @@ PLACES = {
     "frontend/indexing.py": "frontend ops",
     "lax.py": "libraries", "numpy/": "libraries", "nn.py": "libraries", "random.py": "libraries",
     "random_numerics.py": "libraries", "random_threefry.py": "libraries", "dlpack.py": "libraries",
-    "nn_initializers.py": "libraries",
+    "nn_initializers.py": "libraries", "scipy/": "libraries",
     "__init__.py": "top", "aot.py": "top", "profiler.py": "top", "tools/": "top", "testing.py": "top",
     "filecheck.py": "top",
 }

@@ -7,7 +7,7 @@ JAX's rules apply: dtype promotion with weakly typed Python scalars, 32-bit defa
 and functions with data-dependent output shapes (nonzero, unique, where(c), boolean masks) need a static
 `size=` under jit (they raise xlapy.ConcretizationError otherwise).
 
-Families: creation.py, elementwise.py, reductions.py, shape_ops.py, linalg.py (products, einsum),
+Families: creation.py, elementwise.py, reductions.py, shape_ops.py, products.py (products, einsum),
 indexing_ops.py (take, nonzero, unique ...), sorting.py; the submodule fft.py is `xlapy.numpy.fft`.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from .elementwise import (abs, absolute, acos, acosh, add, allclose, arccos, arc
 from .indexing_ops import (argwhere, diag_indices, extract, flatnonzero, indices, nonzero, ravel_multi_index,
                            select, take, take_along_axis, tril_indices, triu_indices, unique, unique_values,
                            unravel_index)
-from .linalg import dot, einsum, inner, kron, matmul, outer, tensordot, vdot
+from .products import dot, einsum, inner, kron, matmul, outer, tensordot, vdot
 from .reductions import (all, amax, amin, any, argmax, argmin, average, count_nonzero, cumprod, cumsum,
                          cumulative_prod, cumulative_sum, max, mean, median, min, nanmax, nanmean, nanmin, nanprod,
                          nansum, prod, ptp, std, sum, var)
@@ -49,6 +49,7 @@ from .shape_ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d,
 from .sorting import argpartition, argsort, lexsort, partition, searchsorted, sort
 from . import array_methods
 from . import fft
+from . import linalg
 
 # -- constants ---------------------------------------------------------------------------------------------
 pi = _math.pi

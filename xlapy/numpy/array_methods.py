@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..frontend import indexing, operators
 from ..frontend.ops_mixin import attach_array_methods
-from . import elementwise, indexing_ops, linalg, reductions, shape_ops, sorting
+from . import elementwise, indexing_ops, products, reductions, shape_ops, sorting
 
 # operator -> (frontend/operators.py function, whether it is reflected: `2 - x` calls x.__rsub__(2))
 _BINARY_OPERATORS = {
@@ -42,7 +42,7 @@ _NUMPY_METHODS = {
     "var": (reductions, "var"), "std": (reductions, "std"), "cumsum": (reductions, "cumsum"),
     "cumprod": (reductions, "cumprod"), "argmax": (reductions, "argmax"), "argmin": (reductions, "argmin"),
     "sort": (sorting, "sort"), "argsort": (sorting, "argsort"), "clip": (elementwise, "clip"),
-    "round": (elementwise, "round"), "take": (indexing_ops, "take"), "dot": (linalg, "dot"),
+    "round": (elementwise, "round"), "take": (indexing_ops, "take"), "dot": (products, "dot"),
     "swapaxes": (shape_ops, "swapaxes"), "conj": (elementwise, "conjugate"), "conjugate": (elementwise, "conjugate"),
 }
 
