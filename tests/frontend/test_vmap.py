@@ -234,3 +234,10 @@ def test_random_normal_and_fold_in_over_keys_match_jax():
     close(xlapy.vmap(lambda k: random.normal(k, (2,)), out_axes=1)(KEYS), DATA["normal_out_axes_1"],
           rtol=1e-6, atol=1e-6)
 
+
+
+def test_numpy_vectorize_over_vmap():
+    f = xnp.vectorize(lambda a, b: a * b + 1)
+    close(f(X, np.float32(2)), X * 2 + 1)
+    g = xnp.vectorize(lambda v: v.sum(), signature="(n)->()")
+    close(g(X), X.sum(1))

@@ -9,7 +9,7 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
   backends       xlapy/backends/ but interpreter/: the registry (registry.py, builtin.py), soft placement
                  (placement.py), cpu/: compile a Module, whoever made it
   frontend core  xlapy/frontend/: tracing (tracer, dtypes, pytree, array, ops_mixin), eager execution, jit
-                 (signature, warm_call), cost, autodiff/, transforms; the package __init__ exports these
+                 (signature, warm_call), cost, autodiff/, batching/, transforms; the package __init__ exports these
   frontend ops   xlapy/frontend/: the lax implementation (lax_operands, lax_elementwise, lax_shapes, lax_dot_conv,
                  lax_special, lax_reduce, lax_fft, lax_linalg, control_flow) and numpy's operators and indexing over it (operators,
                  indexing)

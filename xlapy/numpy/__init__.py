@@ -8,7 +8,8 @@ and functions with data-dependent output shapes (nonzero, unique, where(c), bool
 `size=` under jit (they raise xlapy.ConcretizationError otherwise).
 
 Families: creation.py, elementwise.py, reductions.py, shape_ops.py, products.py (products, einsum),
-indexing_ops.py (take, nonzero, unique ...), sorting.py; the submodule fft.py is `xlapy.numpy.fft`.
+indexing_ops.py (take, nonzero, unique ...), sorting.py, vectorize.py (over vmap); the submodule fft.py is
+`xlapy.numpy.fft`.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ from .shape_ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d,
                         permute_dims, ravel, repeat, reshape, roll, rot90, row_stack, split, squeeze, stack,
                         swapaxes, tile, trace, transpose, vsplit, vstack)
 from .sorting import argpartition, argsort, lexsort, partition, searchsorted, sort
+from .vectorize import vectorize
 from . import array_methods
 from . import fft
 from . import linalg
