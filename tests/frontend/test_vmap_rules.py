@@ -24,6 +24,10 @@ def ints(lo, hi, *shape):
     return RNG.integers(lo, hi, shape).astype(np.int32)
 
 
+_M = f32(B, 4, 4)
+SPD = (_M @ _M.transpose(0, 2, 1) + 4 * np.eye(4, dtype=np.float32)).astype(np.float32)
+
+
 def conv(x, w, groups=1, batch_groups=1):
     return lax.conv_general_dilated(x, w, (1,), [(1, 1)], dimension_numbers=("NCH", "OIH", "NCH"),
                                     feature_group_count=groups, batch_group_count=batch_groups)
@@ -134,6 +138,11 @@ CASES = {
     "conv_batch_groups (per-example loop)": (functools.partial(conv, batch_groups=2),
                                              (f32(B, 2, 1, 6), f32(4, 1, 3)), (0, None), 0),
     "fft": (lambda x: xnp.fft.fft(x).real + xnp.fft.rfft(x).imag.sum(), (f32(B, 8),), 0, 0),
+    # linear algebra: cholesky / triangular-solve batch natively, JAX's LAPACK custom-calls run per example
+    "cholesky": (lax.linalg.cholesky, (SPD,), 0, 0),
+    "triangular_solve_matrix_unbatched": (lambda l, b: lax.linalg.triangular_solve(l, b, left_side=True, lower=True),
+                                          (np.linalg.cholesky(SPD[0]), f32(B, 4, 2)), (None, 0), 0),
+    "qr (custom-call, per-example loop)": (lambda a: lax.linalg.qr(a)[1], (SPD,), 0, 0),
     # control flow
     "cond_unbatched_pred": (lambda x: lax.cond(True, lambda v: v * 2.0, lambda v: v - 1.0, x), (f32(B, 3),), 0, 0),
     "cond_batched_pred": (lambda p, x: lax.cond(p > 0, lambda v: xnp.sin(v), lambda v: v * 3.0, x),

@@ -152,6 +152,8 @@ def per_example(b: Batcher, inst: Instruction, operands: Sequence[Instruction], 
     if any(r.is_tuple for r in results):
         raise BatchingError(f"no batching rule for {inst.opcode} with a nested tuple result")
     buffers = [b.zeros(batched_shape(r, 0, b.size)) for r in results]
+    if b.size == 0:                     # an empty batch: no example to run
+        return (b.tuple(buffers), tuple(0 for _ in buffers)) if inst.shape.is_tuple else (buffers[0], 0)
     counter = b.scalar(0, "s32")
     state = [counter] + ops + buffers
     state_shape = Shape.tuple_of([s.shape.without_layout() for s in state])
