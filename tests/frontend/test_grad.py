@@ -40,6 +40,8 @@ SCALAR_CASES = [
     ("cross_entropy", lambda z: cross_entropy(z, LABELS), LOGITS),
     ("max_reduce", lambda x: (x.max(axis=1) ** 2).sum(), X23),
     ("mean_square", lambda x: ((x - 0.5) ** 2).mean(), X23),
+    ("vmap_rows", lambda x: xlapy.vmap(lambda r: lax.tanh(r @ r) * r[0])(x).sum(), X23),
+    ("vmap_of_grad", lambda x: (xlapy.vmap(xlapy.grad(lambda r: (lax.sin(r) * r).sum()))(x) ** 2).sum(), X23),
 ]
 
 
@@ -172,6 +174,7 @@ SECOND_ORDER = [
     ("sin", lax.sin, lambda x: -np.sin(x)),
     ("tanh", lax.tanh, lambda x: -2 * np.tanh(x) * (1 - np.tanh(x) ** 2)),
     ("exp_x2", lambda x: lax.exp(x * x), lambda x: (2 + 4 * x * x) * np.exp(x * x)),
+    ("vmap_cube", lambda x: xlapy.vmap(lambda v: v ** 3)(lax.broadcast(x, (2,))).sum() / 2.0, lambda x: 6 * x),
 ]
 
 
