@@ -113,11 +113,10 @@ AUTODIFF_NO_RULE: dict[str, Reason] = {
     "after-all": not_differentiable("its result is a token"),
     "bitcast-convert": not_differentiable("it reinterprets bits"),
     "rng-bit-generator": not_differentiable("random bits"),
-    **_each("add-dependency map cholesky triangular-solve ragged-dot scan stochastic-convert", _NO_RULE_YET),
+    **_each("add-dependency map ragged-dot scan stochastic-convert", _NO_RULE_YET),
     **_each("dynamic-reshape set-dimension-size", unsupported("dynamic shapes: no derivative rule yet")),
     **_each("batch-norm-training batch-norm-inference batch-norm-grad",
             unsupported("the front end writes batch norm as elementwise ops and reductions")),
-    "custom-call": unsupported("an opaque target"),
 }
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from ...hlo import Instruction
 from ...hlo.attrs import ConvDimensionNumbers, Window, WindowDim
 from .rules_common import AutodiffError, Emitter
+from .rules_decompositions import JVP as DECOMPOSITION_JVP, VJP as DECOMPOSITION_VJP
 
 
 def _bilinear_jvp(b: Emitter, inst: Instruction, ts):
@@ -222,5 +223,6 @@ def _fft_vjp(b, inst, ct):
     return [_conj(b, b.mul(spectrum, _last_axis(b, weights / total, spectrum)))]
 
 
-VJP = {"dot": _dot_vjp, "convolution": _conv_vjp, "fft": _fft_vjp}
-JVP = {"dot": _bilinear_jvp, "convolution": _bilinear_jvp, "fft": _fft_jvp}
+# cholesky, triangular-solve and the LAPACK custom-calls (by target): rules_decompositions.py
+VJP = {"dot": _dot_vjp, "convolution": _conv_vjp, "fft": _fft_vjp, **DECOMPOSITION_VJP}
+JVP = {"dot": _bilinear_jvp, "convolution": _bilinear_jvp, "fft": _fft_jvp, **DECOMPOSITION_JVP}

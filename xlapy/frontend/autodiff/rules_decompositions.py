@@ -1,0 +1,621 @@
+"""Derivative rules of the matrix decompositions: the cholesky and triangular-solve opcodes, and JAX's LAPACK
+custom-calls (a sub-table keyed by routine: `CUSTOM_CALL_JVP` / `CUSTOM_CALL_VJP`, which rules_linalg's
+"custom-call" rows dispatch to by `custom_call_target`, lapack_<t><routine>_ffi).
+
+The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their transposes), for real matrices:
+  cholesky        L' = L Phi(L^-1 S L^-T), S = the symmetric matrix a's lower triangle gives (the op reads
+                  only that triangle, so its derivative sees only it), Phi = strict lower triangle + half the
+                  diagonal; VJP: S_bar = L^-T Phi(L^T L_bar) L^-1, folded back onto the lower triangle
+  triangular-solve x' = op(T)^-1 (b' - op(T') x) (left; right likewise); VJP: b_bar = op(T)^-T x_bar,
+                  a_bar = -(b_bar x^T) on T's triangle (transposed for op = T)
+  syevd/heevd     w' = diag(V^T S' V), V' = V (F o V^T S' V), F_ij = 1/(w_j - w_i) off the diagonal
+  gesdd           JAX's svd_jvp_rule (reduced, or full for square matrices; mode N computes U and V with a
+                  second, reduced gesdd); the VJP is its transpose
+  getrf           JAX's lu_jvp_rule: L^-1 P a' U^-1 split into L' and U'; P from the pivots (a counted loop)
+  geqrf, orgqr    JAX's qr_jvp_rule for m >= n (reduced, or square), carried through the pair: geqrf's
+                  tangent holds R' on and above h's diagonal and the coordinates Qf^T Q' below it (Qf the full
+                  orthogonal factor, m x m), which orgqr's rule turns back into Q' (the two rules share this
+                  convention; orgqr on any other h is not differentiable)
+Complex decompositions have no rules yet (AutodiffError).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ...hlo import Instruction, Shape
+from ...passes.counted_loop import counted_loop
+from .rules_common import AutodiffError, Emitter
+
+
+# -- matrix helpers over the Emitter ---------------------------------------------------------------------------
+def _nb(x: Instruction) -> int:
+    return x.shape.rank - 2
+
+
+def mm(b: Emitter, x: Instruction, y: Instruction) -> Instruction:
+    nb = _nb(x)
+    bd = tuple(range(nb))
+    attrs = {"lhs_contracting_dims": (nb + 1,), "rhs_contracting_dims": (nb,)}
+    if nb:
+        attrs.update(lhs_batch_dims=bd, rhs_batch_dims=bd)
+    return b.emit("dot", [x, y], attrs, element_type=x.shape.element_type)
+
+
+def T(b: Emitter, x: Instruction) -> Instruction:
+    nb = _nb(x)
+    return b.transpose(x, list(range(nb)) + [nb + 1, nb])
+
+
+def _mask(b: Emitter, x: Instruction, direction: str, k: int = 0) -> Instruction:
+    """x where col - row `direction` k (LE: lower triangle, GE: upper), zero elsewhere."""
+    m, n = x.shape.dims[-2:]
+    mat = Shape.array("s32", (m, n))
+    rows = b.emit("iota", [], {"iota_dimension": 0}, shape=mat)
+    cols = b.emit("iota", [], {"iota_dimension": 1}, shape=mat)
+    if k:
+        rows = b.add(rows, b.full(mat, k))
+    pred = b.compare(cols, rows, direction)
+    pred = b.broadcast(pred, [x.shape.rank - 2, x.shape.rank - 1], x.shape)
+    return b.select(pred, x, b.zeros(x.shape))
+
+
+def tril(b, x, k=0):
+    return _mask(b, x, "LE", k)
+
+
+def triu(b, x, k=0):
+    return _mask(b, x, "GE", k)
+
+
+def diag_part(b: Emitter, x: Instruction) -> Instruction:
+    """The diagonal of square matrices as [..., n]."""
+    return b.reduce_sum(triu(b, tril(b, x)), [x.shape.rank - 1])
+
+
+def scale_cols(b: Emitter, x: Instruction, v: Instruction) -> Instruction:
+    """x[..., i, j] * v[..., j]."""
+    return b.mul(x, b.broadcast(v, list(range(_nb(x))) + [x.shape.rank - 1], x.shape))
+
+
+def scale_rows(b: Emitter, x: Instruction, v: Instruction) -> Instruction:
+    return b.mul(x, b.broadcast(v, list(range(_nb(x))) + [x.shape.rank - 2], x.shape))
+
+
+def embed_diag(b: Emitter, v: Instruction, like: Instruction) -> Instruction:
+    """diag(v) shaped like the square matrices `like`."""
+    ones = b.full(like.shape, 1)
+    return tril(b, triu(b, scale_cols(b, ones, v)))
+
+
+def solve(b: Emitter, a: Instruction, x: Instruction, *, left: bool, lower: bool, transpose: bool = False,
+          unit: bool = False) -> Instruction:
+    return b.emit("triangular-solve", [a, x], {"left_side": left, "lower": lower, "unit_diagonal": unit,
+                                               "transpose_a": "TRANSPOSE" if transpose else "NO_TRANSPOSE"})
+
+
+def sym_lower(b, x):
+    """tril(x) + tril(x, -1)^T: the symmetric matrix a lower-triangle reader sees."""
+    return b.add(tril(b, x), T(b, tril(b, x, -1)))
+
+
+def sym_lower_adjoint(b, y):
+    return b.add(tril(b, y), tril(b, T(b, y), -1))
+
+
+def sym_upper(b, x):
+    return b.add(triu(b, x), T(b, triu(b, x, 1)))
+
+
+def sym_upper_adjoint(b, y):
+    return b.add(triu(b, y), triu(b, T(b, y), 1))
+
+
+def _real_only(inst: Instruction) -> None:
+    for s in [inst.shape] + [o.shape for o in inst.operands]:
+        for leaf in s.leaves():
+            if leaf.is_array and leaf.ptype.is_complex:
+                raise AutodiffError(f"differentiation of {_what(inst)} on complex values is not supported yet "
+                                    f"(instruction {inst.name})")
+
+
+def _what(inst: Instruction) -> str:
+    target = inst.attrs.get("custom_call_target")
+    return f"custom-call {target}" if target else inst.opcode
+
+
+def _parts(b: Emitter, ct, shape: Shape) -> list:
+    """A tuple cotangent as a list (None for zero)."""
+    if ct is None:
+        return [None] * len(shape.tuple_shapes)
+    if isinstance(ct, list):
+        return ct
+    return [b.gte(ct, i) for i in range(len(shape.tuple_shapes))]
+
+
+def _tuple_tangent(b: Emitter, inst: Instruction, parts: dict) -> Instruction:
+    return b.tuple([parts.get(i) if parts.get(i) is not None else b.zeros(s)
+                    for i, s in enumerate(inst.shape.tuple_shapes)])
+
+
+def _config(inst: Instruction) -> dict[str, str]:
+    text = str(inst.attrs.get("backend_config", "") or "")
+    return {k: chr(int(v)) for k, v in re.findall(r"(\w+)\s*=\s*(\d+)\s*:\s*ui8", text)}
+
+
+# -- cholesky ---------------------------------------------------------------------------------------------------
+def _phi(b, x):
+    return b.add(tril(b, x, -1), b.mul(diag_only(b, x), b.full(x.shape, 0.5)))
+
+
+def diag_only(b, x):
+    return tril(b, triu(b, x))
+
+
+def _cholesky_jvp(b, inst, ts):
+    _real_only(inst)
+    (t,) = ts
+    lower = inst.attrs.get("lower") in (True, "true")
+    L = inst if lower else T(b, inst)
+    if not lower:
+        t = T(b, t)
+    s = sym_lower(b, t)
+    y = solve(b, L, solve(b, L, s, left=True, lower=True), left=False, lower=True, transpose=True)
+    dl = mm(b, L, _phi(b, y))
+    return dl if lower else T(b, dl)
+
+
+def _cholesky_vjp(b, inst, ct):
+    _real_only(inst)
+    lower = inst.attrs.get("lower") in (True, "true")
+    L = inst if lower else T(b, inst)
+    g = ct if lower else T(b, ct)
+    p = _phi(b, mm(b, T(b, L), tril(b, g)))
+    y = solve(b, L, solve(b, L, p, left=True, lower=True, transpose=True), left=False, lower=True)
+    a_bar = sym_lower_adjoint(b, y)
+    return [a_bar if lower else T(b, a_bar)]
+
+
+# -- triangular-solve ---------------------------------------------------------------------------------------------
+def _tri_parts(inst):
+    lower = inst.attrs.get("lower") in (True, "true")
+    unit = inst.attrs.get("unit_diagonal") in (True, "true")
+    left = inst.attrs.get("left_side") in (True, "true")
+    trans = str(inst.attrs.get("transpose_a", "NO_TRANSPOSE")) != "NO_TRANSPOSE"
+    return lower, unit, left, trans
+
+
+def _tri_mask(b, x, lower, unit):
+    k = -1 if unit else 0
+    return tril(b, x, k) if lower else triu(b, x, -k)
+
+
+def _trisolve_jvp(b, inst, ts):
+    _real_only(inst)
+    a, _ = inst.operands
+    ta, tb = ts
+    lower, unit, left, trans = _tri_parts(inst)
+    rhs = tb
+    if ta is not None:
+        dt = _tri_mask(b, ta, lower, unit)
+        if trans:
+            dt = T(b, dt)
+        prod = mm(b, dt, inst) if left else mm(b, inst, dt)
+        rhs = b.neg(prod) if rhs is None else b.sub(rhs, prod)
+    return b.add_instruction(inst.clone_with([a, rhs], name="triangular-solve.jvp"))
+
+
+def _trisolve_vjp(b, inst, ct):
+    _real_only(inst)
+    a, _ = inst.operands
+    lower, unit, left, trans = _tri_parts(inst)
+    flipped = dict(inst.attrs)
+    flipped["transpose_a"] = "NO_TRANSPOSE" if trans else "TRANSPOSE"
+    b_bar = b.emit("triangular-solve", [a, ct], {k: flipped[k] for k in
+                                                 ("left_side", "lower", "unit_diagonal", "transpose_a")
+                                                 if k in flipped})
+    if left:
+        g = mm(b, b_bar, T(b, inst)) if not trans else mm(b, inst, T(b, b_bar))
+    else:
+        g = mm(b, T(b, inst), b_bar) if not trans else mm(b, T(b, b_bar), inst)
+    return [_tri_mask(b, b.neg(g), lower, unit), b_bar]
+
+
+# -- syevd / heevd ------------------------------------------------------------------------------------------------
+def _pairwise(b: Emitter, w: Instruction, like: Instruction) -> tuple[Instruction, Instruction]:
+    """(w_j at [i, j], w_i at [i, j]) shaped like `like`."""
+    nb = like.shape.rank - 2
+    bd = list(range(nb))
+    return b.broadcast(w, bd + [nb + 1], like.shape), b.broadcast(w, bd + [nb], like.shape)
+
+
+def _safe_reciprocal(b: Emitter, d: Instruction) -> Instruction:
+    """1/d where d != 0, 0 where d == 0 (and on the diagonal, where it is zero)."""
+    zero = b.zeros(d.shape)
+    is_zero = b.compare(d, zero, "EQ")
+    safe = b.select(is_zero, b.full(d.shape, 1), d)
+    return b.select(is_zero, zero, b.div(b.full(d.shape, 1), safe))
+
+
+def _eig_f(b, w, like):
+    wj, wi = _pairwise(b, w, like)
+    return _safe_reciprocal(b, b.sub(wj, wi))
+
+
+def _syevd_jvp(b, inst, ts):
+    _real_only(inst)
+    (t,) = ts
+    lower = _config(inst).get("uplo", "L") == "L"
+    v, w = b.gte(inst, 0), b.gte(inst, 1)
+    s = sym_lower(b, t) if lower else sym_upper(b, t)
+    m = mm(b, mm(b, T(b, v), s), v)
+    dw = diag_part(b, m)
+    dv = mm(b, v, b.mul(_eig_f(b, w, m), m))
+    return _tuple_tangent(b, inst, {0: dv, 1: dw})
+
+
+def _syevd_vjp(b, inst, ct):
+    _real_only(inst)
+    lower = _config(inst).get("uplo", "L") == "L"
+    v_bar, w_bar, _ = _parts(b, ct, inst.shape)
+    v, w = b.gte(inst, 0), b.gte(inst, 1)
+    inner = None
+    if v_bar is not None:
+        inner = b.mul(_eig_f(b, w, v), mm(b, T(b, v), v_bar))
+    if w_bar is not None:
+        d = embed_diag(b, w_bar, v)
+        inner = d if inner is None else b.add(inner, d)
+    if inner is None:
+        return [None]
+    y = mm(b, mm(b, v, inner), T(b, v))
+    return [sym_lower_adjoint(b, y) if lower else sym_upper_adjoint(b, y)]
+
+
+# -- gesdd --------------------------------------------------------------------------------------------------------
+def _svd_factors(b: Emitter, inst: Instruction):
+    """(s, U [m, k], V [n, k]) of the reduced SVD of the operand (a second gesdd when the op has mode N)."""
+    mode = _config(inst).get("mode", "A")
+    a = inst.operands[0]
+    m, n = a.shape.dims[-2:]
+    k = min(m, n)
+    if mode == "A" and m != n:
+        raise AutodiffError(f"differentiation of a full_matrices SVD of a non-square matrix is not supported "
+                            f"(as in JAX; instruction {inst.name})")
+    if mode == "N":
+        batch = a.shape.dims[:-2]
+        et = a.shape.element_type
+        rt = inst.shape.tuple_shapes[1].element_type
+        shape = Shape.tuple_of([a.shape, Shape.array(rt, batch + (k,)), Shape.array(et, batch + (m, k)),
+                                Shape.array(et, batch + (k, n)), inst.shape.tuple_shapes[4]])
+        attrs = dict(inst.attrs)
+        attrs["backend_config"] = "{mode = 83 : ui8}"
+        full = b.emit("custom-call", [a], attrs, shape=shape, name="svd.uv")
+        return b.gte(full, 1), b.gte(full, 2), T(b, b.gte(full, 3)), mode
+    return b.gte(inst, 1), b.gte(inst, 2), T(b, b.gte(inst, 3)), mode
+
+
+def _svd_jvp(b, inst, ts):
+    _real_only(inst)
+    (t,) = ts
+    s, u, v, mode = _svd_factors(b, inst)
+    m, n = inst.operands[0].shape.dims[-2:]
+    ds_mat = mm(b, mm(b, T(b, u), t), v)
+    ds = diag_part(b, ds_mat)
+    if mode == "N":
+        return _tuple_tangent(b, inst, {1: ds})
+    sj, si = _pairwise(b, s, ds_mat)
+    f = _safe_reciprocal(b, b.mul(b.add(sj, si), b.sub(sj, si)))
+    dss = scale_cols(b, ds_mat, s)
+    sds = scale_rows(b, ds_mat, s)
+    du = mm(b, u, b.mul(f, b.add(dss, T(b, dss))))
+    dv = mm(b, v, b.mul(f, b.add(sds, T(b, sds))))
+    s_inv = _safe_reciprocal(b, s)
+    if m > n:
+        dav = mm(b, t, v)
+        du = b.add(du, scale_cols(b, b.sub(dav, mm(b, u, mm(b, T(b, u), dav))), s_inv))
+    if n > m:
+        dahu = mm(b, T(b, t), u)
+        dv = b.add(dv, scale_cols(b, b.sub(dahu, mm(b, v, mm(b, T(b, v), dahu))), s_inv))
+    return _tuple_tangent(b, inst, {1: ds, 2: du, 3: T(b, dv)})
+
+
+def _svd_vjp(b, inst, ct):
+    _real_only(inst)
+    _, s_bar, u_bar, vt_bar, _ = _parts(b, ct, inst.shape)
+    s, u, v, mode = _svd_factors(b, inst)
+    m, n = inst.operands[0].shape.dims[-2:]
+    if mode == "N":
+        u_bar = vt_bar = None
+    kk = b.zeros(Shape.array(u.shape.element_type, u.shape.dims[:-2] + (u.shape.dims[-1],) * 2))
+    ds_bar = None
+    if s_bar is not None:
+        ds_bar = embed_diag(b, s_bar, kk)
+    sj, si = _pairwise(b, s, kk)
+    f = _safe_reciprocal(b, b.mul(b.add(sj, si), b.sub(sj, si)))
+    s_inv = _safe_reciprocal(b, s)
+    extra = None
+    if u_bar is not None:
+        j = b.mul(f, mm(b, T(b, u), u_bar))
+        term = scale_cols(b, b.add(j, T(b, j)), s)
+        ds_bar = term if ds_bar is None else b.add(ds_bar, term)
+        if m > n:
+            extra = mm(b, scale_cols(b, b.sub(u_bar, mm(b, u, mm(b, T(b, u), u_bar))), s_inv), T(b, v))
+    if vt_bar is not None:
+        v_bar = T(b, vt_bar)
+        kmat = b.mul(f, mm(b, T(b, v), v_bar))
+        term = scale_rows(b, b.add(kmat, T(b, kmat)), s)
+        ds_bar = term if ds_bar is None else b.add(ds_bar, term)
+        if n > m:
+            proj = b.sub(v_bar, mm(b, v, mm(b, T(b, v), v_bar)))
+            e2 = mm(b, u, scale_rows(b, T(b, proj), s_inv))
+            extra = e2 if extra is None else b.add(extra, e2)
+    out = None if ds_bar is None else mm(b, mm(b, u, ds_bar), T(b, v))
+    if extra is not None:
+        out = extra if out is None else b.add(out, extra)
+    return [out]
+
+
+# -- getrf --------------------------------------------------------------------------------------------------------
+def _permutation(b: Emitter, pivots1: Instruction, m: int) -> Instruction:
+    """perm [..., m] (s32) from LAPACK's 1-based pivots [..., k]: row i of P a is row perm[i] of a."""
+    batch = pivots1.shape.dims[:-1]
+    nb = len(batch)
+    k = pivots1.shape.dims[-1]
+    piv = b.sub(pivots1, b.full(pivots1.shape, 1))
+    pshape = Shape.array("s32", batch + (m,))
+    perm0 = b.emit("iota", [], {"iota_dimension": nb}, shape=pshape)
+    if k == 0:
+        return perm0
+
+    def body(bc, i, values):
+        e = Emitter(bc)
+        perm, pv = values
+        zero = e.scalar(0, "s32")
+        starts = [zero] * nb + [i]
+        j = e.reshape(e.emit("dynamic-slice", [pv] + starts, {"dynamic_slice_sizes": batch + (1,)}), batch)
+        at_i = e.reshape(e.emit("dynamic-slice", [perm] + starts, {"dynamic_slice_sizes": batch + (1,)}), batch)
+        iota = e.emit("iota", [], {"iota_dimension": nb}, shape=pshape)
+        is_j = e.compare(iota, e.broadcast(j, list(range(nb)), pshape), "EQ")
+        at_j = e.reduce_sum(e.select(is_j, perm, e.zeros(pshape)), [nb])
+        is_i = e.compare(iota, e.broadcast(i, [], pshape), "EQ")
+        new = e.select(is_i, e.broadcast(at_j, list(range(nb)), pshape),
+                       e.select(is_j, e.broadcast(at_i, list(range(nb)), pshape), perm))
+        return [new, pv]
+    return counted_loop(b.comp, k, [perm0, piv], body, name="lu_perm")[0]
+
+
+def _perm_matrix(b: Emitter, perm: Instruction, et: str) -> Instruction:
+    """P[..., i, c] = (perm[..., i] == c) as `et`."""
+    nb = perm.shape.rank - 1
+    m = perm.shape.dims[-1]
+    shape = Shape.array("s32", perm.shape.dims + (m,))
+    cols = b.emit("iota", [], {"iota_dimension": nb + 1}, shape=shape)
+    onehot = b.compare(b.broadcast(perm, list(range(nb + 1)), shape), cols, "EQ")
+    return b.convert(onehot, et)
+
+
+def _lu_factors(b: Emitter, inst: Instruction):
+    lu = b.gte(inst, 0)
+    m, n = lu.shape.dims[-2:]
+    k = min(m, n)
+    et = lu.shape.element_type
+    batch = lu.shape.dims[:-2]
+    nb = len(batch)
+    sl = b.emit("slice", [lu], {"slice": _slices(lu.shape.dims[:-1] + (k,))}) if k != n else lu
+    l = b.emit("pad", [tril(b, sl, -1), b.scalar(0, et)],
+               {"padding": _pad_config(nb + 2, {nb + 1: m - k})}) if m != k else tril(b, sl, -1)
+    eye_m = _eye(b, batch, m, et)
+    l = b.add(l, eye_m)
+    su = b.emit("slice", [lu], {"slice": _slices(batch + (k, n))}) if k != m else lu
+    u = triu(b, su)
+    if n != k:
+        u = b.emit("pad", [u, b.scalar(0, et)], {"padding": _pad_config(nb + 2, {nb: n - k})})
+        tail = _eye(b, batch, n, et)
+        tail = _mask_rows_from(b, tail, k)
+        u = b.add(u, tail)
+    return l, u
+
+
+def _slices(limits):
+    from ...hlo.attrs import SliceRange
+    return tuple(SliceRange(0, d, 1) for d in limits)
+
+
+def _pad_config(rank: int, high: dict):
+    from ...hlo.attrs import PadDim
+    return tuple(PadDim(0, high.get(d, 0), 0) for d in range(rank))
+
+
+def _eye(b: Emitter, batch: tuple, n: int, et: str) -> Instruction:
+    shape = Shape.array("s32", batch + (n, n))
+    nb = len(batch)
+    r = b.emit("iota", [], {"iota_dimension": nb}, shape=shape)
+    c = b.emit("iota", [], {"iota_dimension": nb + 1}, shape=shape)
+    return b.convert(b.compare(r, c, "EQ"), et)
+
+
+def _mask_rows_from(b: Emitter, x: Instruction, k: int) -> Instruction:
+    nb = x.shape.rank - 2
+    shape = Shape.array("s32", x.shape.dims)
+    r = b.emit("iota", [], {"iota_dimension": nb}, shape=shape)
+    return b.select(b.compare(r, b.full(shape, k), "GE"), x, b.zeros(x.shape))
+
+
+def _getrf_jvp(b, inst, ts):
+    _real_only(inst)
+    (t,) = ts
+    l, u = _lu_factors(b, inst)
+    m = l.shape.dims[-1]
+    p = _perm_matrix(b, _permutation(b, b.gte(inst, 1), m), t.shape.element_type)
+    x = mm(b, p, t)
+    la = solve(b, l, x, left=True, lower=True, unit=True)
+    lau = solve(b, u, la, left=False, lower=False)
+    dlu = b.add(mm(b, l, tril(b, lau, -1)), mm(b, triu(b, lau), u))
+    return _tuple_tangent(b, inst, {0: dlu})
+
+
+def _getrf_vjp(b, inst, ct):
+    _real_only(inst)
+    g, _, _ = _parts(b, ct, inst.shape)
+    if g is None:
+        return [None]
+    l, u = _lu_factors(b, inst)
+    m = l.shape.dims[-1]
+    lau_bar = b.add(tril(b, mm(b, T(b, l), g), -1), triu(b, mm(b, g, T(b, u))))
+    la_bar = solve(b, u, lau_bar, left=False, lower=False, transpose=True)
+    x_bar = solve(b, l, la_bar, left=True, lower=True, unit=True, transpose=True)
+    p = _perm_matrix(b, _permutation(b, b.gte(inst, 1), m), g.shape.element_type)
+    return [mm(b, T(b, p), x_bar)]
+
+
+# -- geqrf / orgqr ---------------------------------------------------------------------------------------------------
+def _qr_parts(b: Emitter, h: Instruction, taus: Instruction, target: str, attrs: dict):
+    """(Q [m, n], R [n, n], Qf [m, m]) from geqrf's compact form (m >= n)."""
+    m, n = h.shape.dims[-2:]
+    nb = h.shape.rank - 2
+    et = h.shape.element_type
+    org = target.replace("geqrf", "orgqr")
+    call = {k: v for k, v in attrs.items() if k in ("api_version",)}
+    call["custom_call_target"] = org
+    q = b.emit("custom-call", [h, taus], call, shape=h.shape, name="qr.q")
+    batch = h.shape.dims[:-2]
+    if m > n:
+        hp = b.emit("pad", [h, b.scalar(0, et)], {"padding": _pad_config(nb + 2, {nb + 1: m - n})})
+        qf = b.emit("custom-call", [hp, taus], call, shape=Shape.array(et, batch + (m, m)), name="qr.qf")
+        r = triu(b, b.emit("slice", [h], {"slice": _slices(batch + (n, n))}))
+    else:
+        qf = q
+        r = triu(b, h)
+    return q, r, qf
+
+
+def _qr_dims(inst: Instruction, h: Instruction):
+    m, n = h.shape.dims[-2:]
+    if m < n:
+        raise AutodiffError(f"differentiation of QR is implemented only for m >= n (as in JAX); instruction "
+                            f"{inst.name} has {h.shape}")
+    return m, n
+
+
+def _rows_pad(b: Emitter, x: Instruction, m: int) -> Instruction:
+    nb = x.shape.rank - 2
+    extra = m - x.shape.dims[-2]
+    if not extra:
+        return x
+    return b.emit("pad", [x, b.scalar(0, x.shape.element_type)], {"padding": _pad_config(nb + 2, {nb: extra})})
+
+
+def _rows_slice(b: Emitter, x: Instruction, n: int) -> Instruction:
+    if x.shape.dims[-2] == n:
+        return x
+    return b.emit("slice", [x], {"slice": _slices(x.shape.dims[:-2] + (n, x.shape.dims[-1]))})
+
+
+def _geqrf_jvp(b, inst, ts):
+    _real_only(inst)
+    (t,) = ts
+    a = inst.operands[0]
+    m, n = _qr_dims(inst, a)
+    h, taus = b.gte(inst, 0), b.gte(inst, 1)
+    q, r, qf = _qr_parts(b, h, taus, str(inst.attrs["custom_call_target"]), inst.attrs)
+    dx_rinv = solve(b, r, t, left=False, lower=False)                  # t R^-1
+    qt = mm(b, T(b, q), dx_rinv)
+    low = tril(b, qt, -1)
+    do = b.sub(low, T(b, low))
+    dq = b.add(mm(b, q, b.sub(do, qt)), dx_rinv)
+    dr = mm(b, b.sub(qt, do), r)
+    coords = mm(b, T(b, qf), dq)                                       # [m, n]: skew on top, free below
+    dh = b.add(_rows_pad(b, triu(b, dr), m), tril(b, coords, -1))
+    return _tuple_tangent(b, inst, {0: dh})
+
+
+def _geqrf_vjp(b, inst, ct):
+    _real_only(inst)
+    h_bar, _ = _parts(b, ct, inst.shape)[:2]
+    if h_bar is None:
+        return [None]
+    a = inst.operands[0]
+    m, n = _qr_dims(inst, a)
+    h, taus = b.gte(inst, 0), b.gte(inst, 1)
+    q, r, qf = _qr_parts(b, h, taus, str(inst.attrs["custom_call_target"]), inst.attrs)
+    r_bar = triu(b, _rows_slice(b, h_bar, n))
+    q_bar = mm(b, qf, tril(b, h_bar, -1))                              # the adjoint of the coordinates
+    # transpose of JAX's qr_jvp: D = R_bar R^T - Q^T Q_bar; G_bar = triu(D) + tril(D^T, -1)
+    dmat = b.sub(mm(b, r_bar, T(b, r)), mm(b, T(b, q), q_bar))
+    g_bar = b.add(triu(b, dmat), tril(b, T(b, dmat), -1))
+    z_bar = b.add(mm(b, q, g_bar), q_bar)
+    return [solve(b, r, z_bar, left=False, lower=False, transpose=True)]
+
+
+def _orgqr_jvp(b, inst, ts):
+    _real_only(inst)
+    th = ts[0]
+    if th is None:
+        return None
+    h, taus = inst.operands
+    m, n = h.shape.dims[-2:]
+    qf = _full_q(b, inst, h, taus)
+    low = tril(b, th, -1)
+    top = _rows_slice(b, low, n)
+    skew = b.sub(top, T(b, top))
+    coords = b.add(_rows_pad(b, skew, m), _mask_rows_from(b, low, n)) if m > n else skew
+    return mm(b, qf, coords)
+
+
+def _full_q(b, inst, h, taus):
+    m, n = h.shape.dims[-2:]
+    if m == n:
+        return inst
+    nb = h.shape.rank - 2
+    hp = b.emit("pad", [h, b.scalar(0, h.shape.element_type)], {"padding": _pad_config(nb + 2, {nb + 1: m - n})})
+    return b.emit("custom-call", [hp, taus], {k: v for k, v in inst.attrs.items()
+                                              if k in ("custom_call_target", "api_version")},
+                  shape=Shape.array(h.shape.element_type, h.shape.dims[:-1] + (m,)), name="qr.qf")
+
+
+def _orgqr_vjp(b, inst, ct):
+    _real_only(inst)
+    h, taus = inst.operands
+    m, n = h.shape.dims[-2:]
+    qf = _full_q(b, inst, h, taus)
+    p = mm(b, T(b, qf), ct)                                            # [m, n]
+    top = _rows_slice(b, p, n)
+    top_bar = b.sub(tril(b, top, -1), tril(b, T(b, top), -1))
+    h_bar = b.add(_rows_pad(b, top_bar, m), _mask_rows_from(b, p, n)) if m > n else top_bar
+    return [h_bar, None]
+
+
+# -- the custom-call sub-table ----------------------------------------------------------------------------------------
+CUSTOM_CALL_JVP = {"syevd": _syevd_jvp, "gesdd": _svd_jvp, "getrf": _getrf_jvp, "geqrf": _geqrf_jvp,
+                   "orgqr": _orgqr_jvp}
+CUSTOM_CALL_VJP = {"syevd": _syevd_vjp, "gesdd": _svd_vjp, "getrf": _getrf_vjp, "geqrf": _geqrf_vjp,
+                   "orgqr": _orgqr_vjp}
+_COMPLEX_NAMES = {"heevd": "syevd", "ungqr": "orgqr"}
+
+
+def routine(inst: Instruction) -> str:
+    target = str(inst.attrs.get("custom_call_target", ""))
+    found = re.fullmatch(r"lapack_[sdcz](\w+)_ffi", target)
+    name = found.group(1) if found else target
+    return _COMPLEX_NAMES.get(name, name)
+
+
+def _lookup(table: dict, inst: Instruction, mode: str):
+    rule = table.get(routine(inst))
+    if rule is None:
+        raise AutodiffError(f"{mode}-mode differentiation rule missing for custom-call target "
+                            f"'{inst.attrs.get('custom_call_target')}' (instruction {inst.name}: {inst.shape})")
+    return rule
+
+
+def custom_call_jvp(b, inst, ts):
+    return _lookup(CUSTOM_CALL_JVP, inst, "forward")(b, inst, ts)
+
+
+def custom_call_vjp(b, inst, ct):
+    return _lookup(CUSTOM_CALL_VJP, inst, "reverse")(b, inst, ct)
+
+
+JVP = {"cholesky": _cholesky_jvp, "triangular-solve": _trisolve_jvp, "custom-call": custom_call_jvp}
+VJP = {"cholesky": _cholesky_vjp, "triangular-solve": _trisolve_vjp, "custom-call": custom_call_vjp}
