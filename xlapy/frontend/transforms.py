@@ -1,4 +1,5 @@
-"""grad, value_and_grad, vjp, jvp: JAX's differentiation API over the HLO -> HLO autodiff (frontend/autodiff).
+"""grad, value_and_grad, vjp, jvp: JAX's differentiation API over the HLO -> HLO autodiff (frontend/autodiff);
+vmap: JAX's vectorizing map over the HLO -> HLO batching (frontend/batching), built the same way (below).
 
 Every transformation works the same three steps:
   1. trace `f` on the abstract values of its flattened arguments into a fresh computation (`trace_function`;
