@@ -26,6 +26,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 # xlapy's column is the compiled (LLVM) backend unless XLAPY_BACKEND says otherwise
 os.environ.setdefault("XLAPY_BACKEND", "cpu")
+# compile times are cold compiles: the persistent compilation cache (which would turn a second run's compiles into
+# loads) is off in this process and its children
+os.environ["XLAPY_CACHE_DIR"] = "off"
 
 
 # Pause before each sample: the thread pools of the implementation timed just before (OpenBLAS, OpenMP, XLA's

@@ -38,6 +38,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tools"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# compile times are cold compiles: the persistent compilation cache (which would turn a second run's compiles into
+# loads) is off in this process and its children
+os.environ["XLAPY_CACHE_DIR"] = "off"
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 

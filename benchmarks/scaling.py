@@ -21,6 +21,10 @@ import time
 
 import numpy as np
 
+# compile times are cold compiles: the persistent compilation cache (which would turn a second run's compiles into
+# loads) is off in this process and its children
+os.environ["XLAPY_CACHE_DIR"] = "off"
+
 os.environ.setdefault("XLAPY_BACKEND", "cpu")
 
 VOCAB, SEQ, WIDTH, HEADS, BATCH = 256, 64, 128, 4, 8
