@@ -62,6 +62,11 @@ CASES = [
     case("vs_normal_complex", "variance_scaling", args=(1.0, "fan_in", "normal"), seed=63, shape=(4, 6),
          dtype="complex64", exact=False),
     case("he_uniform_f16", "he_uniform", seed=64, shape=(8, 4), dtype="float16", exact=False),
+    case("orthogonal_wide", "orthogonal", seed=70, shape=(4, 6), exact=False),
+    case("orthogonal_tall_scaled", "orthogonal", args=(2.0,), seed=71, shape=(7, 3), exact=False),
+    case("orthogonal_column_axis0", "orthogonal", kwargs={"column_axis": 0}, seed=72, shape=(3, 4, 5), exact=False),
+    case("delta_orthogonal_3d", "delta_orthogonal", seed=74, shape=(3, 4, 4), exact=False),
+    case("delta_orthogonal_4d", "delta_orthogonal", args=(0.5,), seed=75, shape=(3, 3, 2, 5), exact=False),
 ]
 
 

@@ -14,8 +14,8 @@ so results equal JAX's bit for bit wherever xlapy.random does: zeros, ones, cons
 initializer (real dtypes) exactly; the normal and truncated-normal ones within a few ulp (xlapy.random.normal's
 erf_inv is not XLA:CPU's; see xlapy/random.py).
 
-Not available: orthogonal and delta_orthogonal. They need a QR decomposition (jax.random.orthogonal calls
-jnp.linalg.qr), which xlapy.numpy.linalg does not have yet; asking for them raises AttributeError saying so.
+orthogonal and delta_orthogonal draw a normal matrix and orthogonalize it with xlapy.numpy.linalg.qr, as
+jax.random.orthogonal does (Q times the signs of R's diagonal); LAPACK's QR makes them JAX's to rounding.
 
 Errors are XlapyErrors that are also the ValueError JAX raises for the same mistake.
 """
@@ -32,16 +32,11 @@ from .errors import XlapyError
 from .frontend import dtypes
 from .frontend.tracer import user_frame
 
-__all__ = ["Initializer", "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "kaiming_normal",
-           "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones", "truncated_normal", "uniform",
-           "variance_scaling", "xavier_normal", "xavier_uniform", "zeros"]
+__all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
+           "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones", "orthogonal",
+           "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform", "zeros"]
 
-_MISSING = {
-    "orthogonal": "it needs a QR decomposition (jax.random.orthogonal uses jnp.linalg.qr), which "
-                  "xlapy.numpy.linalg does not have yet",
-    "delta_orthogonal": "it is built on orthogonal, which needs a QR decomposition that xlapy.numpy.linalg does "
-                        "not have yet",
-}
+_MISSING: dict[str, str] = {}
 
 
 def __getattr__(name: str):
@@ -269,3 +264,49 @@ xavier_uniform = glorot_uniform
 xavier_normal = glorot_normal
 kaiming_uniform = he_uniform
 kaiming_normal = he_normal
+
+
+# -- orthogonal ----------------------------------------------------------------------------------------------------
+def _random_orthogonal(key: Any, n: int, m: int, dt: np.dtype):
+    """jax.random.orthogonal(key, n, (), dt, m): an n x m matrix with orthonormal rows or columns."""
+    z = random.normal(key, (max(n, m), min(n, m)), dt)
+    q, r = xnp.linalg.qr(z)
+    d = xnp.diagonal(r)
+    x = q * xnp.expand_dims(xnp.sign(d), -2)
+    return xnp.swapaxes(x, -1, -2) if n < m else x
+
+
+def orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
+    """Uniformly distributed orthogonal matrices (orthonormal rows or columns, whichever side is smaller),
+    the columns along `column_axis`, times `scale`."""
+    def init(key: Any, shape: Sequence[int], dtype: Any = dtype, out_sharding: Any = None):
+        _no_sharding(out_sharding)
+        dt = _dtype(dtype)
+        shape = _shape(shape)
+        if len(shape) < 2:
+            raise _error("orthogonal initializer requires at least a 2D shape")
+        if any(d == 0 for d in shape):
+            return xnp.zeros(shape, dt)
+        n_rows, n_cols = math.prod(shape) // shape[column_axis], shape[column_axis]
+        q = _random_orthogonal(key, n_rows, n_cols, dt)
+        q = xnp.reshape(q, tuple(np.delete(shape, column_axis)) + (shape[column_axis],))
+        q = xnp.moveaxis(q, -1, column_axis)
+        return xnp.asarray(scale, dt) * q
+    return init
+
+
+def delta_orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
+    """Delta orthogonal convolution kernels (3-D, 4-D or 5-D): an orthogonal matrix at the spatial centre,
+    zeros elsewhere."""
+    def init(key: Any, shape: Sequence[int], dtype: Any = dtype, out_sharding: Any = None):
+        _no_sharding(out_sharding)
+        dt = _dtype(dtype)
+        shape = _shape(shape)
+        if len(shape) not in (3, 4, 5):
+            raise _error("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise _error("`fan_in` must be less or equal than `fan_out`. ")
+        ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dt)(key, shape[-2:])
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return xnp.zeros(shape, dt).at[centre].set(ortho)
+    return init

@@ -24,7 +24,7 @@ JAX_NAMES = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "gl
              "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones",
              "orthogonal", "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform",
              "zeros"]                                  # dir(jax.nn.initializers), JAX 0.10.2
-MISSING = ["delta_orthogonal", "orthogonal"]          # need a QR decomposition, which xlapy does not have yet
+MISSING: list[str] = []          # every jax.nn.initializers name is here (orthogonal ones since QR exists)
 
 
 def _make(c):
