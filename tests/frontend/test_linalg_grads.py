@@ -91,6 +91,8 @@ def test_grad_under_jit(x64):
 def test_unsupported_derivatives_say_so():
     with pytest.raises(xlapy.XlapyError, match="full_matrices"):
         xlapy.grad(lambda x: xnp.sum(L.svd(x)[0]))(np.ones((4, 3), np.float32))
+    with pytest.raises(xlapy.XlapyError, match="full_matrices QR"):
+        xlapy.grad(lambda x: xnp.sum(L.qr(x)[0]))(np.ones((4, 3), np.float32))
     with pytest.raises(xlapy.XlapyError, match="m >= n"):
         xlapy.grad(lambda x: xnp.sum(L.qr(x)[1]))(np.ones((3, 4), np.float32))
     with pytest.raises(xlapy.XlapyError, match="complex"):

@@ -548,8 +548,17 @@ def _geqrf_vjp(b, inst, ct):
     return [solve(b, r, z_bar, left=False, lower=False, transpose=True)]
 
 
+def _orgqr_guard(inst: Instruction) -> None:
+    h, taus = inst.operands
+    if taus.shape.dims[-1] != h.shape.dims[-1]:
+        raise AutodiffError(f"differentiation of a full_matrices QR of a tall matrix (Q from {taus.shape.dims[-1]} "
+                            f"reflectors padded to {h.shape.dims[-1]} columns) is not supported, as in JAX; "
+                            f"instruction {inst.name}")
+
+
 def _orgqr_jvp(b, inst, ts):
     _real_only(inst)
+    _orgqr_guard(inst)
     th = ts[0]
     if th is None:
         return None
@@ -576,6 +585,7 @@ def _full_q(b, inst, h, taus):
 
 def _orgqr_vjp(b, inst, ct):
     _real_only(inst)
+    _orgqr_guard(inst)
     h, taus = inst.operands
     m, n = h.shape.dims[-2:]
     qf = _full_q(b, inst, h, taus)
