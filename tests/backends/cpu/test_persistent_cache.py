@@ -217,17 +217,19 @@ def test_entry_needing_unknown_runtime_symbol_is_a_miss(cache_dir):
 
 # -- bounds and unwritable directories ------------------------------------------------------------------------
 def test_least_recently_used_entries_are_evicted(cache_dir):
-    _compile(_other(0))
-    size = _entries(cache_dir)[0].stat().st_size
-    cc.SETTINGS.max_bytes = int(size * 3.5)     # room for three; eviction goes down to 3/4 of the bound
-    for n in (1, 2):
+    paths = []
+    for n in range(3):
+        before = set(_entries(cache_dir))
         _compile(_other(n))
-    os.utime(_entries(cache_dir)[0], (1, 1))   # make some entry the oldest ...
-    assert _compile(_other(0)).from_cache        # ... then a hit on module 0 makes it the newest
-    _compile(_other(3))                          # over the bound: the least recently used go
-    assert cc.STATS.evictions >= 1
-    left = _entries(cache_dir)
-    assert sum(p.stat().st_size for p in left) <= cc.SETTINGS.max_bytes
+        (new,) = set(_entries(cache_dir)) - before
+        paths.append(new)
+        os.utime(new, (100 * (n + 1), 100 * (n + 1)))      # distinct, old times: the order is 0, 1, 2
+    cc.SETTINGS.max_bytes = int(paths[0].stat().st_size * 3.5)    # room for three; eviction goes down to 3/4
+    assert _compile(_other(0)).from_cache        # a hit makes module 0 the most recently used
+    _compile(_other(3))                          # over the bound: the least recently used go (1, then 2)
+    assert cc.STATS.evictions == 2
+    assert not paths[1].exists() and not paths[2].exists() and paths[0].exists()
+    assert sum(p.stat().st_size for p in _entries(cache_dir)) <= cc.SETTINGS.max_bytes
     assert _compile(_other(0)).from_cache and _compile(_other(3)).from_cache
     assert not _compile(_other(1)).from_cache
 
