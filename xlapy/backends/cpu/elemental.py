@@ -320,10 +320,46 @@ def _reshape(em, inst, gens):
             return gens[0]([i64(0) if n == 1 else next(nonunit) for n in in_dims])
         return gen
 
+    groups = common_factors(in_dims, out_dims)
+
     def general(index):
-        linear = row_major_linear(em.b, index, out_dims)
-        return gens[0](delinearize(em.b, linear, in_dims, list(range(len(in_dims)))))
+        # each group of output dims maps to its group of input dims alone (XLA's CommonFactors): a dimension both
+        # shapes share passes through untouched, so the minor-most loop index reaches the operand as it is and
+        # LLVM vectorizes the row (a division by the row length per element would stop it)
+        src: list = []
+        for (a0, a1), (b0, b1) in groups:
+            a_dims = [k for k in range(a0, a1) if in_dims[k] != 1]
+            b_dims = [k for k in range(b0, b1) if out_dims[k] != 1]
+            if len(a_dims) <= 1 and len(b_dims) <= 1:      # one dim (and unit dims): it passes through
+                src += [index[b_dims[0]] if a_dims == [k] else i64(0) for k in range(a0, a1)]
+                continue
+            linear = row_major_linear(em.b, index[b0:b1], out_dims[b0:b1])
+            src += delinearize(em.b, linear, in_dims[a0:a1], list(range(a1 - a0)))
+        return gens[0](src)
     return general
+
+
+def common_factors(a: Sequence[int], b: Sequence[int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The finest split of dims `a` and `b` (same element count) into consecutive groups of equal products, in
+    order: ((a_start, a_end), (b_start, b_end)) per group; a unit dim joins the group before it (or starts one of
+    its own); one group for everything when a dim is 0."""
+    if 0 in a or 0 in b:
+        return [((0, len(a)), (0, len(b)))]
+    groups, i, j, start = [], 0, 0, (0, 0)
+    pa = pb = 1
+    while i < len(a) or j < len(b):
+        if i < len(a) and (j == len(b) or pa < pb or (pa == pb and a[i] == 1)):
+            pa, i = pa * a[i], i + 1
+        elif j < len(b) and (i == len(a) or pb < pa or (pa == pb and b[j] == 1)):
+            pb, j = pb * b[j], j + 1
+        else:
+            pa, pb, i, j = pa * a[i], pb * b[j], i + 1, j + 1
+        if pa == pb and not (i < len(a) and a[i] == 1) and not (j < len(b) and b[j] == 1):
+            groups.append(((start[0], i), (start[1], j)))
+            start = (i, j)
+    if start != (len(a), len(b)) or not groups:
+        groups.append(((start[0], len(a)), (start[1], len(b))))
+    return groups
 
 
 def _bitcast(em, inst, gens):

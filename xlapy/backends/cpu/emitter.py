@@ -20,7 +20,7 @@ from . import buffer_assignment, kernels
 from .aliasing import fused_in_place_operand
 from .buffer_assignment import BufferAssignment
 from .buffers import BufferRef, ScratchAllocator, ValueTree, byte_size, leaves
-from .elemental import TABLE, ElementalEmitter, Generator, _start_indices, unsupported
+from .elemental import TABLE, ElementalEmitter, Generator, _start_indices, common_factors, unsupported
 from .elemental_rng import rng_bit_generator
 from . import dot_emitter
 from .conv_emitter import convolution
@@ -210,12 +210,13 @@ class IrEmitter:
             return special if special is not None else self.materialize(inst, self.elemental.generator(inst, gens))
         raise unsupported(inst)
 
-    def materialize(self, inst: Instruction, gen: Generator) -> ValueTree:
-        """Run `gen` over inst's shape into new buffers (one per leaf of a tuple-shaped inst)."""
+    def materialize(self, inst: Instruction, gen: Generator, order: list[int] | None = None) -> ValueTree:
+        """Run `gen` over inst's shape into new buffers (one per leaf of a tuple-shaped inst), iterating in the
+        buffers' layout order or in `order` (dims, major to minor)."""
         tree = self.new_tree(inst.shape, inst)
         bufs = leaves(tree)
         if bufs:
-            emit_loop(self.b, bufs[0].shape, gen, bufs, task_count(inst, self.num_threads))
+            emit_loop(self.b, bufs[0].shape, gen, bufs, task_count(inst, self.num_threads), order)
         return tree
 
     # -- fusion ----------------------------------------------------------------------------------------
@@ -268,7 +269,7 @@ def _fusion(em: IrEmitter, inst: Instruction, operands: list[ValueTree]) -> Valu
     if root.opcode != "tuple":
         split = reduction_loop(em, inst, root, [gens[id(o)] for o in root.operands]) \
             if root.opcode == "reduce" else None
-        return split if split is not None else em.materialize(inst, gens[id(root)])
+        return split if split is not None else em.materialize(inst, gens[id(root)], transposed_read_order(comp))
     # multi-output fusion: one loop per group of array outputs with equal dimensions
     out = em.new_tree(inst.shape, inst)
     parts = list(out) if isinstance(out, tuple) else [out]
@@ -284,6 +285,45 @@ def _fusion(em: IrEmitter, inst: Instruction, operands: list[ValueTree]) -> Valu
         emit_loop(em.b, parts[ks[0]].shape, lambda index, gs=gs: tuple(g(index) for g in gs),
                   [parts[k] for k in ks], tasks)
     return out
+
+
+def transposed_read_order(comp: Computation) -> list[int] | None:
+    """For a loop fusion computing transpose(e), or a reshape of one, from two or more arrays of its size: iterate
+    in e's layout order (given as output dims, major to minor), so that the reads (many, contiguous, vectorized)
+    run along rows and only the one write per element is strided; in the output's order every read would be
+    strided. None otherwise."""
+    root = comp.root
+    full = [p for p in comp.parameters if p.shape.numel == root.shape.numel and p.shape.numel > 1]
+    if len(full) < 2:
+        return None
+    order = _read_order(root)
+    return None if order is None or order == major_to_minor(root.shape) else order
+
+
+def _read_order(inst: Instruction) -> list[int] | None:
+    if inst.opcode == "transpose":
+        output_dim = {int(p): i for i, p in enumerate(inst.attrs["dimensions"])}
+        return [output_dim[d] for d in major_to_minor(inst.operands[0].shape)]
+    if inst.opcode != "reshape" or not is_row_major(inst.shape) or not is_row_major(inst.operands[0].shape):
+        return None
+    inner = _read_order(inst.operands[0])
+    if inner is None:
+        return None
+    # each group of dims the reshape merges or splits (common_factors) must be read in a row, in its own order
+    # (unit dims, read once, may be anywhere)
+    dims = inst.operands[0].shape.dims
+    groups = [([d for d in range(a0, a1) if dims[d] != 1], range(b0, b1))
+              for (a0, a1), (b0, b1) in common_factors(dims, inst.shape.dims)]
+    order = [d for a, b in groups if not a for d in b]
+    inner = [d for d in inner if dims[d] != 1]
+    k = 0
+    while k < len(inner):
+        a, b = next(g for g in groups if inner[k] in g[0])
+        if inner[k:k + len(a)] != a:
+            return None
+        order += b
+        k += len(a)
+    return order
 
 
 def _constant(em: IrEmitter, inst: Instruction, operands) -> ValueTree:

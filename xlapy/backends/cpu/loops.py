@@ -29,10 +29,12 @@ from .parallel import CHUNK_QUANTUM, CHUNKS_PER_TASK, chunk_bounds, parallel_for
 from .types import is_narrow_float, store_element, value_type
 
 
-def emit_loop(b: ir.IRBuilder, shape: Shape, gen: Generator, targets: Sequence[BufferRef], tasks: int = 1) -> None:
-    """for every index of `shape` (layout order): v = gen(index); store v (or its tuple parts) to targets.
-    tasks > 1 splits the iterations over that many threads (when the loop has enough of them)."""
-    order = major_to_minor(shape)
+def emit_loop(b: ir.IRBuilder, shape: Shape, gen: Generator, targets: Sequence[BufferRef], tasks: int = 1,
+              order: Sequence[int] | None = None) -> None:
+    """for every index of `shape` (layout order, or the dims `order` lists, major to minor): v = gen(index); store
+    v (or its tuple parts) to targets. tasks > 1 splits the iterations over that many threads (when the loop has
+    enough of them)."""
+    order = major_to_minor(shape) if order is None else list(order)
     counts = [shape.dims[d] for d in order]
 
     def store(ivs):
