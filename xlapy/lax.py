@@ -14,6 +14,7 @@ exports and where each name is implemented.
     frontend/lax_reduce.py       reductions, windows, cumulative ops, sort, top_k, gather, scatter
     frontend/control_flow.py     while_loop, fori_loop, cond, switch, scan, map
     frontend/lax_special.py      optimization_barrier, rng_bit_generator
+    frontend/lax_special_math.py lgamma, digamma, polygamma, zeta, igamma(c), betainc, erfc, erf_inv, bessel_i0e/i1e
     frontend/lax_fft.py          fft, FftType
     frontend/lax_linalg.py       the submodule `linalg` (jax.lax.linalg): cholesky, qr, eigh, lu, svd, ...
     frontend/transforms.py       stop_gradient
@@ -40,6 +41,8 @@ from .frontend.lax_shapes import (broadcast, broadcast_in_dim, broadcasted_iota,
                                   dynamic_slice, dynamic_update_index_in_dim, dynamic_update_slice, expand_dims, full,
                                   full_like, iota, pad, reshape, rev, slice, squeeze, transpose, zeros_like_array)
 from .frontend.lax_special import optimization_barrier, rng_bit_generator
+from .frontend.lax_special_math import (bessel_i0e, bessel_i1e, betainc, digamma, erf_inv, erfc, igamma,
+                                        igamma_grad_a, igammac, lgamma, polygamma, random_gamma_grad, zeta)
 from .frontend.tracer import aval
 from .frontend.transforms import stop_gradient
 
@@ -76,6 +79,9 @@ __all__ = [
     "fft", "FftType",
     # linear algebra (the namespace xlapy.lax.linalg)
     "linalg",
+    # special functions
+    "bessel_i0e", "bessel_i1e", "betainc", "digamma", "erf_inv", "erfc", "igamma", "igamma_grad_a", "igammac",
+    "lgamma", "polygamma", "random_gamma_grad", "zeta",
     # markers and state
     "optimization_barrier", "rng_bit_generator", "stop_gradient",
     # xlapy's helpers for writing ops (frontend/__init__.py, "How to add an op")

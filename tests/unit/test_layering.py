@@ -11,7 +11,7 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
   frontend core  xlapy/frontend/: tracing (tracer, dtypes, pytree, array, ops_mixin), eager execution, jit
                  (signature, warm_call), cost, autodiff/, batching/, transforms; the package __init__ exports these
   frontend ops   xlapy/frontend/: the lax implementation (lax_operands, lax_elementwise, lax_shapes, lax_dot_conv,
-                 lax_special, lax_reduce, lax_fft, lax_linalg, control_flow) and numpy's operators and indexing over it (operators,
+                 lax_special, lax_special_math, lax_reduce, lax_fft, lax_linalg, control_flow) and numpy's operators and indexing over it (operators,
                  indexing)
   libraries      xlapy/lax.py (the façade over frontend ops), numpy/, scipy/, nn.py, nn_initializers.py, random*.py,
                  dlpack.py: the APIs users import
@@ -46,7 +46,8 @@ PLACES = {
     "frontend/": "frontend core",
     "frontend/lax_operands.py": "frontend ops", "frontend/lax_elementwise.py": "frontend ops",
     "frontend/lax_shapes.py": "frontend ops", "frontend/lax_dot_conv.py": "frontend ops",
-    "frontend/lax_special.py": "frontend ops", "frontend/lax_reduce.py": "frontend ops",
+    "frontend/lax_special.py": "frontend ops",
+    "frontend/lax_special_math.py": "frontend ops", "frontend/lax_reduce.py": "frontend ops",
     "frontend/lax_fft.py": "frontend ops", "frontend/lax_linalg.py": "frontend ops",
     "frontend/control_flow.py": "frontend ops", "frontend/operators.py": "frontend ops",
     "frontend/indexing.py": "frontend ops",
