@@ -460,15 +460,18 @@ def _erfc64(x):
          5.55923013010394962768E4)
     U = (1.0, 3.35617141647503099647E1, 5.21357949780152679795E2, 4.59432382970980127987E3,
          2.26290000613890934246E4, 4.92673942608635921086E4)
+    small = lt(abs(x), _c(1.0, x))
+    x_in = x
+    x = select(small, _c(1.0, x), x)     # the |x| >= 1 branch on safe values (finite gradients near 0)
     z = neg(mul(x, x))
     ez = exp(z)
     ax = abs(x)
     lt8 = select(lt(ax, _c(8.0, x)), div(mul(ez, _poly(ax, P)), _poly(ax, Q)), div(mul(ez, _poly(ax, R)), _poly(ax, S)))
     lt8 = select(lt(z, _c(-7.09782712893383996843E2, x)), _c(0.0, x), lt8)
     ge1 = select(lt(x, _c(0.0, x)), sub(_c(2.0, x), lt8), lt8)
-    x2 = mul(x, x)
-    le1 = sub(_c(1.0, x), div(mul(x, _poly(x2, T)), _poly(x2, U)))
-    return select(lt(ax, _c(1.0, x)), le1, ge1)
+    x2 = mul(x_in, x_in)
+    le1 = sub(_c(1.0, x), div(mul(x_in, _poly(x2, T)), _poly(x2, U)))
+    return select(small, le1, ge1)
 
 
 def _erfc32(x):
@@ -479,6 +482,9 @@ def _erfc32(x):
          -1.015265279202700E+0, 4.218463358204948E-1, -2.820767439740514E-1, 5.641895067754075E-1)
     T = (7.853861353153693E-5, -8.010193625184903E-4, 5.188327685732524E-3, -2.685381193529856E-2,
          1.128358514861418E-1, -3.761262582423300E-1, 1.128379165726710E+0)
+    small = lt(abs(x), _c(1.0, x))
+    x_in = x
+    x = select(small, _c(1.0, x), x)     # the |x| >= 1 branch on safe values (finite gradients near 0)
     x2 = mul(x, x)
     z = neg(x2)
     ax = abs(x)
@@ -488,8 +494,9 @@ def _erfc32(x):
     ge1 = mul(e, poly)
     ge1 = select(lt(z, _c(-88.72283905206835, x)), _c(0.0, x), ge1)
     ge1 = select(lt(x, _c(0.0, x)), sub(_c(2.0, x), ge1), ge1)
-    le1 = sub(_c(1.0, x), mul(x, _poly(x2, T)))
-    return select(lt(ax, _c(1.0, x)), le1, ge1)
+    x2 = mul(x_in, x_in)
+    le1 = sub(_c(1.0, x), mul(x_in, _poly(x2, T)))
+    return select(small, le1, ge1)
 
 
 def erfc(x):
@@ -564,7 +571,10 @@ def _horner(coeffs, arg, dtype, select_with=None):
 def _erf_inv_common(x, dtype):
     w = neg(log1p(mul(x, neg(x))))
     at_one = eq(abs(x), np.asarray(1.0, dtype))
-    return w, at_one, mul(x, np.asarray(np.inf, dtype))
+    shape = aval(x).shape
+    # +-inf at +-1, chosen by a select (x * inf would give a nan gradient where the branch is not taken)
+    inf_x = select(gt(x, np.asarray(0, dtype)), full(shape, np.inf, dtype), full(shape, -np.inf, dtype))
+    return w, at_one, inf_x
 
 
 def _erf_inv32(x):
