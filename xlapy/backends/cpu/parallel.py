@@ -321,17 +321,69 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     parts = -(-threads * CHUNKS_PER_TASK // given)          # about CHUNKS_PER_TASK chunks per thread
     chunks = list(bounds) if _uses(worker, index) else finer_bounds(bounds, parts, quantum)
 
-    # the worker loads its captures at entry
     values = list(foreign.values())
     struct = ir.LiteralStructType([v.type for v in values])
-    b.position_before(entry.terminator)
-    typed = b.bitcast(captures, struct.as_pointer())
-    loads = {id(v): b.load(b.gep(typed, [ir.Constant(I32, 0), ir.Constant(I32, k)]), name=f"cap{k}")
-             for k, v in enumerate(values)}
-    _foreign_uses(worker, lambda v: loads.get(id(v), v), users)
+    _outline_body(b, worker, caller, values, users)
     b.position_at_end(old_block)
     _emit_launch(b, worker, chunks, threads, struct, values)
     return True
+
+
+def _outline_body(b: ir.IRBuilder, worker: ir.Function, caller: ir.Function, values: list, users: list) -> None:
+    """Move the worker's code into `<worker>.body(task, captures...)`, which takes the captured values as
+    arguments, and make the worker load its captures and call it. A captured pointer to a buffer the caller holds
+    `noalias` (a kernel's arguments, kernels.py), and that no other capture points into, is a `noalias` argument
+    again: loaded from memory LLVM could not tell the buffers apart, and a loop reading several arrays through
+    affine-less indices (a transposed or broadcast operand) stayed scalar ("cannot identify array bounds")."""
+    module = worker.module
+    body = ir.Function(module, ir.FunctionType(I8P, [I8P] + [v.type for v in values]),
+                       module.get_unique_name(worker.name + ".body"))
+    body.linkage = "internal"
+    body.attributes.add("nounwind")
+    body.scope = worker.scope               # the moved code's names live there; the arguments join them
+    body.args[0].name = "body.task"
+    for k, arg in enumerate(body.args[1:]):
+        arg.name = f"body.cap{k}"
+    mark_ftz(body)
+    setattr(body, _WORKER, True)
+    roots = [_noalias_root(v, caller) for v in values]
+    for k, root in enumerate(roots):
+        if root is not None and sum(r is root for r in roots) == 1:
+            body.args[k + 1].add_attribute("noalias")
+    for block in worker.blocks:
+        block.parent = body
+    body.blocks, worker.blocks = worker.blocks, []
+    args = {id(v): body.args[k + 1] for k, v in enumerate(values)}
+    args[id(worker.args[0])] = body.args[0]
+    _foreign_uses(body, lambda v: args.get(id(v), v), users + [i for blk in body.blocks for i in blk.instructions
+                                                                if _uses_value(i, worker.args[0])])
+    entry = worker.append_basic_block("entry")
+    b.position_at_end(entry)
+    task = b.bitcast(worker.args[0], _TASK.as_pointer())
+    caps = b.load(b.gep(task, [ir.Constant(I32, 0), ir.Constant(I32, 3)]), name="captures")
+    typed = b.bitcast(caps, ir.LiteralStructType([v.type for v in values]).as_pointer())
+    loaded = [b.load(b.gep(typed, [ir.Constant(I32, 0), ir.Constant(I32, k)]), name=f"cap{k}")
+              for k in range(len(values))]
+    b.ret(b.call(body, [worker.args[0]] + loaded))
+
+
+def _uses_value(inst: ir.Instruction, value: ir.Value) -> bool:
+    return any(v is value for v in getattr(inst, "operands", ()))
+
+
+def _noalias_root(value: ir.Value, caller: ir.Function) -> ir.Value | None:
+    """The buffer a captured pointer is computed from (through the caller's casts and GEPs) when the caller holds
+    it `noalias`: an argument so marked, or, in a kernel still being emitted (kernels.py), a value of the function
+    it will be called from, which becomes a `noalias` argument of the kernel. None otherwise."""
+    if not isinstance(value.type, ir.PointerType):
+        return None
+    while isinstance(value, (ir.CastInstr, ir.GEPInstr)) and value.function is caller:
+        value = value.operands[0]
+    if isinstance(value, ir.Argument) and value.parent is caller:
+        return value if "noalias" in value.attributes else None
+    if getattr(caller, ENCLOSING, None) is not None and _owner(value) is not caller:
+        return value
+    return None
 
 
 def _emit_launch(b: ir.IRBuilder, worker: ir.Function, chunks: list[int], threads: int, struct: ir.Type,
