@@ -14,15 +14,29 @@ from .frontend import (Array, clear_caches, config, default_backend, device_get,
                        jit)
 from .frontend import pytree as tree_util
 from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp, vmap
+from .frontend.api_transforms import (Device, ShapeDtypeStruct, block_until_ready, device_count, devices,
+                                      ensure_compile_time_eval, eval_shape, hessian, jacfwd, jacobian, jacrev,
+                                      linear_transpose, linearize, local_device_count, local_devices, make_jaxpr,
+                                      process_count, process_index)
+from .frontend.callbacks import pure_callback
+from .frontend.custom_derivatives import checkpoint, checkpoint_policies, custom_jvp, custom_vjp, remat
+from .frontend.jit import disable_jit
 from . import numpy     # first: it attaches Array's and Tracer's operators and methods (numpy/array_methods.py)
 from . import dlpack, lax, nn, random
+from . import ad_checkpoint, tree
 from . import profiler      # JAX's jax.profiler; XLA_FLAGS=--xla_hlo_profile starts a process-wide trace here
 
 __version__ = "0.1.0"
 __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",
            "ConcretizationError", "hlo", "compile", "default_backend", "Array", "config", "device_get", "device_put",
            "explain_recompile", "jit", "clear_caches", "tree_util", "grad", "value_and_grad", "vjp", "jvp", "stop_gradient", "vmap",
-           "dlpack", "lax", "nn", "numpy", "random", "profiler"]
+           "dlpack", "lax", "nn", "numpy", "random", "profiler",
+           # the rest of JAX's transformation and utility API
+           "jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_transpose", "custom_jvp", "custom_vjp",
+           "checkpoint", "remat", "checkpoint_policies", "ad_checkpoint", "eval_shape", "ShapeDtypeStruct",
+           "make_jaxpr", "disable_jit", "ensure_compile_time_eval", "block_until_ready", "devices", "device_count",
+           "local_devices", "local_device_count", "process_index", "process_count", "Device", "pure_callback",
+           "tree"]
 
 
 def __getattr__(name: str):

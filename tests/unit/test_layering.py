@@ -12,9 +12,9 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
                  (signature, warm_call), cost, autodiff/, batching/, transforms; the package __init__ exports these
   frontend ops   xlapy/frontend/: the lax implementation (lax_operands, lax_elementwise, lax_shapes, lax_dot_conv,
                  lax_special, lax_special_math, lax_reduce, lax_fft, lax_linalg, control_flow) and numpy's operators and indexing over it (operators,
-                 indexing)
+                 indexing), api_transforms (jacobians, eval_shape, make_jaxpr: over lax_shapes)
   libraries      xlapy/lax.py (the façade over frontend ops), numpy/, scipy/, nn.py, nn_initializers.py, random*.py,
-                 dlpack.py: the APIs users import
+                 dlpack.py, ad_checkpoint.py, tree.py: the APIs users import
   top            xlapy/__init__.py, aot.py, profiler.py, tools/, testing.py, filecheck.py: entry points and test
                  support
 
@@ -50,10 +50,10 @@ PLACES = {
     "frontend/lax_special_math.py": "frontend ops", "frontend/lax_reduce.py": "frontend ops",
     "frontend/lax_fft.py": "frontend ops", "frontend/lax_linalg.py": "frontend ops",
     "frontend/control_flow.py": "frontend ops", "frontend/operators.py": "frontend ops",
-    "frontend/indexing.py": "frontend ops",
+    "frontend/indexing.py": "frontend ops", "frontend/api_transforms.py": "frontend ops",
     "lax.py": "libraries", "numpy/": "libraries", "nn.py": "libraries", "random.py": "libraries",
     "random_numerics.py": "libraries", "random_threefry.py": "libraries", "dlpack.py": "libraries",
-    "nn_initializers.py": "libraries", "scipy/": "libraries",
+    "nn_initializers.py": "libraries", "scipy/": "libraries", "ad_checkpoint.py": "libraries", "tree.py": "libraries",
     "__init__.py": "top", "aot.py": "top", "profiler.py": "top", "tools/": "top", "testing.py": "top",
     "filecheck.py": "top",
 }

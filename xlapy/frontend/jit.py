@@ -22,6 +22,7 @@ been deleted (donated to a jitted call)"). numpy arrays and Python scalars are c
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import re
@@ -184,7 +185,7 @@ class Jitted:
         name = getattr(fun, "__name__", "fun")
         self.__name__ = name
         self.module_name = "jit_" + re.sub(r"[^A-Za-z0-9_]", "_", name).rstrip("_")
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())   # not fun.__dict__: it may hold names Jitted uses
 
     # -- arguments -----------------------------------------------------------------------------------
     def _split(self, args: tuple, kwargs: dict):
@@ -273,7 +274,7 @@ class Jitted:
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args: tuple, kwargs: dict):
-        if current_trace() is not None:       # jit inside jit: inline
+        if current_trace() is not None or _DISABLED[0]:       # jit inside jit: inline; disable_jit: op by op
             return self.fun(*args, **kwargs)
         sig, _, leaves = self._signature(args, kwargs)
         lowered, executable = self._cache.get_or_make(sig, lambda: self._compile(sig, args, kwargs))
@@ -433,6 +434,25 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] = ()
                                 allow_soft_placement)
     return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames,
                   allow_soft_placement)
+
+
+_DISABLED = [0]         # open disable_jit contexts (process-wide, as JAX's config flag)
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """Inside this context jitted functions run op by op, eagerly (jax.disable_jit): for debugging with print
+    and breakpoints. Warm calls are dropped on entry, so every call takes the slow path, which checks the flag
+    (warm calls cost nothing extra outside the context)."""
+    if not disable:
+        yield
+        return
+    _DISABLED[0] += 1
+    _forget_warm_calls()
+    try:
+        yield
+    finally:
+        _DISABLED[0] -= 1
 
 
 def explain_recompile(jitted: Jitted, *args, **kwargs) -> str:

@@ -141,6 +141,7 @@ class _ThreadTraces(threading.local):
 
     def __init__(self):
         self.stack: list["Trace"] = []
+        self.compile_time_eval = False      # ensure_compile_time_eval (api_transforms.py)
 
 
 _THREAD = _ThreadTraces()
@@ -319,10 +320,22 @@ def bind(opcode: str, operands: Sequence[Any], attrs: dict[str, Any] | None = No
     """Make one HLO op on `operands` (tracers, concrete values, Packed groups). Returns a Tracer/Array, or a
     list of them when the op's result is a tuple. Shape errors name the op, operand shapes and user line."""
     trace = current_trace()
-    if trace is None:
+    if trace is None or (_THREAD.compile_time_eval and _all_concrete(operands)):
         from .eager import run_eagerly
         return run_eagerly(opcode, operands, attrs, shape=shape, name=name, weak_type=weak_type)
     return results_of(trace, make_op(trace, opcode, operands, attrs, shape, name), weak_type)
+
+
+def _all_concrete(operands: Sequence[Any]) -> bool:
+    return not any(isinstance(v, Tracer) for o in operands for v in (o if isinstance(o, Packed) else (o,)))
+
+
+def set_compile_time_eval(on: bool) -> bool:
+    """ensure_compile_time_eval's switch (per thread): inside a trace, an op whose operands are all concrete runs
+    eagerly. Returns the previous setting."""
+    previous = _THREAD.compile_time_eval
+    _THREAD.compile_time_eval = bool(on)
+    return previous
 
 
 def results_of(trace: Trace, inst: Instruction, weak_type: bool = False) -> Any:

@@ -104,7 +104,6 @@ AUTODIFF_NO_RULE: dict[str, Reason] = {
     **_NOT_ON_ONE_DEVICE,
     "get-dimension-size": _INTEGRAL,
     "parameter": by_driver(_COPY_FORWARD, "binds the primal arguments"),
-    "call": by_driver(_COPY_FORWARD, "inlines the called computation (a composite call is unsupported)"),
     "fusion": unsupported("fusions are made by the CPU pipeline, after differentiation"),
     **_each("constant iota partition-id replica-id rng-get-and-update-state", _NO_OPERANDS),
     **_each("and or xor not popcnt count-leading-zeros shift-left shift-right-arithmetic shift-right-logical",

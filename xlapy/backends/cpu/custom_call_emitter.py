@@ -7,6 +7,7 @@
 | lapack_{s,d,c,z}{potrf,trsm,geqrf,orgqr/ungqr,syevd/heevd,getrf,gesdd,gtsv,geev}_ffi | JAX's CPU linear algebra | lapack_ffi_emitter.TARGETS (LAPACK calls) |
 | SliceToDynamic | XLA's marker: a padded buffer and sizes as a dynamic-shaped result | a copy of the data |
 | PadToStatic | the inverse: a dynamic value as (padded data, size per dimension) | the data, each dimension's bound |
+| xlapy_host_callback | a Python function on the host (pure_callback) | host_callback_emitter.emit (a ctypes trampoline) |
 
 xlapy's buffers always have the bound size (XLA's padding semantics), so the two dynamic-shape markers move no
 data: a dynamic result comes back at its bound, the valid elements first. A target not in the table is an
@@ -22,6 +23,7 @@ from ...errors import UnimplementedError
 from ...hlo import Instruction
 from .buffers import ValueTree
 from .irhelpers import i64
+from .host_callback_emitter import TARGETS as HOST_CALLBACK_TARGETS
 from .lapack_ffi_emitter import TARGETS as LAPACK_TARGETS
 from .qr_emitter import householder_product, qr
 from .types import store_element
@@ -52,6 +54,7 @@ TARGETS: dict[str, Callable[..., ValueTree]] = {
     "SliceToDynamic": _slice_to_dynamic,
     "PadToStatic": _pad_to_static,
     **LAPACK_TARGETS,
+    **HOST_CALLBACK_TARGETS,
 }
 
 

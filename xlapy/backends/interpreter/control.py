@@ -81,7 +81,8 @@ def _scan(inst, args, ev):
 # target name -> fn(inst, args, ev). Other op files export their own CUSTOM_CALL_TARGETS table (misc.py has
 # TopK); custom_call_targets() merges them on first use, so a target's rule lives beside its op family.
 CUSTOM_CALL_TARGETS: dict[str, Callable[[Any, list, Any], Any]] = {}
-_TARGET_MODULES = ("misc", "linalg", "reduction", "gather_scatter", "sorting", "prng", "dynamic_shapes")
+_TARGET_MODULES = ("misc", "linalg", "reduction", "gather_scatter", "sorting", "prng", "dynamic_shapes",
+                   "host_callback")
 _ALL_TARGETS: dict[str, Callable[[Any, list, Any], Any]] | None = None
 
 

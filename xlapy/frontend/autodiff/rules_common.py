@@ -56,8 +56,10 @@ def reducer_kind(comp: Computation) -> str | None:
 
 class Emitter(Builder):
     """The autodiff emitter: the Builder of a derivative computation, which also remembers the forward loops
-    it copied as taped loops (`tapes`: id of the loop -> loops.Tape) for the reverse pass's `while` rule."""
+    it copied as taped loops (`tapes`: id of the loop -> loops.Tape) for the reverse pass's `while` rule, and the
+saved values a rematerialized region reads (`aliases`, custom_rules.py)."""
 
     def __init__(self, comp: Computation):
         super().__init__(comp)
         self.tapes: dict[int, Any] = {}
+        self.aliases: dict[int, Instruction] = {}    # rematerialization: id(shadow copy) -> the saved value

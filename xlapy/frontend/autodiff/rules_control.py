@@ -1,6 +1,7 @@
 """Derivative rules of control flow: conditional, while, and the pass-through opt-barrier.
 
-(`call` never reaches these rules: both drivers inline calls while copying the forward program.)
+    call         both drivers inline calls while copying the forward program, except a call marked with a
+                 custom rule (custom_jvp, custom_vjp, checkpoint: custom_rules.py), which these rows hand to it
 
     conditional  each branch is differentiated into a new branch computation (forward + backward for
                  VJP, primal + tangent for JVP) and one new conditional selects among them
@@ -103,13 +104,32 @@ def _while_vjp(b, inst, ct):
     return taped_loop_vjp(b, inst, tape, ct)
 
 
+def _call_rule(inst: Instruction):
+    from .custom_rules import rule_of
+    rule = rule_of(inst)
+    if rule is None:
+        raise AutodiffError(f"call {inst.name} was not inlined: only calls marked with a custom rule reach the "
+                            f"autodiff rules")
+    return rule
+
+
+def _call_vjp(b, inst, ct):
+    return _call_rule(inst).vjp(b, inst, ct)
+
+
+def _call_jvp(b, inst, ts):
+    return _call_rule(inst).jvp(b, inst, ts)
+
+
 VJP = {
+    "call": _call_vjp,
     "conditional": _conditional_vjp,
     "while": _while_vjp,
     "opt-barrier": lambda b, inst, ct: [ct],
 }
 
 JVP = {
+    "call": _call_jvp,
     "conditional": _conditional_jvp,
     "while": _while_jvp,
     "opt-barrier": lambda b, inst, ts: ts[0],

@@ -596,11 +596,17 @@ def _orgqr_vjp(b, inst, ct):
     return [h_bar, None]
 
 
+def _host_callback(b, inst, _):
+    # pure_callback (backends/interpreter/host_callback.py) has no derivative: JAX's error
+    raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use callbacks while taking "
+                     "gradients.")
+
+
 # -- the custom-call sub-table ----------------------------------------------------------------------------------------
 CUSTOM_CALL_JVP = {"syevd": _syevd_jvp, "gesdd": _svd_jvp, "getrf": _getrf_jvp, "geqrf": _geqrf_jvp,
-                   "orgqr": _orgqr_jvp}
+                   "orgqr": _orgqr_jvp, "xlapy_host_callback": _host_callback}
 CUSTOM_CALL_VJP = {"syevd": _syevd_vjp, "gesdd": _svd_vjp, "getrf": _getrf_vjp, "geqrf": _geqrf_vjp,
-                   "orgqr": _orgqr_vjp}
+                   "orgqr": _orgqr_vjp, "xlapy_host_callback": _host_callback}
 _COMPLEX_NAMES = {"heevd": "syevd", "ungqr": "orgqr"}
 
 

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from ...hlo import Computation, Instruction, Module, Shape
 from ...hlo.tables import merge_rule_tables, module_tables
 from ...passes import build
+from .custom_rules import forward_rule
 from .loops import emit_taped_loop
 from .rules_common import AutodiffError, Emitter, is_float, is_real_float
 
@@ -74,17 +75,31 @@ def static_trip_count(w: Instruction, init: Instruction) -> int | None:
     return None if found is None else found[2]
 
 
-def copy_forward(b: Emitter, comp: Computation, args: Sequence[Instruction], unroll: bool = False) -> Instruction:
-    """Copy `comp` into b's computation reading `args`; returns the copy of its root."""
+def copy_forward(b: Emitter, comp: Computation, args: Sequence[Instruction], unroll: bool = False,
+                 saved: dict[int, Instruction] | None = None) -> Instruction:
+    """Copy `comp` into b's computation reading `args`; returns the copy of its root. `unroll` is set for
+    reverse mode (static loops unrolled or taped). A call marked with a custom rule (custom_rules.py) is copied
+    by that rule; other calls are inlined. `saved` (rematerialization) maps instructions of `comp` to values
+    computed earlier: their users read those, and the copy made for the rule (its "shadow") is aliased to the
+    value in `b.aliases`, so the reverse walk passes the value's cotangent through the instruction's rule."""
     mapping: dict[int, Instruction] = {}
     for inst in comp.post_order():
         if inst.opcode == "parameter":
             mapping[id(inst)] = args[inst.parameter_number]
             continue
         ops = [mapping[id(o)] for o in inst.operands]
+        if saved is not None and id(inst) in saved:
+            shadow = b.add_instruction(inst.clone_with(ops))
+            b.aliases[id(shadow)] = saved[id(inst)]
+            mapping[id(inst)] = saved[id(inst)]
+            continue
         callees = inst.called_computations()
         if inst.opcode == "call" and len(callees) == 1 and not inst.attrs.get("is_composite"):
-            mapping[id(inst)] = copy_forward(b, callees[0], ops, unroll)
+            rule = forward_rule(inst, unroll)
+            if rule is not None:
+                mapping[id(inst)] = rule.forward(b, inst, ops, unroll)
+            else:
+                mapping[id(inst)] = copy_forward(b, callees[0], ops, unroll)
             continue
         if unroll and inst.opcode == "while":
             found = static_loop(inst, ops[0])
@@ -146,17 +161,21 @@ def flatten(b: Emitter, ct: Any, shape: Shape) -> list[Instruction]:
 
 # -- the driver -----------------------------------------------------------------------------------------
 def vjp_into(b: Emitter, comp: Computation, primals: Sequence[Instruction], ct_out: Any,
-             unroll: bool = True) -> tuple[Instruction, list[Any]]:
+             unroll: bool = True, saved: dict[int, Instruction] | None = None) -> tuple[Instruction, list[Any]]:
     """Emit comp's forward pass on `primals` and its backward pass for the output cotangent `ct_out`.
+    `saved`: instructions of comp whose values were computed before (rematerialization; see copy_forward).
 
     Returns (the primal result, one cotangent per parameter: an Instruction, a list for tuples, or None)."""
     start = len(b.comp.instructions)
-    root = copy_forward(b, comp, primals, unroll)
+    root = copy_forward(b, comp, primals, unroll, saved)
     forward = b.comp.instructions[start:]
     rules = vjp_rules()
     cts: dict[int, Any] = {id(root): ct_out}
     for inst in reversed(forward):
         ct = cts.pop(id(inst), None)
+        alias = b.aliases.get(id(inst))
+        if alias is not None:
+            ct = accumulate(b, ct, cts.pop(id(alias), None))
         if ct is None or not is_float(inst.shape) or not any(is_float(o.shape) for o in inst.operands):
             continue
         rule = rules.get(inst.opcode)

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from ...hlo import Module, Shape
-from .common import Batcher, BatchingError, join, per_example_rule
+from .common import Batcher, BatchingError, batched_shape, join, per_example_rule
 from . import batch_computation, batch_into
 
 
@@ -141,11 +141,54 @@ def _select_tree(b: Batcher, hit, x, y):
     return b.select(mask, x, y)
 
 
+_per_example_custom_call = per_example_rule("an opaque target, which may not accept a batch dimension")
+
+
+def _host_callback(b: Batcher, inst, ops, dims):
+    """pure_callback's custom-call (backends/interpreter/host_callback.py), by its vmap_method as JAX:
+    sequential / sequential_unrolled: once per example (the per-example loop); expand_dims / broadcast_all: one
+    call of a new callback taking every operand with a leading batch axis (size 1 / the batch size where
+    unbatched) and returning results batched at 0; None: NotImplementedError."""
+    from ...backends.interpreter import host_callback as hc
+    cb = hc.REGISTRY[hc.key_of(inst)]
+    method = cb.vmap_method
+    if method in ("sequential", "sequential_unrolled"):
+        return _per_example_custom_call(b, inst, ops, dims)
+    if method not in ("expand_dims", "broadcast_all"):
+        raise NotImplementedError(
+            "vmap is only supported for the pure_callback primitive when vmap_method is one of 'sequential', "
+            "'sequential_unrolled', 'expand_dims', 'broadcast_all', or 'legacy_vectorized'. "
+            f"Got vmap_method={method!r}.")
+    new_ops = []
+    for o, d in zip(ops, dims):
+        if d is not None:
+            new_ops.append(b.front(o, d))
+        elif method == "broadcast_all":
+            new_ops.append(b.bcast_batch(o, 0))
+        else:
+            new_ops.append(b.reshape(o, (1,) + tuple(o.shape.dims)))
+    results = tuple(batched_shape(r, 0, b.size) for r in cb.results)
+    key = hc.register(hc.HostCallback(cb.fn, tuple(o.shape.without_layout() for o in new_ops), results,
+                                      cb.name, method))
+    attrs = dict(inst.attrs, backend_config=str(key))
+    out = b.emit("custom-call", new_ops, attrs, shape=Shape.tuple_of(list(results)))
+    return out, tuple(0 for _ in results)
+
+
+def _custom_call(b: Batcher, inst, ops, dims):
+    from ...backends.interpreter.host_callback import TARGET
+    if inst.attrs.get("custom_call_target") == TARGET:
+        return _host_callback(b, inst, ops, dims)
+    return _per_example_custom_call(b, inst, ops, dims)
+
+
+_custom_call.__doc__ = _per_example_custom_call.__doc__ + "; pure_callback's target: by its vmap_method"
+
 RULES = {
     "tuple": _tuple, "get-tuple-element": _get_tuple_element,
     "call": _call, "fusion": _call,
     "while": _while, "conditional": _conditional,
     "rng-bit-generator": per_example_rule("each example's state gives its own bits (as JAX's loop over keys)"),
     "rng": per_example_rule("each example draws with its own bounds"),
-    "custom-call": per_example_rule("an opaque target, which may not accept a batch dimension"),
+    "custom-call": _custom_call,
 }

@@ -1,0 +1,406 @@
+"""The rest of JAX's transformation API, written over grad/vjp/jvp/vmap (transforms.py) and jit:
+
+| name | how |
+|---|---|
+| jacfwd(f, argnums, has_aux, holomorphic) | vmap of jvp over the standard basis of the inputs (out_axes=-1), as JAX |
+| jacrev / jacobian | vmap of the vjp function over the standard basis of the outputs |
+| hessian(f) | jacfwd(jacrev(f)) |
+| linearize(f, *primals) | (f(*primals), f_jvp): f_jvp(*tangents) is jvp at the primals (recomputed per call) |
+| linear_transpose(f, *primals) | the VJP of the linear f (at zero): ct -> tuple of input cotangents |
+| eval_shape(f, *args) | f traced on abstract values: ShapeDtypeStruct leaves |
+| make_jaxpr(f)(*args) | the traced HLO (xlapy's IR is HLO, not jaxprs): `str()` prints the module |
+| ensure_compile_time_eval() | inside a trace, ops on concrete operands run eagerly (tracer.py) |
+| block_until_ready, devices, device_count, local_devices, local_device_count, process_index, process_count | one host device |
+
+A Jacobian has, per output leaf, the input structure (one array of shape out.shape + in.shape per input leaf);
+`argnums` a tuple gives a tuple of them, as JAX.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import XlapyError
+from .lax_shapes import reshape, slice as lax_slice
+from .pytree import tree_flatten, tree_map, tree_structure, tree_unflatten
+from .tracer import ShapedArray, Trace, aval, current_trace, set_compile_time_eval
+from .transforms import _normalize_argnums, jvp, vjp, vmap
+
+
+# -- Jacobians ------------------------------------------------------------------------------------------
+def _dyn_partial(fun: Callable, args: tuple, kwargs: dict, nums: tuple[int, ...]):
+    def f_partial(*dyn):
+        full = list(args)
+        for i, v in zip(nums, dyn):
+            full[i] = v
+        return fun(*full, **kwargs)
+    return f_partial, tuple(args[i] for i in nums)
+
+
+def _check_inputs(what: str, leaves: list, holomorphic: bool) -> None:
+    for x in leaves:
+        dt = aval(x).dtype
+        if holomorphic:
+            if not np.issubdtype(dt, np.complexfloating):
+                raise TypeError(f"{what} with holomorphic=True requires inputs with complex dtype, but got "
+                                f"{dt.name}.")
+            raise XlapyError(f"{what}: holomorphic differentiation is not supported (complex differentiation "
+                             f"is not supported at the API boundary)")
+        if not np.issubdtype(dt, np.floating):
+            raise TypeError(f"{what} requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
+                            f"but got {dt.name}. For holomorphic differentiation, pass holomorphic=True. For "
+                            f"differentiation of non-holomorphic functions involving complex inputs or integer "
+                            f"inputs, use jax.jvp directly.")
+
+
+def _basis(avals: Sequence[ShapedArray]) -> list[np.ndarray]:
+    """The standard basis of the flattened leaves: leaf k as an array (n,) + shape_k."""
+    sizes = [a.size for a in avals]
+    n = sum(sizes)
+    out, start = [], 0
+    for a, size in zip(avals, sizes):
+        eye = np.zeros((n, size), a.dtype)
+        eye[start + np.arange(size), np.arange(size)] = 1
+        out.append(eye.reshape((n,) + tuple(a.shape)))
+        start += size
+    return out
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+    """The Jacobian of `fun` by forward mode (jax.jacfwd): one jvp per input element, batched with vmap."""
+    def jacfun(*args, **kwargs):
+        nums = _normalize_argnums("jacfwd", argnums, len(args))
+        f_partial, dyn = _dyn_partial(fun, args, kwargs, nums)
+        leaves, in_tree = tree_flatten(dyn)
+        _check_inputs("jacfwd", leaves, holomorphic)
+        avals = [aval(x) for x in leaves]
+
+        def pushfwd(*tangent_leaves):
+            tangents = tree_unflatten(in_tree, tangent_leaves)
+            return jvp(f_partial, dyn, tangents, has_aux=has_aux)
+        out_axes = (None, -1, None) if has_aux else (None, -1)
+        res = vmap(pushfwd, out_axes=out_axes)(*_basis(avals))
+        y, jac = res[0], res[1]
+        sizes = [a.size for a in avals]
+
+        def unravel(y_leaf, jac_leaf):
+            ys = tuple(aval(y_leaf).shape)
+            pieces, start = [], 0
+            nd = len(ys) + 1
+            for a, size in zip(avals, sizes):
+                part = lax_slice(jac_leaf, [0] * (nd - 1) + [start], list(ys) + [start + size])
+                pieces.append(reshape(part, ys + tuple(a.shape)))
+                start += size
+            tree = tree_unflatten(in_tree, pieces)
+            return tree[0] if isinstance(argnums, int) else tree
+        jac_tree = tree_map(unravel, y, jac)
+        return (jac_tree, res[2]) if has_aux else jac_tree
+    jacfun.__name__ = f"jacfwd_{getattr(fun, '__name__', 'fun')}"
+    jacfun.__wrapped__ = fun
+    return jacfun
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """The Jacobian of `fun` by reverse mode (jax.jacrev): the vjp function on each output basis vector, with
+    vmap."""
+    def jacfun(*args, **kwargs):
+        nums = _normalize_argnums("jacrev", argnums, len(args))
+        f_partial, dyn = _dyn_partial(fun, args, kwargs, nums)
+        leaves, in_tree = tree_flatten(dyn)
+        if not allow_int:
+            _check_inputs("jacrev", leaves, holomorphic)
+        if has_aux:
+            y, pullback, aux = vjp(f_partial, *dyn, has_aux=True)
+        else:
+            y, pullback = vjp(f_partial, *dyn)
+        y_leaves, y_tree = tree_flatten(y)
+        y_avals = [aval(v) for v in y_leaves]
+        for a in y_avals:
+            if not np.issubdtype(a.dtype, np.floating):
+                raise TypeError(f"jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
+                                f"np.floating), but got {a.dtype.name}. For holomorphic differentiation, pass "
+                                f"holomorphic=True. For differentiation of non-holomorphic functions involving "
+                                f"complex outputs, use jax.vjp directly.")
+        jac = vmap(lambda *cts: pullback(tree_unflatten(y_tree, cts)))(*_basis(y_avals))
+        jac_leaves = tree_flatten(jac)[0]       # per input leaf: (m,) + in.shape
+        in_avals = [aval(x) for x in leaves]
+        per_out = []
+        start = 0
+        for ya in y_avals:
+            pieces = []
+            for j, xa in zip(jac_leaves, in_avals):
+                part = lax_slice(j, [start] + [0] * xa.ndim, [start + ya.size] + list(xa.shape))
+                pieces.append(reshape(part, tuple(ya.shape) + tuple(xa.shape)))
+            tree = tree_unflatten(in_tree, pieces)
+            per_out.append(tree[0] if isinstance(argnums, int) else tree)
+            start += ya.size
+        jac_tree = tree_unflatten(y_tree, per_out)
+        return (jac_tree, aux) if has_aux else jac_tree
+    jacfun.__name__ = f"jacrev_{getattr(fun, '__name__', 'fun')}"
+    jacfun.__wrapped__ = fun
+    return jacfun
+
+
+jacobian = jacrev
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
+    """jacfwd(jacrev(fun)): forward over reverse, as JAX."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
+                  holomorphic=holomorphic)
+
+
+# -- linearize and linear_transpose ---------------------------------------------------------------------
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False):
+    """(fun(*primals), f_jvp[, aux]): f_jvp(*tangents) is the JVP of fun at `primals` (jax.linearize). xlapy
+    evaluates it by forward mode at each call (no partial evaluation)."""
+    primals = tuple(primals)
+    p_tree = tree_structure(primals)
+    out = jvp(fun, primals, tree_map(lambda x: np.zeros(aval(x).shape, aval(x).dtype), primals), has_aux=has_aux)
+    p_avals = [aval(x) for x in tree_flatten(primals)[0]]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten(tuple(tangents))
+        if t_tree != p_tree:
+            raise ValueError(f"linearized function called on tangent values inconsistent with the original "
+                             f"primal values: got tangent structure {t_tree} for primal structure {p_tree}")
+        for t, a in zip(t_leaves, p_avals):
+            ta = aval(t)
+            if ta.shape != a.shape or ta.dtype != a.dtype:
+                raise ValueError(f"linearized function called on tangent values inconsistent with the original "
+                                 f"primal values: got tangent aval {ta} for primal aval {a}")
+        return jvp(fun, primals, tuple(tangents), has_aux=has_aux)[1]
+    f_jvp.__name__ = f"linearized_{getattr(fun, '__name__', 'fun')}"
+    if has_aux:
+        return out[0], f_jvp, out[2]
+    return out[0], f_jvp
+
+
+def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Any = ()) -> Callable:
+    """The transpose of the linear function `fun` (jax.linear_transpose): `primals` give the input shapes and
+    dtypes (arrays or ShapeDtypeStructs). The result maps an output cotangent to a tuple of input cotangents."""
+    del reduce_axes
+    leaves, in_tree = tree_flatten(primals)
+    avals = [_aval_of(x) for x in leaves]
+    for a in avals:
+        if not np.issubdtype(a.dtype, np.inexact):
+            raise TypeError(f"linear_transpose only supports [float or complex] -> [float or complex], and integer "
+                            f"-> integer functions, but got {a.dtype.name} inputs")
+    zeros = tree_unflatten(in_tree, [np.zeros(a.shape, a.dtype) for a in avals])
+    out_shape = eval_shape(fun, *primals)
+    out_tree = tree_structure(out_shape)
+
+    def transposed(out_cotangent):
+        ct_leaves, ct_tree = tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"cotangent tree does not match function output, expected {out_tree} but got {ct_tree}")
+        for ct, o in zip(ct_leaves, tree_flatten(out_shape)[0]):
+            c = aval(ct)
+            if c.shape != tuple(o.shape) or c.dtype != np.dtype(o.dtype):
+                raise TypeError(f"cotangent type does not match function output, expected {o.dtype.name}"
+                                f"{list(o.shape)} but got {c.dtype.name}{list(c.shape)}")
+        _, pullback = vjp(fun, *zeros)
+        return pullback(out_cotangent)
+    return transposed
+
+
+# -- shapes and inspection ------------------------------------------------------------------------------
+class ShapeDtypeStruct:
+    """An abstract array: shape, dtype, weak_type (jax.ShapeDtypeStruct). jit, eval_shape, make_jaxpr and
+    pure_callback accept it wherever they accept an array's abstract value."""
+    __slots__ = ("shape", "dtype", "sharding", "weak_type")
+
+    def __init__(self, shape: Sequence[int], dtype: Any, sharding: Any = None, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.sharding = sharding
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    @property
+    def aval(self) -> ShapedArray:
+        from . import dtypes
+        return ShapedArray(self.shape, dtypes.canonicalize(self.dtype), self.weak_type)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type)
+                == (other.shape, other.dtype, other.weak_type))
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+def _aval_of(x: Any) -> ShapedArray:
+    if isinstance(x, ShapeDtypeStruct):
+        return x.aval
+    return aval(x)
+
+
+def eval_shape(fun: Callable, *args: Any, **kwargs: Any) -> Any:
+    """The shapes and dtypes of fun(*args, **kwargs) as a pytree of ShapeDtypeStructs, without running it (the
+    arguments may be arrays or ShapeDtypeStructs)."""
+    leaves, tree = tree_flatten((args, kwargs))
+    avals = [_aval_of(x) for x in leaves]
+    trace = Trace(f"eval_shape_{getattr(fun, '__name__', 'fun')}", current_trace(), abstract=True)
+    with trace:
+        params = [trace.new_param(a) for a in avals]
+        a, k = tree_unflatten(tree, params)
+        out = fun(*a, **k)
+        out_leaves, out_tree = tree_flatten(out)
+        structs = []
+        for o in out_leaves:
+            oa = aval(o)
+            structs.append(ShapeDtypeStruct(oa.shape, oa.dtype, weak_type=oa.weak_type))
+    return tree_unflatten(out_tree, structs)
+
+
+@dataclass
+class HloJaxpr:
+    """What make_jaxpr returns: xlapy's IR is HLO, so this holds the traced HLO module (before optimization).
+    `str()` / `pretty_print()` print it; `in_avals`, `out_avals` as a ClosedJaxpr's; `module` is the Module."""
+    module: Any
+    in_avals: list
+    out_avals: list
+
+    @property
+    def jaxpr(self) -> "HloJaxpr":
+        return self
+
+    @property
+    def consts(self) -> list:
+        return []
+
+    @property
+    def eqns(self) -> list:
+        """The entry computation's instructions (a jaxpr's equations, roughly)."""
+        return [i for i in self.module.entry.instructions if i.opcode != "parameter"]
+
+    def pretty_print(self, **_: Any) -> str:
+        return self.module.to_text()
+
+    def __str__(self) -> str:
+        return self.module.to_text()
+
+    __repr__ = __str__
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env: Any = None,
+               return_shape: bool = False) -> Callable:
+    """A function returning the traced program of fun on the given arguments (jax.make_jaxpr). xlapy's IR is
+    HLO, not jaxprs: the result's str() is the HLO module jit would compile (before optimization)."""
+    from .jit import jit
+    del axis_env
+
+    def make(*args, **kwargs):
+        lowered = jit(fun, static_argnums=static_argnums).lower(*args, **kwargs)
+        entry = lowered.module.entry
+        in_avals = [ShapedArray(p.shape.dims, p.shape.dtype) for p in entry.parameters]
+        root = entry.root.shape
+        outs = root.tuple_shapes if root.is_tuple else (root,)
+        out_avals = [ShapedArray(s.dims, s.dtype, w) for s, w in zip(outs, lowered.out_weak)]
+        closed = HloJaxpr(lowered.module, in_avals, out_avals)
+        if return_shape:
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in out_avals]
+            return closed, tree_unflatten(lowered.out_tree, shapes)
+        return closed
+    make.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
+    return make
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Inside a trace (jit, grad, ...), ops whose operands are all concrete run eagerly and give concrete Arrays
+    (so Python control flow may depend on them), as jax.ensure_compile_time_eval."""
+    previous = set_compile_time_eval(True)
+    try:
+        yield
+    finally:
+        set_compile_time_eval(previous)
+
+
+# -- devices --------------------------------------------------------------------------------------------
+class Device:
+    """The one host device xlapy runs on (jax.Device's attributes)."""
+
+    def __init__(self, platform: str):
+        self.id = 0
+        self.platform = platform
+        self.device_kind = platform
+        self.process_index = 0
+        self.host_id = 0
+        self.client = None
+
+    def __repr__(self) -> str:
+        return f"{'Cpu' if self.platform == 'cpu' else self.platform.capitalize()}Device(id=0)"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Device) and other.platform == self.platform
+
+    def __hash__(self) -> int:
+        return hash(("xlapy.Device", self.platform))
+
+
+def _platform(backend: str | None) -> str:
+    from .backend import default_backend
+    if backend is None:
+        return default_backend()
+    from ..backends import registry
+    registry.get(backend)           # unknown names raise UnknownBackendError
+    return backend
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    return [Device(_platform(backend))]
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None, host_id: int | None = None) -> list:
+    return devices(backend)
+
+
+def device_count(backend: str | None = None) -> int:
+    return len(devices(backend))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    return device_count(backend)
+
+
+def process_index(backend: str | None = None) -> int:
+    return 0
+
+
+def process_count(backend: str | None = None) -> int:
+    return 1
+
+
+def block_until_ready(x: Any) -> Any:
+    """Wait for every array in the pytree `x` (xlapy's calls return finished arrays) and return x."""
+    def wait(leaf):
+        fn = getattr(leaf, "block_until_ready", None)
+        if callable(fn):
+            fn()
+        return leaf
+    tree_map(wait, x)
+    return x
+
+
+__all__ = ["jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_transpose", "ShapeDtypeStruct",
+           "eval_shape", "make_jaxpr", "HloJaxpr", "ensure_compile_time_eval", "Device", "devices", "local_devices",
+           "device_count", "local_device_count", "process_index", "process_count", "block_until_ready"]
