@@ -336,11 +336,10 @@ def _shuffle(key, x, *, axis: int):
     return x
 
 
-def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None, axis: int = 0):
-    """Samples from range(a) (an int) or from a's entries along `axis`; `p` (weights) is not supported."""
+def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None, axis: int = 0,
+           mode: str | None = None):
+    """Samples from range(a) (an int) or from a's entries along `axis`, uniformly or with weights `p`."""
     key = check_key("choice", key)
-    if p is not None:
-        raise UnimplementedError("random.choice: weighted sampling (p=...) is not implemented")
     shape = _shape("choice", shape)
     av = lax.aval(a)
     if av.ndim == 0:
@@ -356,6 +355,8 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
     if not replace and n_draws > n_inputs:
         raise _error("choice", f"cannot take a larger sample (size {n_draws}) than population (size {n_inputs}) "
                                f"when replace=False")
+    if p is not None:
+        return choice_weighted(key, a, shape, replace, p, axis, mode)
     if replace:
         ind = randint(key, shape, 0, n_inputs)
         result = ind if av.ndim == 0 else _take(a, ind, axis)
@@ -365,3 +366,17 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
         result = getitem(perm, (slice(None),) * (0 if av.ndim == 0 else axis) + (slice(0, n_draws),))
     out_shape = shape if av.ndim == 0 else av.shape[:axis] + shape + av.shape[axis + 1:]
     return lax.reshape(result, out_shape)
+
+
+# the distributions built on the samplers above (imported last: they import this module)
+from .random_distributions import (ball, beta, binomial, categorical, cauchy, chisquare, choice_weighted,  # noqa: E402
+                                   clone, dirichlet, double_sided_maxwell, exponential, f, gamma,
+                                   generalized_normal, geometric, gumbel, key_dtype, key_impl, laplace, loggamma,
+                                   logistic, lognormal, maxwell, multinomial, multivariate_normal, orthogonal, pareto,
+                                   poisson, rademacher, rayleigh, t, triangular, wald, weibull_min)
+
+__all__ += ["ball", "beta", "binomial", "categorical", "cauchy", "chisquare", "clone", "dirichlet",
+            "double_sided_maxwell", "exponential", "f", "gamma", "generalized_normal", "geometric", "gumbel",
+            "key_dtype", "key_impl", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multinomial",
+            "multivariate_normal", "orthogonal", "pareto", "poisson", "rademacher", "rayleigh", "t", "triangular",
+            "wald", "weibull_min"]
