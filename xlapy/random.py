@@ -10,6 +10,9 @@ are integer (or compare-only) computations and match exactly. uniform matches ex
 `floats * (max - min) + min` into an FMA, which `random_numerics.mul_add` reproduces. normal and
 truncated_normal go through erf_inv(u) = p(-log1p(-u*u)) * u with XLA's polynomial; they differ from JAX by
 1-3 ulp on ~1% of values, because the backend's log1p (and erf) are not XLA:CPU's approximations.
+
+The other distributions (gamma, beta, poisson, binomial, categorical, ...) are in random_distributions.py,
+imported at the end of this module; choice with weights `p` is there too (choice_weighted).
 """
 from __future__ import annotations
 
