@@ -18,7 +18,8 @@ CPU_PIPELINE = [
                                "map-inline"]),
     ("fixed-point", "simplification", SIMPLIFICATION),
     # XLA:CPU never folds transposes into convolutions: that would undo convolution-canonicalization.
-    ("pipeline", "canonicalization", ["dot_decomposer", "convolution-canonicalization",
+    ("pipeline", "canonicalization", ["dot_decomposer", "conv-base-dilation-decomposition",
+                                      "convolution-canonicalization",
                                       ("transpose-folding", {"fold_convolutions": False}), "cse", "dce"]),
     ("fixed-point", "simplification-2", SIMPLIFICATION),
     ("pipeline", "layout-assignment", ["layout-assignment"]),

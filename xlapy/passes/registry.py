@@ -28,6 +28,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "logistic-expander": ("logistic_expander", "LogisticExpander"),
     "dot_decomposer": ("dot_decomposer", "DotDecomposer"),
     "convolution-canonicalization": ("conv_canonicalization", "ConvCanonicalization"),
+    "conv-base-dilation-decomposition": ("conv_base_dilation", "ConvBaseDilationDecomposition"),
     "transpose-folding": ("transpose_folding", "TransposeFolding"),
     "scatter_expander": ("scatter_expander", "ScatterExpander"),
     "select-and-scatter-expander": ("select_and_scatter_expander", "SelectAndScatterExpander"),
