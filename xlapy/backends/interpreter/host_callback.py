@@ -71,7 +71,7 @@ def run_fn(fn: Callable[..., Sequence[Any]], results: Sequence[Shape], args: Seq
         if arr.dtype != shape.dtype:
             raise ExecutionError(f"Incorrect output dtype for return value #{i}: Expected: {shape.dtype}, "
                                  f"Actual: {arr.dtype}")
-        values.append(np.ascontiguousarray(arr))
+        values.append(arr if arr.flags.c_contiguous else arr.copy(order="C"))   # (ascontiguousarray makes 0-d 1-d)
     return values
 
 

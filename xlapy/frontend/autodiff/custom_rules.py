@@ -114,7 +114,8 @@ class CustomJVP(CallRule):
         ops = list(inst.operands)
         cts = flatten(b, ct, inst.shape)
         zeros = [b.zeros(o.shape) for o in ops]
-        _, grads = vjp_into(b, self.jvp_comp, ops + zeros, [None] * self.n_out + cts)
+        _, grads = vjp_into(b, self.jvp_comp, ops + zeros, [None] * self.n_out + cts,
+                            only=range(len(ops), 2 * len(ops)))
         return grads[len(ops):]
 
 

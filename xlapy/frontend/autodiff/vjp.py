@@ -161,15 +161,24 @@ def flatten(b: Emitter, ct: Any, shape: Shape) -> list[Instruction]:
 
 # -- the driver -----------------------------------------------------------------------------------------
 def vjp_into(b: Emitter, comp: Computation, primals: Sequence[Instruction], ct_out: Any,
-             unroll: bool = True, saved: dict[int, Instruction] | None = None) -> tuple[Instruction, list[Any]]:
+             unroll: bool = True, saved: dict[int, Instruction] | None = None,
+             only: Sequence[int] | None = None) -> tuple[Instruction, list[Any]]:
     """Emit comp's forward pass on `primals` and its backward pass for the output cotangent `ct_out`.
     `saved`: instructions of comp whose values were computed before (rematerialization; see copy_forward).
+    `only`: differentiate with respect to these primals alone: values that do not depend on them get no
+    cotangent (a transpose of a function linear in them never differentiates the rest: custom_jvp's rule).
 
     Returns (the primal result, one cotangent per parameter: an Instruction, a list for tuples, or None)."""
     start = len(b.comp.instructions)
     root = copy_forward(b, comp, primals, unroll, saved)
     forward = b.comp.instructions[start:]
     rules = vjp_rules()
+    active: set[int] | None = None
+    if only is not None:
+        active = {id(primals[i]) for i in only}
+        for inst in forward:
+            if any(id(o) in active for o in inst.operands):
+                active.add(id(inst))
     cts: dict[int, Any] = {id(root): ct_out}
     for inst in reversed(forward):
         ct = cts.pop(id(inst), None)
@@ -183,7 +192,7 @@ def vjp_into(b: Emitter, comp: Computation, primals: Sequence[Instruction], ct_o
             raise AutodiffError(f"reverse-mode differentiation rule missing for opcode '{inst.opcode}' "
                                 f"(instruction {inst.name}: {inst.shape})")
         for operand, c in zip(inst.operands, rule(b, inst, ct)):
-            if c is not None and is_float(operand.shape):
+            if c is not None and is_float(operand.shape) and (active is None or id(operand) in active):
                 cts[id(operand)] = accumulate(b, cts.get(id(operand)), c)
     return root, [cts.get(id(p)) for p in primals]
 

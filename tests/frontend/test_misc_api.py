@@ -1,0 +1,100 @@
+"""eval_shape, ShapeDtypeStruct, make_jaxpr (HLO), disable_jit, ensure_compile_time_eval, block_until_ready, the
+device queries and default_backend; every name of the new API is exported at xlapy.* and in __all__."""
+import numpy as np
+import pytest
+
+import xlapy
+import xlapy.numpy as xnp
+
+NEW_NAMES = ["jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_transpose", "custom_jvp", "custom_vjp",
+             "checkpoint", "remat", "checkpoint_policies", "ad_checkpoint", "eval_shape", "ShapeDtypeStruct",
+             "make_jaxpr", "disable_jit", "ensure_compile_time_eval", "block_until_ready", "devices",
+             "device_count", "local_devices", "local_device_count", "process_index", "process_count",
+             "default_backend", "pure_callback", "tree_util", "tree"]
+
+
+def test_exports():
+    assert [n for n in NEW_NAMES if n not in xlapy.__all__ or not hasattr(xlapy, n)] == []
+    from xlapy.ad_checkpoint import checkpoint, checkpoint_name, checkpoint_policies  # noqa: F401
+    assert xlapy.remat is xlapy.checkpoint
+
+
+def test_shape_dtype_struct():
+    s = xlapy.ShapeDtypeStruct((2, 3), np.float32)
+    assert s.shape == (2, 3) and s.dtype == np.float32 and s.ndim == 2 and s.size == 6 and len(s) == 2
+    assert s == xlapy.ShapeDtypeStruct([2, 3], "float32") and hash(s) == hash(xlapy.ShapeDtypeStruct((2, 3), "f4"))
+    assert "shape=(2, 3)" in repr(s)
+    # jit lowers on abstract arguments
+    text = xlapy.jit(lambda x: x * 2).lower(s).as_text()
+    assert "f32[2,3]" in text
+
+
+def test_eval_shape():
+    out = xlapy.eval_shape(lambda x, y: {"m": x @ y, "s": (x.sum(), 1)}, xlapy.ShapeDtypeStruct((2, 3), np.float32),
+                           np.ones((3, 4), np.float32))
+    assert out["m"] == xlapy.ShapeDtypeStruct((2, 4), np.float32)
+    assert out["s"][0].shape == () and out["s"][1].weak_type
+    # nothing runs: a callback inside is never called
+    calls = []
+    xlapy.eval_shape(lambda x: xlapy.pure_callback(lambda v: calls.append(1) or v, x, x),
+                     xlapy.ShapeDtypeStruct((3,), np.float32))
+    assert calls == []
+    with pytest.raises(xlapy.XlapyError):
+        xlapy.eval_shape(lambda x, y: x @ y, xlapy.ShapeDtypeStruct((2, 3), np.float32), np.ones((4,), np.float32))
+
+
+def test_make_jaxpr_is_hlo():
+    j = xlapy.make_jaxpr(lambda x: xnp.sin(x) * 2)(np.ones(3, np.float32))
+    text = str(j)
+    assert text.startswith("HloModule") and "sine(" in text and "ENTRY" in text
+    assert [a.shape for a in j.in_avals] == [(3,)] and [a.shape for a in j.out_avals] == [(3,)]
+    assert any(e.opcode == "sine" for e in j.eqns) and j.jaxpr is j and j.consts == []
+    j2, shape = xlapy.make_jaxpr(lambda x, n: x * n, static_argnums=1, return_shape=True)(np.ones(2), 3)
+    assert shape.shape == (2,) and "constant(3)" in str(j2)
+
+
+def test_disable_jit():
+    seen = []
+
+    @xlapy.jit
+    def f(x):
+        seen.append(type(x).__name__)
+        return x + 1
+    x = np.ones(2, np.float32)
+    f(x)
+    f(x)
+    assert seen == ["Tracer"]
+    with xlapy.disable_jit():
+        np.testing.assert_allclose(f(x), 2 * x)
+        np.testing.assert_allclose(f(x), 2 * x)
+    assert seen == ["Tracer", "ndarray", "ndarray"]
+    f(x)            # compiled again: the cached executable, no retrace
+    assert seen == ["Tracer", "ndarray", "ndarray"]
+    with xlapy.disable_jit(False):
+        f(x)
+    assert len(seen) == 3
+
+
+def test_ensure_compile_time_eval():
+    @xlapy.jit
+    def f(x):
+        with xlapy.ensure_compile_time_eval():
+            n = xnp.arange(4).sum()
+            assert isinstance(n, xlapy.Array) and int(n) == 6
+            y = xnp.sin(x)          # depends on the argument: still traced
+            assert not isinstance(y, xlapy.Array) or isinstance(y, xlapy.frontend.Tracer)
+        return y * int(n)
+    np.testing.assert_allclose(f(np.ones(2, np.float32)), 6 * np.sin(np.ones(2)), rtol=1e-6)
+
+
+def test_block_until_ready_and_devices():
+    tree = {"a": xnp.ones(2), "b": [np.zeros(1), 3]}
+    assert xlapy.block_until_ready(tree) is tree
+    assert xlapy.device_count() == 1 and xlapy.local_device_count() == 1
+    assert xlapy.process_index() == 0 and xlapy.process_count() == 1
+    (d,) = xlapy.devices()
+    assert d.id == 0 and d.platform == xlapy.default_backend() and xlapy.local_devices() == [d]
+    assert xlapy.devices("interpreter")[0].platform == "interpreter"
+    with pytest.raises(xlapy.XlapyError):
+        xlapy.devices("no-such-backend")
+    assert xlapy.default_backend() in ("cpu", "interpreter")
