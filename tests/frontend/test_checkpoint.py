@@ -146,3 +146,10 @@ def test_bad_inputs():
         xlapy.checkpoint(3)
     with pytest.raises(xlapy.XlapyError, match="static"):
         xlapy.jit(xlapy.checkpoint(net, static_argnums=(7,)))(W1, W2, X)
+
+
+def test_remat_survives_vmap():
+    c = xlapy.checkpoint(lambda x: xnp.sin(xnp.sin(x)))
+    loss = lambda x: xlapy.vmap(c)(x).sum()
+    np.testing.assert_allclose(xlapy.grad(loss)(X), np.cos(np.sin(X)) * np.cos(X), rtol=1e-12)
+    assert "remat_fwd" in xlapy.jit(xlapy.grad(loss)).lower(X).as_text()

@@ -214,3 +214,19 @@ def test_marked_call_is_a_plain_call_for_backends():
     compiled = xlapy.jit(xlapy.grad(lambda x: f(x).sum())).lower(X).compile().as_text()
     assert "xlapy_rule" not in compiled or " call(" not in compiled
     assert lax is not None
+
+
+def test_rules_survive_vmap():
+    # the derivative is taken after vmap: vmap keeps the marked call, with batched rule computations
+    np.testing.assert_allclose(xlapy.grad(lambda x: xlapy.vmap(f)(x).sum())(X), 3 * np.cos(X))
+    np.testing.assert_allclose(xlapy.jit(xlapy.grad(lambda x: xlapy.vmap(f)(x).sum()))(X), 3 * np.cos(X))
+    np.testing.assert_allclose(xlapy.jvp(xlapy.vmap(f), (X,), (np.ones(3),))[1], 3 * np.cos(X))
+
+    @xlapy.custom_vjp
+    def g(x, w):
+        return x * w
+
+    g.defvjp(lambda x, w: (g(x, w), (x, w)), lambda r, ct: (ct * r[1] * 10.0, ct * r[0]))
+    gx, gw = xlapy.grad(lambda x, w: xlapy.vmap(g, in_axes=(0, None))(x, w).sum(), argnums=(0, 1))(X, 2.0)
+    np.testing.assert_allclose(gx, np.full(3, 20.0))
+    np.testing.assert_allclose(gw, X.sum())

@@ -30,7 +30,7 @@ import re
 import threading
 from typing import Any, Callable, Sequence
 
-from ...hlo import Computation, Instruction, Shape
+from ...hlo import Computation, Instruction
 from .rules_common import AutodiffError, Emitter, is_float
 
 MARK = "xlapy_rule"
@@ -83,6 +83,38 @@ class CallRule:
     def vjp(self, b: Emitter, inst: Instruction, ct: Any) -> list:
         raise AutodiffError(f"{self.kind}: no reverse-mode rule (instruction {inst.name})")
 
+    def batched(self, size: int, axis_name: Any) -> "CallRule | None":
+        """This rule for the call batched by vmap (every operand and result batched at 0), or None: vmap
+        inlines the call and the rule is lost (see batch_call)."""
+        return None
+
+
+def _batched_all(comp: Computation, size: int, axis_name: Any) -> Computation:
+    """comp with every parameter and every result element batched at 0 (a detached computation)."""
+    from ...hlo import Module
+    from ..batching import batch_computation
+    scratch = Module("custom_rule_batching")
+    n_out = len(comp.root.shape.tuple_shapes)
+    new, _ = batch_computation(scratch, comp, [0] * len(comp.parameters), size, force=(0,) * n_out,
+                               axis_name=axis_name)
+    return new
+
+
+def batch_call(b, inst: Instruction, ops: list, dims: list) -> tuple | None:
+    """vmap of a call marked with a rule that can be batched: (value, dims) of a new marked call whose callee and
+    rule computations are batched with every operand at 0 (unbatched operands broadcast); None otherwise."""
+    rule = rule_of(inst)
+    if rule is None or not inst.shape.is_tuple:
+        return None
+    new_rule = rule.batched(b.size, b.axis_name)
+    if new_rule is None:
+        return None
+    callee = inst.called_computations()[0]
+    batched_ops = [b.at(o, d, 0) for o, d in zip(ops, dims)]
+    body = _batched_all(callee, b.size, b.axis_name)
+    out = b.emit("call", batched_ops, {"to_apply": body, **register(new_rule)})
+    return out, (0,) * len(inst.shape.tuple_shapes)
+
 
 class CustomJVP(CallRule):
     """custom_jvp: `jvp_comp` takes (operands..., one tangent per operand) and returns the tuple
@@ -101,6 +133,9 @@ class CustomJVP(CallRule):
 
     def _tangents(self, b: Emitter, ops: Sequence[Instruction], tangents: Sequence[Any]) -> list[Instruction]:
         return [t if t is not None else b.zeros(o.shape) for o, t in zip(ops, tangents)]
+
+    def batched(self, size, axis_name):
+        return CustomJVP(lambda: _batched_all(self.jvp_comp, size, axis_name), self.n_out)
 
     def jvp(self, b, inst, tangents):
         from .vjp import copy_forward
@@ -140,6 +175,10 @@ class CustomVJP(CallRule):
             self._comps = self._make()
         return self._comps
 
+    def batched(self, size, axis_name):
+        return CustomVJP(lambda: (_batched_all(self.fwd_comp, size, axis_name),
+                                  _batched_all(self.bwd_comp, size, axis_name)), self.n_out, self.wrt)
+
     def jvp(self, b, inst, tangents):
         raise AutodiffError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
 
@@ -166,6 +205,9 @@ class Checkpoint(CallRule):
 
     def keeps_call(self, reverse: bool) -> bool:
         return reverse and self.policy is not None
+
+    def batched(self, size, axis_name):
+        return self
 
     def forward(self, b, inst, ops, reverse):
         from .vjp import add_parameter, copy_forward, new_computation
@@ -224,4 +266,4 @@ def count_rules() -> int:
 
 
 __all__ = ["MARK", "RULES", "CallRule", "CustomJVP", "CustomVJP", "Checkpoint", "RematForward", "register",
-           "rule_of", "forward_rule", "Shape"]
+           "rule_of", "forward_rule", "batch_call"]

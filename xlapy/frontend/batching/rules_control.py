@@ -29,7 +29,14 @@ def _get_tuple_element(b: Batcher, inst, ops, dims):
 
 
 def _call(b: Batcher, inst, ops, dims):
-    """Inlined: the callee's instructions are batched in place."""
+    """Inlined: the callee's instructions are batched in place; a call marked with a custom derivative rule
+    (autodiff/custom_rules.py: custom_jvp, custom_vjp, checkpoint) stays a marked call, its callee and rule
+    computations batched with every operand at 0, so a derivative taken after vmap still uses the rule."""
+    if inst.opcode == "call":
+        from ..autodiff.custom_rules import batch_call
+        found = batch_call(b, inst, ops, dims)
+        if found is not None:
+            return found
     return batch_into(b, inst.called_computations()[0], ops, dims)
 
 
