@@ -14,10 +14,12 @@ from .frontend import (Array, clear_caches, config, default_backend, device_get,
                        jit)
 from .frontend import pytree as tree_util
 from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp, vmap
-from .frontend.api_transforms import (Device, ShapeDtypeStruct, block_until_ready, device_count, devices,
-                                      ensure_compile_time_eval, eval_shape, hessian, jacfwd, jacobian, jacrev,
+from .frontend.api_transforms import (Device, ShapeDtypeStruct, block_until_ready, closure_convert, device_count,
+                                      devices, effects_barrier, ensure_compile_time_eval, eval_shape, float0,
+                                      hessian, host_count, host_id, host_ids, jacfwd, jacobian, jacrev,
                                       linear_transpose, linearize, local_device_count, local_devices, make_jaxpr,
-                                      process_count, process_index)
+                                      named_call, named_scope, print_environment_info, process_count,
+                                      process_index, process_indices, typeof)
 from .frontend.callbacks import pure_callback
 from .frontend.custom_derivatives import checkpoint, checkpoint_policies, custom_jvp, custom_vjp, remat
 from .frontend.jit import disable_jit
@@ -36,7 +38,8 @@ __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", 
            "checkpoint", "remat", "checkpoint_policies", "ad_checkpoint", "eval_shape", "ShapeDtypeStruct",
            "make_jaxpr", "disable_jit", "ensure_compile_time_eval", "block_until_ready", "devices", "device_count",
            "local_devices", "local_device_count", "process_index", "process_count", "Device", "pure_callback",
-           "tree"]
+           "tree", "host_count", "host_id", "host_ids", "process_indices", "effects_barrier", "typeof", "float0",
+           "named_call", "named_scope", "closure_convert", "print_environment_info"]
 
 
 def __getattr__(name: str):

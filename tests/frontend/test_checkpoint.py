@@ -153,3 +153,15 @@ def test_remat_survives_vmap():
     loss = lambda x: xlapy.vmap(c)(x).sum()
     np.testing.assert_allclose(xlapy.grad(loss)(X), np.cos(np.sin(X)) * np.cos(X), rtol=1e-12)
     assert "remat_fwd" in xlapy.jit(xlapy.grad(loss)).lower(X).as_text()
+
+
+def test_static_argnames_and_offload_policies():
+    f = xlapy.checkpoint(lambda x, mode="a": xnp.sin(x) if mode == "a" else xnp.cos(x), static_argnames="mode")
+    np.testing.assert_allclose(xlapy.grad(lambda x: f(x, mode="b").sum())(X), -np.sin(X), rtol=1e-12)
+    assert cp.offload_dot_with_no_batch_dims("device", "pinned_host") is cp.dots_with_no_batch_dims_saveable
+    pol = cp.save_and_offload_only_these_names(names_which_can_be_saved=["hidden"],
+                                               names_which_can_be_offloaded=[], offload_src="device",
+                                               offload_dst="pinned_host")
+    assert _forward_outputs(pol, named_net) == 2
+    g = xlapy.checkpoint(net, prevent_cse=(True, False, False))
+    np.testing.assert_allclose(xlapy.grad(g)(W1, W2, X), xlapy.grad(net)(W1, W2, X), rtol=1e-10)

@@ -98,3 +98,30 @@ def test_block_until_ready_and_devices():
     with pytest.raises(xlapy.XlapyError):
         xlapy.devices("no-such-backend")
     assert xlapy.default_backend() in ("cpu", "interpreter")
+
+
+def test_small_top_level_names():
+    assert xlapy.host_count() == 1 and xlapy.host_id() == 0 and xlapy.host_ids() == [0]
+    assert xlapy.process_indices() == [0]
+    assert xlapy.effects_barrier() is None
+    assert xlapy.typeof(np.ones((2, 3), np.float32)).shape == (2, 3)
+    assert xlapy.float0.itemsize == 0
+    f = lambda x: x + 1
+    assert xlapy.named_call(f, name="g") is f
+    with xlapy.named_scope("block"):
+        np.testing.assert_allclose(xlapy.jit(f)(np.ones(2)), 2 * np.ones(2))
+    with pytest.raises(TypeError, match="must be a string"):
+        with xlapy.named_scope(3):
+            pass
+    assert "xlapy" in xlapy.print_environment_info(return_string=True)
+
+
+def test_closure_convert():
+    def outer(x, y):
+        g = lambda a: a * y + 1.0
+        conv, consts = xlapy.closure_convert(g, x)
+        assert len(consts) == 1         # y, a tracer of outer's trace
+        return conv(x, *consts)
+    np.testing.assert_allclose(xlapy.jit(outer)(np.ones(2), 3.0), [4.0, 4.0])
+    conv, consts = xlapy.closure_convert(lambda a: a * 2, np.ones(2))
+    assert consts == [] and np.allclose(conv(np.ones(2)), 2)

@@ -401,6 +401,83 @@ def block_until_ready(x: Any) -> Any:
     return x
 
 
+def host_count(backend: str | None = None) -> int:
+    return 1
+
+
+def host_id(backend: str | None = None) -> int:
+    return 0
+
+
+def host_ids(backend: str | None = None) -> list[int]:
+    return [0]
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    return [0]
+
+
+def effects_barrier() -> None:
+    """Wait for pending effects (callbacks): xlapy runs them synchronously, so there is nothing to wait for."""
+
+
+def typeof(x: Any) -> ShapedArray:
+    """The abstract value of x (jax.typeof): its ShapedArray."""
+    return _aval_of(x)
+
+
+float0 = np.dtype([("float0", np.void, 0)])     # JAX's dtype of integer inputs' tangents (xlapy gives zeros)
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """jax.named_call: names fun's part of the program; xlapy's traces are not named per call, so fun itself."""
+    return fun
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+    """jax.named_scope: a name for the ops traced inside (accepted; xlapy does not record it)."""
+    if not isinstance(name, str):
+        raise TypeError("named_scope name argument must be a string.")
+    yield
+
+
+def closure_convert(fun: Callable, *example_args: Any):
+    """(converted, consts) as jax.closure_convert: the traced values fun closes over become explicit trailing
+    arguments, so converted(*args, *consts) == fun(*args) (for custom_vjp functions that must not close over
+    tracers)."""
+    from .transforms import _call, _callable, trace_flat
+    traced = trace_flat(fun, example_args, {}, f"closure_convert_{getattr(fun, '__name__', 'fun')}")
+    consts = list(traced.captured)
+    comp = _callable(traced.comp)
+    n_in = len(traced.leaves)
+
+    def converted(*args):
+        leaves, tree = tree_flatten(tuple(args[:len(args) - len(consts)]))
+        if tree != traced.in_tree or len(leaves) != n_in:
+            raise TypeError(f"closure_convert: called with arguments of structure {tree}, converted for "
+                            f"{traced.in_tree}")
+        outs = _call(comp, leaves + list(args[len(args) - len(consts):]), [a.weak_type for a in traced.out_avals],
+                     "closure_converted")
+        return tree_unflatten(traced.out_tree, outs)
+    return converted, consts
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """Versions of xlapy, Python, numpy and the default backend (jax.print_environment_info)."""
+    import platform
+    import sys
+    from .backend import default_backend
+    text = (f"xlapy:    0.1.0\nnumpy:    {np.__version__}\npython:   {sys.version.split()[0]}\n"
+            f"platform: {platform.platform()}\nbackend:  {default_backend()}\n")
+    if return_string:
+        return text
+    print(text, end="")
+    return None
+
+
 __all__ = ["jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_transpose", "ShapeDtypeStruct",
            "eval_shape", "make_jaxpr", "HloJaxpr", "ensure_compile_time_eval", "Device", "devices", "local_devices",
-           "device_count", "local_device_count", "process_index", "process_count", "block_until_ready"]
+           "device_count", "local_device_count", "process_index", "process_count", "block_until_ready", "host_count",
+           "host_id", "host_ids", "process_indices", "effects_barrier", "typeof", "float0", "named_call",
+           "named_scope", "closure_convert", "print_environment_info"]

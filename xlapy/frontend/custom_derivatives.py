@@ -446,7 +446,21 @@ def save_from_both_policies(policy_1: Callable, policy_2: Callable) -> Callable[
     return lambda inst: bool(policy_1(inst) or policy_2(inst))
 
 
+def offload_dot_with_no_batch_dims(offload_src: str, offload_dst: str) -> Callable[[Instruction], bool]:
+    """One device, one memory: "offloading" a value is saving it."""
+    return dots_with_no_batch_dims_saveable
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved: Sequence[str] = (),
+                                      names_which_can_be_offloaded: Sequence[str] = (), offload_src: str = "device",
+                                      offload_dst: str = "pinned_host") -> Callable[[Instruction], bool]:
+    """One device, one memory: the offloaded names are saved too."""
+    return save_only_these_names(*names_which_can_be_saved, *names_which_can_be_offloaded)
+
+
 checkpoint_policies = SimpleNamespace(
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
     everything_saveable=everything_saveable, nothing_saveable=nothing_saveable, dots_saveable=dots_saveable,
     checkpoint_dots=dots_saveable, dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
     checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
@@ -455,16 +469,21 @@ checkpoint_policies = SimpleNamespace(
     save_from_both_policies=save_from_both_policies)
 
 
-def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy: Callable | None = None,
-               static_argnums: int | Sequence[int] = ()) -> Callable:
+def checkpoint(fun: Callable | None = None, *, prevent_cse: bool | Sequence[bool] = True,
+               policy: Callable | None = None, static_argnums: int | Sequence[int] = (),
+               static_argnames: str | Sequence[str] = (), concrete: Any = None) -> Callable:
     """jax.checkpoint (also `remat`): in reverse mode, only the values `policy` saves (default: none; the inputs
     always) are kept from the forward pass; the backward pass recomputes the others. With prevent_cse the
     recomputation reads its inputs through an opt-barrier, so the optimizer cannot merge it with the forward."""
     if fun is None:
-        return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums)
+        return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy, static_argnums=static_argnums,
+                                    static_argnames=static_argnames)
     if not callable(fun):
         raise TypeError(f"checkpoint requires a callable, got {fun!r}")
+    if not isinstance(prevent_cse, bool):
+        prevent_cse = any(prevent_cse)        # per-argument flags: one barrier over all of them
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    del static_argnames, concrete       # keyword arguments are never traced as operands here
     chosen = nothing_saveable if policy is None else policy
     keep = chosen is not everything_saveable
     name = _name_of(fun)
@@ -474,6 +493,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy:
         if current_trace() is None:
             return fun(*args, **kwargs)
         fixed, dyn = _split_nondiff("checkpoint", tuple(args), statics, "static_argnums")
+        # keyword arguments are closed over (trace_flat): static_argnames values reach fun as they are
         traced = trace_flat(lambda *d, **k: fun(*_merge(fixed, d), **k), tuple(dyn), kwargs, f"checkpoint_{name}")
         rule = Checkpoint(chosen if keep else None, prevent_cse)
         outs = bind("call", traced.operands, {"to_apply": _callable(traced.comp), **register(rule)},
