@@ -230,3 +230,18 @@ def test_rules_survive_vmap():
     gx, gw = xlapy.grad(lambda x, w: xlapy.vmap(g, in_axes=(0, None))(x, w).sum(), argnums=(0, 1))(X, 2.0)
     np.testing.assert_allclose(gx, np.full(3, 20.0))
     np.testing.assert_allclose(gw, X.sum())
+
+
+def test_eager_loops_do_not_grow_the_registry_or_recompile():
+    from xlapy.frontend.autodiff.custom_rules import RULES
+    from xlapy.frontend.eager import eager_stats
+    loss = lambda x: f(x).sum()
+    ck = xlapy.checkpoint(lambda x: xnp.sin(xnp.sin(x)).sum())
+    for _ in range(2):                                  # warm up
+        xlapy.grad(loss)(X), xlapy.grad(ck)(X), xlapy.vmap(f)(X), xlapy.jvp(f, (X,), (X,))
+    before, compiles = len(RULES), eager_stats()["compiles"]
+    for _ in range(3):
+        np.testing.assert_allclose(xlapy.grad(loss)(X), 3 * np.cos(X))
+        xlapy.grad(ck)(X), xlapy.vmap(f)(X), xlapy.jvp(f, (X,), (X,))
+    assert len(RULES) == before
+    assert eager_stats()["compiles"] == compiles

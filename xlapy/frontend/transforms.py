@@ -35,6 +35,7 @@ import numpy as np
 from ..errors import XlapyError
 from ..hlo import Computation, Instruction, Module
 from .autodiff import jvp_into, vjp_into
+from .autodiff.custom_rules import strip_marks, transient_rules
 from .autodiff.rules_common import Emitter
 from .autodiff.vjp import add_parameter, materialize, new_computation
 from .batching import Batcher, BatchingTypeError, BatchingValueError, batch_into
@@ -42,7 +43,7 @@ from .batching.common import batched_shape
 from ..passes.build import new_computation as new_hlo_computation
 from .array import with_weak_type
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_map, tree_unflatten
-from .tracer import ShapedArray, aval, bind, trace_function, user_frame
+from .tracer import ShapedArray, aval, bind, current_trace, trace_function, user_frame
 
 
 # -- tracing f ------------------------------------------------------------------------------------------
@@ -112,6 +113,8 @@ def _elements(b: Emitter, value: Instruction) -> list[Instruction]:
 
 
 def _call(comp: Computation, operands: Sequence[Any], weak: Sequence[bool], name: str) -> list[Any]:
+    if current_trace() is None:
+        strip_marks(comp)       # runs eagerly now: custom-rule marks are not needed (and would key the cache)
     outs = bind("call", list(operands), {"to_apply": comp}, name=name)
     outs = outs if isinstance(outs, list) else [outs]
     return [with_weak_type(o, w) if w else o for o, w in zip(outs, weak)]
@@ -194,6 +197,12 @@ def _normalize_argnums(what: str, argnums: int | Sequence[int], nargs: int) -> t
 def _value_and_grad(what: str, fun: Callable, argnums: int | Sequence[int], has_aux: bool) -> Callable:
     """value_and_grad's function; `what` names the API in error messages."""
     def value_and_grad_f(*args, **kwargs):
+        if current_trace() is None:
+            with transient_rules():
+                return run(*args, **kwargs)
+        return run(*args, **kwargs)
+
+    def run(*args, **kwargs):
         nums = _normalize_argnums(what, argnums, len(args))
         name = f"{what}_{_name_of(fun)}"
         traced = trace_flat(fun, args, kwargs, name)
@@ -296,6 +305,13 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False):
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
     """(fun(*primals), the directional derivative of fun at primals along tangents): forward mode.
     primals and tangents are tuples (or lists) of the same structure, shapes and dtypes."""
+    if current_trace() is None:
+        with transient_rules():
+            return _jvp(fun, primals, tangents, has_aux)
+    return _jvp(fun, primals, tangents, has_aux)
+
+
+def _jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool):
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise XlapyError("jvp: primals and tangents must be tuples or lists, with one entry per positional "
                          f"argument (got {type(primals).__name__} and {type(tangents).__name__})")
@@ -461,6 +477,12 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     name = f"vmap_{_name_of(fun)}"
 
     def vmap_f(*args, **kwargs):
+        if current_trace() is None:
+            with transient_rules():
+                return run(*args, **kwargs)
+        return run(*args, **kwargs)
+
+    def run(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             msg = ("vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional "
                    f"arguments passed to the function, but got len(in_axes)={len(in_axes)}, len(args)={len(args)}.")

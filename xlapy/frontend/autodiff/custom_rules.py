@@ -25,6 +25,7 @@ differentiates the user's rule, as JAX does).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import threading
@@ -40,13 +41,59 @@ _COUNTER = itertools.count()
 _LOCK = threading.Lock()
 
 
+class _Scopes(threading.local):
+    def __init__(self):
+        self.stack: list[list[str]] = []
+
+
+_SCOPES = _Scopes()
+
+
 def register(rule: "CallRule") -> dict[str, Any]:
     """Register `rule`; returns the attributes that mark a call as using it."""
     with _LOCK:
         key = f"{rule.kind}{next(_COUNTER)}"
         RULES[key] = rule
     rule.key = key
+    if _SCOPES.stack:
+        _SCOPES.stack[-1].append(key)
     return {"frontend_attributes": f'{{{MARK}="{key}"}}'}
+
+
+@contextlib.contextmanager
+def transient_rules():
+    """Rules this thread registers inside are dropped on exit: an eager grad/jvp/vmap (outside any trace) derives
+    and runs its computation inside, and strips the marks (`strip_marks`) before running it, so nothing can
+    refer to them afterwards. (Traces keep their rules: a jitted module, or vjp's returned function, may be
+    differentiated later.)"""
+    mine: list[str] = []
+    _SCOPES.stack.append(mine)
+    try:
+        yield
+    finally:
+        _SCOPES.stack.pop()
+        with _LOCK:
+            for key in mine:
+                RULES.pop(key, None)
+
+
+def strip_marks(comp: Computation, seen: set[int] | None = None) -> None:
+    """Remove the rule marks from comp and everything it calls, in place (a computation about to run eagerly:
+    its text, the eager cache key, is then the same every time)."""
+    seen = set() if seen is None else seen
+    if id(comp) in seen:
+        return
+    seen.add(id(comp))
+    for inst in comp.instructions:
+        fa = inst.attrs.get("frontend_attributes")
+        if fa is not None and MARK in str(fa):
+            rest = _MARK_RE.sub("", str(fa)).strip("{}, ")
+            if rest:
+                inst.attrs["frontend_attributes"] = "{" + rest + "}"
+            else:
+                del inst.attrs["frontend_attributes"]
+        for callee in inst.called_computations():
+            strip_marks(callee, seen)
 
 
 def rule_of(inst: Instruction) -> "CallRule | None":
@@ -266,4 +313,4 @@ def count_rules() -> int:
 
 
 __all__ = ["MARK", "RULES", "CallRule", "CustomJVP", "CustomVJP", "Checkpoint", "RematForward", "register",
-           "rule_of", "forward_rule", "batch_call"]
+           "rule_of", "forward_rule", "batch_call", "transient_rules", "strip_marks"]
