@@ -27,6 +27,7 @@ from .. import compilation_cache
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
 from .executable import Executable
+from .host_callback_emitter import SYMBOL as HOST_CALLBACK_SYMBOL
 from .indexing import major_to_minor
 from .irhelpers import I8P, VOID, i64, intrinsic, is_x86, mark_ftz
 from .parallel import resolve_num_threads
@@ -295,6 +296,8 @@ def compile_module(module: Module, run_pipeline: bool | str | None = None, verif
                      kernels=timer.kernels if timer is not None else None,
                      log_offset=timer.log_offset if timer is not None else None)
     exe.llvm_level = level
+    if HOST_CALLBACK_SYMBOL in text:
+        exe.use_host_callbacks()
     if key is not None and len(objects) == (2 if split is not None else 1) and all(objects):
         with trace_events.span("compilation cache write", "compile"):
             entry = cache_entry.Entry(module.name, [str(p.shape) for p in module.entry.parameters],
@@ -337,6 +340,8 @@ def _load(store, key: str, module: Module, threads: int, recompile) -> Executabl
                      signature=(entry.name, [_shape(s) for s in entry.params], _shape(entry.result)))
     exe.llvm_level = entry.level
     exe.from_cache = True
+    if HOST_CALLBACK_SYMBOL in entry.symbols:
+        exe.use_host_callbacks()
     return exe
 
 

@@ -103,11 +103,23 @@ class Executable:
             self._scratch_ptr = self._new_scratch()
         return fast
 
+    host_callbacks = False      # its code calls pure_callback's trampoline: no fast_call; errors raised after calls
+
+    def use_host_callbacks(self) -> None:
+        """Called by the compiler for code that calls host callbacks (host_callback_emitter.py): calls go through
+        ctypes, and an error a callback raised is raised when the call returns."""
+        self.host_callbacks = True
+        self.fast_call = None
+
     def __call__(self, *args: Any) -> Any:
         fast = self.fast_call
         if fast is not None:
             return fast(*args)
-        return self._call_ctypes(*args)
+        out = self._call_ctypes(*args)
+        if self.host_callbacks:
+            from .host_callback_emitter import raise_pending
+            raise_pending()
+        return out
 
     def _call_ctypes(self, *args: Any) -> Any:
         if len(args) != len(self._param_leaves):

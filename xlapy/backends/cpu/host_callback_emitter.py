@@ -5,19 +5,19 @@ The emitted code stores the operand and result buffer pointers in two stack arra
 `xlapy_host_callback(i64 key, i8** operands, i8** results)`. That symbol is a ctypes trampoline registered
 with llvm.add_symbol on first use: it wraps each pointer as a numpy array of the registered shapes (row-major,
 the layout asked of every operand here), calls the Python function and copies its results into the result
-buffers. An exception in the callback cannot unwind through the machine code: the trampoline records it
-(`LAST_ERROR`), prints it, and leaves the results zero.
+buffers. An exception in the callback cannot unwind through the machine code: the trampoline records it for
+the calling thread and leaves the results zero; the executable (which calls through ctypes when its code calls
+this symbol: `Executable.host_callbacks`) raises it as an ExecutionError when the call returns (`raise_pending`).
 """
 from __future__ import annotations
 
 import ctypes
-import sys
-import traceback
+import threading
 
 import numpy as np
 from llvmlite import ir
 
-from ...errors import UnimplementedError
+from ...errors import ExecutionError, UnimplementedError
 from ...hlo import Instruction, Shape
 from ..interpreter import host_callback
 from .buffers import ValueTree
@@ -26,7 +26,21 @@ from .irhelpers import I8P, VOID, alloca_once, i64
 SYMBOL = "xlapy_host_callback"
 _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
 _TRAMPOLINE = None
-LAST_ERROR: list[BaseException] = []
+
+
+class _Pending(threading.local):
+    def __init__(self):
+        self.error: BaseException | None = None
+
+
+_PENDING = _Pending()
+
+
+def raise_pending() -> None:
+    """Raise the error a callback of this thread's last call raised, if any (once)."""
+    error, _PENDING.error = _PENDING.error, None
+    if error is not None:
+        raise ExecutionError(f"pure_callback failed: {type(error).__name__}: {error}") from error
 
 
 def _as_array(pointer: int, shape: Shape) -> np.ndarray:
@@ -46,8 +60,8 @@ def _trampoline(key, operands, results):
         for i, (value, shape) in enumerate(zip(outs, cb.results)):
             _as_array(results[i], shape)[...] = value
     except BaseException as e:          # noqa: BLE001 -- nothing may unwind into machine code
-        LAST_ERROR[:] = [e]
-        traceback.print_exc(file=sys.stderr)
+        if _PENDING.error is None:
+            _PENDING.error = e
 
 
 def ensure_symbol() -> None:
@@ -91,4 +105,4 @@ def emit(em, inst: Instruction, operands: list) -> ValueTree:
 
 TARGETS = {host_callback.TARGET: emit}
 
-__all__ = ["SYMBOL", "TARGETS", "emit", "ensure_symbol", "LAST_ERROR"]
+__all__ = ["SYMBOL", "TARGETS", "emit", "ensure_symbol", "raise_pending"]
