@@ -55,6 +55,9 @@ Tracer, ShapedArray, Trace, bind, Packed, current_trace, trace_function (tracer.
 (pytree.py, exported as xlapy.tree_util); dtypes.config (xlapy.config: enable_x64, default_backend);
 default_backend() (backend.py: config.default_backend, else the backend registry's default);
 eager_stats, clear_eager_cache (eager.py). The cost model behind `cost_analysis()` is xlapy/hlo/cost.py.
+The rest of JAX's transformation API: custom_jvp, custom_vjp, checkpoint (custom_derivatives.py, over
+autodiff/custom_rules.py), pure_callback (callbacks.py), jacfwd/jacrev/hessian/linearize/linear_transpose,
+eval_shape, make_jaxpr and the device queries (api_transforms.py, a frontend-ops module over lax_shapes).
 """
 from __future__ import annotations
 

@@ -80,14 +80,6 @@ def _union_captures(traces: Sequence[Any]) -> tuple[list[Any], list[list[int]]]:
     return values, positions
 
 
-def _check_same_avals(what: str, got_tree, got, want_tree, want, msg: str) -> None:
-    if got_tree != want_tree:
-        raise XlapyError(msg.format(got_tree, want_tree))
-    for g, w in zip(got, want):
-        if g.shape != w.shape or np.dtype(g.dtype) != np.dtype(w.dtype):
-            raise XlapyError(f"{what}: got {g.str_short()} where {w.str_short()} was expected")
-
-
 # -- custom_jvp ---------------------------------------------------------------------------------------------
 class custom_jvp:
     """A function with a user-defined forward-mode derivative (jax.custom_jvp). Reverse mode transposes the rule

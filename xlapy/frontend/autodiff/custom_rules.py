@@ -308,9 +308,5 @@ class RematForward(CallRule):
         return grads
 
 
-def count_rules() -> int:
-    return len(RULES)
-
-
 __all__ = ["MARK", "RULES", "CallRule", "CustomJVP", "CustomVJP", "Checkpoint", "RematForward", "register",
            "rule_of", "forward_rule", "batch_call", "transient_rules", "strip_marks"]
