@@ -134,3 +134,20 @@ def test_custom_rules_against_jax():
     np.testing.assert_allclose(xlapy.grad(lambda x: (clip(x) * Y * 3.0).sum())(X), REF["custom_vjp_grad"])
     g = xlapy.grad(xlapy.checkpoint(f_scalar, policy=xlapy.checkpoint_policies.dots_saveable))(X)
     np.testing.assert_allclose(g, REF["checkpoint_grad"], rtol=1e-12)
+
+
+def test_jacobians_through_loops():
+    # jacfwd is vmap of jvp: the JVP of a loop keeps a flat carry (carry..., tangents...) that vmap can batch
+    def loop(x):
+        return xlapy.lax.fori_loop(0, 5, lambda i, v: xnp.sin(v) * 1.1 + i, x)
+
+    def scan_sum(x):
+        c, ys = xlapy.lax.scan(lambda c, w: (xnp.tanh(c * w), c), x, np.array([0.5, 1.5, -1.0]))
+        return c + ys.sum(0)
+    for f in (loop, scan_sum):
+        jf, jr = xlapy.jacfwd(f)(Y), xlapy.jacrev(f)(Y)
+        np.testing.assert_allclose(jf, jr, rtol=1e-10, atol=1e-12)
+        fd = np.stack([numerical_grad(lambda y, i=i: f(y)[i], Y) for i in range(3)])
+        np.testing.assert_allclose(jf, fd, rtol=1e-6, atol=1e-8)
+    h = xlapy.hessian(lambda x: loop(x).sum())(Y)
+    np.testing.assert_allclose(h, h.T, rtol=1e-10, atol=1e-12)

@@ -74,10 +74,12 @@ def _conditional_jvp(b, inst, ts):
 
 
 def _while_jvp(b, inst, ts):
-    from .jvp import jvp_into
-    from .vjp import add_parameter, copy_forward, new_computation
     init = inst.operands[0]
     carry = init.shape
+    if carry.is_tuple and not any(s.is_tuple for s in carry.tuple_shapes):
+        return _while_jvp_flat(b, inst, ts)
+    from .jvp import jvp_into
+    from .vjp import add_parameter, copy_forward, new_computation
     pair = Shape.tuple_of([carry, carry])
     body, bb = new_computation(b.module, f"{inst.attrs['body'].name}.jvp")
     p = add_parameter(bb, pair, 0, "carry_and_tangent")
@@ -93,6 +95,38 @@ def _while_jvp(b, inst, ts):
     t0 = ts[0] if ts[0] is not None else b.zeros(carry)
     loop = b.emit("while", [b.tuple([init, t0])], attrs, shape=pair)
     return b.gte(loop, 1)
+
+
+def _while_jvp_flat(b, inst, ts):
+    """The JVP of a loop whose carry is a flat tuple of n arrays: a loop over the flat tuple (carry..., tangent...)
+    of 2n arrays (flat, so vmap can batch it: jacfwd of a loop)."""
+    from .jvp import jvp_into
+    from .vjp import add_parameter, copy_forward, new_computation
+    init = inst.operands[0]
+    shapes = list(init.shape.tuple_shapes)
+    n = len(shapes)
+    flat = Shape.tuple_of(shapes + shapes)
+
+    def halves(bb, p):
+        parts = [bb.gte(p, k) for k in range(2 * n)]
+        return bb.tuple(parts[:n]), bb.tuple(parts[n:])
+    body, bb = new_computation(b.module, f"{inst.attrs['body'].name}.jvp")
+    p = add_parameter(bb, flat, 0, "carry_and_tangent")
+    primal, tangent = halves(bb, p)
+    out, tout = jvp_into(bb, inst.attrs["body"], [primal], [tangent])
+    touts = [bb.gte(tout, k) for k in range(n)] if tout is not None else [bb.zeros(s) for s in shapes]
+    body.root = bb.tuple([bb.gte(out, k) for k in range(n)] + touts)
+    body.remove_dead()
+    cond, cb = new_computation(b.module, f"{inst.attrs['condition'].name}.jvp")
+    q = add_parameter(cb, flat, 0, "carry_and_tangent")
+    cond.root = copy_forward(cb, inst.attrs["condition"], [halves(cb, q)[0]])
+    cond.remove_dead()
+    attrs = dict(inst.attrs)
+    attrs["body"], attrs["condition"] = body, cond
+    t0 = ts[0]
+    t_parts = [b.gte(t0, k) for k in range(n)] if t0 is not None else [b.zeros(s) for s in shapes]
+    loop = b.emit("while", [b.tuple([b.gte(init, k) for k in range(n)] + t_parts)], attrs, shape=flat)
+    return b.tuple([b.gte(loop, n + k) for k in range(n)])
 
 
 def _while_vjp(b, inst, ct):
