@@ -14,7 +14,8 @@ from .frontend import (Array, clear_caches, config, default_backend, device_get,
                        jit)
 from .frontend import pytree as tree_util
 from .frontend.transforms import grad, jvp, stop_gradient, value_and_grad, vjp, vmap
-from .frontend.api_transforms import (Device, ShapeDtypeStruct, block_until_ready, closure_convert, device_count,
+from .frontend.api_transforms import (Device, ShapeDtypeStruct, block_until_ready, closure_convert, custom_gradient,
+                                      device_count,
                                       devices, effects_barrier, ensure_compile_time_eval, eval_shape, float0,
                                       hessian, host_count, host_id, host_ids, jacfwd, jacobian, jacrev,
                                       linear_transpose, linearize, local_device_count, local_devices, make_jaxpr,
@@ -39,7 +40,7 @@ __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", 
            "make_jaxpr", "disable_jit", "ensure_compile_time_eval", "block_until_ready", "devices", "device_count",
            "local_devices", "local_device_count", "process_index", "process_count", "Device", "pure_callback",
            "tree", "host_count", "host_id", "host_ids", "process_indices", "effects_barrier", "typeof", "float0",
-           "named_call", "named_scope", "closure_convert", "print_environment_info"]
+           "named_call", "named_scope", "closure_convert", "custom_gradient", "print_environment_info"]
 
 
 def __getattr__(name: str):

@@ -245,3 +245,15 @@ def test_eager_loops_do_not_grow_the_registry_or_recompile():
         xlapy.grad(ck)(X), xlapy.vmap(f)(X), xlapy.jvp(f, (X,), (X,))
     assert len(RULES) == before
     assert eager_stats()["compiles"] == compiles
+
+
+def test_custom_gradient():
+    @xlapy.custom_gradient
+    def g(x):
+        y = xnp.sin(x)
+        return y, lambda ct: (ct * xnp.cos(x) * 2.0,)
+    np.testing.assert_allclose(g(X), np.sin(X))
+    for wrap in (lambda h: h, xlapy.jit):
+        np.testing.assert_allclose(wrap(xlapy.grad(lambda x: g(x).sum()))(X), 2 * np.cos(X), rtol=1e-12)
+    np.testing.assert_allclose(xlapy.vmap(xlapy.grad(g))(X), 2 * np.cos(X), rtol=1e-12)
+    np.testing.assert_allclose(xlapy.grad(lambda x: xlapy.vmap(g)(x).sum())(X), 2 * np.cos(X), rtol=1e-12)

@@ -6,7 +6,7 @@ import pytest
 import xlapy
 import xlapy.numpy as xnp
 
-NEW_NAMES = ["jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_transpose", "custom_jvp", "custom_vjp",
+NEW_NAMES = ["custom_gradient", "closure_convert", "jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_transpose", "custom_jvp", "custom_vjp",
              "checkpoint", "remat", "checkpoint_policies", "ad_checkpoint", "eval_shape", "ShapeDtypeStruct",
              "make_jaxpr", "disable_jit", "ensure_compile_time_eval", "block_until_ready", "devices",
              "device_count", "local_devices", "local_device_count", "process_index", "process_count",

@@ -463,6 +463,33 @@ def closure_convert(fun: Callable, *example_args: Any):
     return converted, consts
 
 
+def custom_gradient(fun: Callable) -> Callable:
+    """jax.custom_gradient: fun(*args) returns (output, vjp_fn), vjp_fn(output cotangent) -> a tuple with one
+    cotangent per argument. A custom_vjp whose fwd traces vjp_fn with closure_convert: the traced values vjp_fn
+    closes over become the residuals, and bwd calls the converted function on them."""
+    import threading
+    from .custom_derivatives import custom_vjp
+    converted = threading.local()       # fwd and bwd are traced one after the other, in one thread
+
+    @custom_vjp
+    def wrapped(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        out, vjp_fn = fun(*args)
+        example = tree_map(lambda o: np.zeros(aval(o).shape, aval(o).dtype), out)
+        conv, consts = closure_convert(lambda ct: vjp_fn(ct), example)
+        converted.fn = conv
+        return out, tuple(consts)
+
+    def bwd(res, ct):
+        g = converted.fn(ct, *res)
+        return tuple(g) if isinstance(g, (tuple, list)) else (g,)
+    wrapped.defvjp(fwd, bwd)
+    wrapped.__name__ = getattr(fun, "__name__", "custom_gradient")
+    return wrapped
+
+
 def print_environment_info(return_string: bool = False) -> str | None:
     """Versions of xlapy, Python, numpy and the default backend (jax.print_environment_info)."""
     import platform
@@ -480,4 +507,4 @@ __all__ = ["jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_trans
            "eval_shape", "make_jaxpr", "HloJaxpr", "ensure_compile_time_eval", "Device", "devices", "local_devices",
            "device_count", "local_device_count", "process_index", "process_count", "block_until_ready", "host_count",
            "host_id", "host_ids", "process_indices", "effects_barrier", "typeof", "float0", "named_call",
-           "named_scope", "closure_convert", "print_environment_info"]
+           "named_scope", "closure_convert", "custom_gradient", "print_environment_info"]
