@@ -20,7 +20,9 @@ from .frontend.api_transforms import (Device, ShapeDtypeStruct, block_until_read
                                       hessian, host_count, host_id, host_ids, jacfwd, jacobian, jacrev,
                                       linear_transpose, linearize, local_device_count, local_devices, make_jaxpr,
                                       named_call, named_scope, print_environment_info, process_count,
-                                      process_index, process_indices, typeof)
+                                      process_index, process_indices, typeof, fwd_and_bwd, transfer_guard,
+                                      checking_leaks, live_arrays, copy_to_host_async, make_array_from_callback,
+                                      make_array_from_single_device_arrays, make_array_from_process_local_data)
 from .frontend.callbacks import pure_callback
 from .frontend.custom_derivatives import checkpoint, checkpoint_policies, custom_jvp, custom_vjp, remat
 from .frontend.jit import disable_jit
@@ -40,7 +42,9 @@ __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", 
            "make_jaxpr", "disable_jit", "ensure_compile_time_eval", "block_until_ready", "devices", "device_count",
            "local_devices", "local_device_count", "process_index", "process_count", "Device", "pure_callback",
            "tree", "host_count", "host_id", "host_ids", "process_indices", "effects_barrier", "typeof", "float0",
-           "named_call", "named_scope", "closure_convert", "custom_gradient", "print_environment_info"]
+           "named_call", "named_scope", "closure_convert", "custom_gradient", "print_environment_info",
+           "fwd_and_bwd", "transfer_guard", "checking_leaks", "live_arrays", "copy_to_host_async",
+           "make_array_from_callback", "make_array_from_single_device_arrays", "make_array_from_process_local_data"]
 
 
 def __getattr__(name: str):

@@ -125,3 +125,36 @@ def test_closure_convert():
     np.testing.assert_allclose(xlapy.jit(outer)(np.ones(2), 3.0), [4.0, 4.0])
     conv, consts = xlapy.closure_convert(lambda a: a * 2, np.ones(2))
     assert consts == [] and np.allclose(conv(np.ones(2)), 2)
+
+
+def test_fwd_and_bwd():
+    def f(x, w):
+        return xnp.tanh(x @ w)
+    x, w, ct = np.ones((2, 3)) / 3, np.arange(12.0).reshape(3, 4) / 10, np.ones((2, 4))
+    fwd, bwd = xlapy.fwd_and_bwd(f, argnums=(0, 1))
+    y, res = fwd(x, w)
+    gx, gw = bwd(res, ct)
+    _, pull = xlapy.vjp(f, x, w)
+    ex, ew = pull(np.asarray(ct, np.float32))
+    np.testing.assert_allclose(y, f(x, w), rtol=1e-6)
+    np.testing.assert_allclose(gx, ex, rtol=1e-5)
+    np.testing.assert_allclose(gw, ew, rtol=1e-5)
+    fwd, bwd = xlapy.fwd_and_bwd(lambda x: (xnp.sin(x), x.sum()), argnums=0, has_aux=True, jitted=False)
+    y, res, aux = fwd(np.ones(3, np.float32))
+    np.testing.assert_allclose(bwd(res, np.ones(3, np.float32)), np.cos(np.ones(3)), rtol=1e-6)
+
+
+def test_one_device_array_helpers():
+    a = xlapy.make_array_from_callback((2, 3), None, lambda idx: np.arange(6.0, dtype=np.float32).reshape(2, 3)[idx])
+    np.testing.assert_allclose(a, np.arange(6.0).reshape(2, 3))
+    b = xlapy.make_array_from_single_device_arrays((2,), None, [np.ones(2, np.float32)])
+    np.testing.assert_allclose(b, [1, 1])
+    with pytest.raises(ValueError):
+        xlapy.make_array_from_single_device_arrays((3,), None, [np.ones(2)])
+    c = xlapy.make_array_from_process_local_data(None, np.zeros(4, np.float32), (4,))
+    assert c.shape == (4,)
+    with xlapy.transfer_guard("disallow"), xlapy.checking_leaks():
+        assert xlapy.live_arrays() == [] and xlapy.copy_to_host_async(c) is None
+    with pytest.raises(ValueError):
+        with xlapy.transfer_guard("bogus"):
+            pass

@@ -490,6 +490,85 @@ def custom_gradient(fun: Callable) -> Callable:
     return wrapped
 
 
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable, Callable]:
+    """(fwd, bwd) as jax.fwd_and_bwd: fwd(*args) -> (fun(*args), residuals[, aux]); bwd(residuals, cotangent) ->
+    the cotangents of the `argnums` arguments. xlapy's residuals are the arguments themselves (a pytree that
+    passes through jit; bwd recomputes the forward pass, as xlapy's vjp function does)."""
+    from .jit import jit
+
+    def fwd(*args):
+        out = fun(*args)
+        if has_aux:
+            return out[0], tuple(args), out[1]
+        return out, tuple(args)
+
+    def bwd(residuals, outgrad):
+        nums = _normalize_argnums("fwd_and_bwd", argnums, len(residuals))
+        f_partial, dyn = _dyn_partial(fun, tuple(residuals), {}, nums)
+        pullback = vjp(f_partial, *dyn, has_aux=has_aux)[1]
+        g = pullback(outgrad)
+        return g[0] if isinstance(argnums, int) else g
+    if jitted:
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
+
+
+@contextlib.contextmanager
+def transfer_guard(new_val: str):
+    """jax.transfer_guard: host/device transfers are not guarded on one host device (accepted, no effect)."""
+    if new_val not in ("allow", "log", "disallow", "log_explicit", "disallow_explicit"):
+        raise ValueError(f"Unknown transfer_guard level: {new_val!r}")
+    yield
+
+
+@contextlib.contextmanager
+def checking_leaks():
+    """jax.checking_leaks: xlapy reports a leaked tracer whenever it is used (tracer.py), so nothing to switch."""
+    yield
+
+
+def live_arrays(platform: str | None = None) -> list:
+    """jax.live_arrays: xlapy's Arrays are numpy-backed and not tracked, so none are listed."""
+    return []
+
+
+def copy_to_host_async(x: Any) -> None:
+    """jax.copy_to_host_async: results already live in host memory."""
+    return None
+
+
+def make_array_from_callback(shape: Sequence[int], sharding: Any, data_callback: Callable,
+                             dtype: Any = None) -> Any:
+    """jax.make_array_from_callback on one device: data_callback(index of the whole array) gives the data."""
+    from .array import Array
+    data = np.asarray(data_callback(tuple(slice(0, int(d)) for d in shape)))
+    if tuple(data.shape) != tuple(shape):
+        raise ValueError(f"make_array_from_callback: the callback returned shape {data.shape}, expected {tuple(shape)}")
+    return Array(data if dtype is None else data.astype(dtype))
+
+
+def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Any, arrays: Sequence[Any], *,
+                                         dtype: Any = None) -> Any:
+    """One device: the single array is the whole array."""
+    from .array import Array
+    if len(arrays) != 1 or tuple(np.shape(arrays[0])) != tuple(shape):
+        raise ValueError(f"make_array_from_single_device_arrays: one device holds the whole array of shape "
+                         f"{tuple(shape)}; got {len(arrays)} arrays")
+    data = np.asarray(arrays[0])
+    return Array(data if dtype is None else data.astype(dtype))
+
+
+def make_array_from_process_local_data(sharding: Any, local_data: Any, global_shape: Any = None) -> Any:
+    """One process: the local data is the global array."""
+    from .array import Array
+    data = np.asarray(local_data)
+    if global_shape is not None and tuple(global_shape) != data.shape:
+        raise ValueError(f"make_array_from_process_local_data: one process holds the whole array; global_shape "
+                         f"{tuple(global_shape)} differs from the local data's {data.shape}")
+    return Array(data)
+
+
 def print_environment_info(return_string: bool = False) -> str | None:
     """Versions of xlapy, Python, numpy and the default backend (jax.print_environment_info)."""
     import platform
@@ -507,4 +586,6 @@ __all__ = ["jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_trans
            "eval_shape", "make_jaxpr", "HloJaxpr", "ensure_compile_time_eval", "Device", "devices", "local_devices",
            "device_count", "local_device_count", "process_index", "process_count", "block_until_ready", "host_count",
            "host_id", "host_ids", "process_indices", "effects_barrier", "typeof", "float0", "named_call",
-           "named_scope", "closure_convert", "custom_gradient", "print_environment_info"]
+           "named_scope", "closure_convert", "custom_gradient", "print_environment_info", "fwd_and_bwd",
+           "transfer_guard", "checking_leaks", "live_arrays", "copy_to_host_async", "make_array_from_callback",
+           "make_array_from_single_device_arrays", "make_array_from_process_local_data"]
