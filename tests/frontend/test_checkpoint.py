@@ -90,6 +90,8 @@ def test_prevent_cse_false_lets_the_optimizer_merge():
     text_on = xlapy.jit(xlapy.grad(xlapy.checkpoint(net))).lower(W1, W2, X).as_text()
     text_off = xlapy.jit(xlapy.grad(xlapy.checkpoint(net, prevent_cse=False))).lower(W1, W2, X).as_text()
     assert "opt-barrier" in text_on and "opt-barrier" not in text_off
+    # the barrier holds the inputs and the output cotangent: the recomputation waits for the backward pass
+    assert re.search(r"opt-barrier\(\(f64\[5,5\], f64\[5,5\], f64\[5\], f64\[\]\)", text_on), text_on
     got = xlapy.jit(xlapy.grad(xlapy.checkpoint(net, prevent_cse=False)))(W1, W2, X)
     np.testing.assert_allclose(got, xlapy.grad(net)(W1, W2, X), rtol=1e-10)
 

@@ -296,14 +296,19 @@ class RematForward(CallRule):
         from .vjp import vjp_into
         ops = list(inst.operands)
         kept = [b.gte(inst, self.n_out + j) for j in range(len(self.saved))]
-        if self.prevent_cse and (ops or kept):
-            both = ops + kept
-            barrier = b.emit("opt-barrier", [b.tuple(both)])
-            both = _leaves(b, barrier)
-            ops, kept = both[:len(ops)], both[len(ops):]
         parts = ct if isinstance(ct, list) else [None if ct is None else b.gte(ct, k)
                                                  for k in range(len(inst.shape.tuple_shapes))]
-        _, grads = vjp_into(b, self.body, ops, list(parts[:self.n_out]),
+        parts = list(parts[:self.n_out])
+        if self.prevent_cse and (ops or kept):
+            # the output cotangents pass through the barrier too: the recomputation then depends on them, so it
+            # runs when the backward pass reaches this call, not early (which would keep its values alive)
+            cts = [c for c in parts if c is not None and not isinstance(c, list)]
+            barrier = b.emit("opt-barrier", [b.tuple(ops + kept + cts)])
+            out = _leaves(b, barrier)
+            ops, kept = out[:len(ops)], out[len(ops):len(ops) + len(kept)]
+            it = iter(out[len(ops) + len(kept):])
+            parts = [next(it) if c is not None and not isinstance(c, list) else c for c in parts]
+        _, grads = vjp_into(b, self.body, ops, parts,
                             saved={id(s): v for s, v in zip(self.saved, kept)})
         return grads
 
