@@ -16,6 +16,8 @@ exports and where each name is implemented.
     frontend/lax_special.py      optimization_barrier, rng_bit_generator
     frontend/lax_special_math.py lgamma, digamma, polygamma, zeta, igamma(c), betainc, erfc, erf_inv, bessel_i0e/i1e
     frontend/lax_fft.py          fft, FftType
+    frontend/lax_more.py         the rest, composed from the families above: asin..atanh, nextafter, select_n,
+                                 *_in_dim slicing, split/stack/tile, cumlogsumexp, conv helpers, scatter_sub ...
     frontend/lax_linalg.py       the submodule `linalg` (jax.lax.linalg): cholesky, qr, eigh, lu, svd, ...
     frontend/transforms.py       stop_gradient
     frontend/tracer.py           aval (the abstract value of any operand)
@@ -31,6 +33,20 @@ from .frontend.lax_elementwise import (RoundingMethod, abs, add, atan2, bitcast_
                                        shift_right_arithmetic, shift_right_logical, sign, sin, sqrt, sub, tan, tanh)
 from .frontend.lax_fft import FftType, fft
 from .frontend import lax_linalg as linalg
+from .frontend.lax_more import (AccuracyMode, ConvGeneralDilatedDimensionNumbers, DotAlgorithm, DotAlgorithmPreset,
+                                DotDimensionNumbers, PrecisionLike, RaggedDotDimensionNumbers, RandomAlgorithm,
+                                Token, Tolerance, acos, acosh, after_all, approx_max_k, approx_min_k, asin, asinh,
+                                associative_scan, atan, atanh, batch_matmul, broadcast_like, broadcast_shapes,
+                                broadcast_to_rank, collapse, composite, conj, conv, conv_dimension_numbers,
+                                conv_general_dilated_local, conv_general_dilated_patches,
+                                conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
+                                conv_transpose_shape_tuple, conv_with_general_padding, cosh, create_token,
+                                cumlogsumexp, custom_linear_solve, custom_root, dce_sink, dtype,
+                                dynamic_slice_in_dim, dynamic_update_slice_in_dim, empty, exp2, index_in_dim,
+                                index_take, mulhi, nextafter, platform_dependent, ragged_dot, ragged_dot_general,
+                                reciprocal, reduce_window_shape_tuple, rng_uniform, scaled_dot, scatter_apply,
+                                scatter_sub, select_n, shape_as_value, sinh, slice_in_dim, split, square, stack,
+                                stage, tile, unstack, with_sharding_constraint)
 from .frontend.lax_operands import coerce_same, coerce_same_dtype, convert_element_type
 from .frontend.lax_reduce import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, argmax, argmin,
                                   cummax, cummin, cumprod, cumsum, gather, monoid_computation, reduce, reduce_and,
@@ -84,6 +100,19 @@ __all__ = [
     "lgamma", "polygamma", "random_gamma_grad", "zeta",
     # markers and state
     "optimization_barrier", "rng_bit_generator", "stop_gradient",
+    # the rest of jax.lax over the families above (frontend/lax_more.py)
+    "AccuracyMode", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm", "DotAlgorithmPreset",
+    "DotDimensionNumbers", "PrecisionLike", "RaggedDotDimensionNumbers", "RandomAlgorithm", "Token", "Tolerance",
+    "acos", "acosh", "after_all", "approx_max_k", "approx_min_k", "asin", "asinh", "associative_scan", "atan",
+    "atanh", "batch_matmul", "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "collapse", "composite",
+    "conj", "conv", "conv_dimension_numbers", "conv_general_dilated_local", "conv_general_dilated_patches",
+    "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose_shape_tuple",
+    "conv_with_general_padding", "cosh", "create_token", "cumlogsumexp", "custom_linear_solve", "custom_root",
+    "dce_sink", "dtype", "dynamic_slice_in_dim", "dynamic_update_slice_in_dim", "empty", "exp2", "index_in_dim",
+    "index_take", "mulhi", "nextafter", "platform_dependent", "ragged_dot", "ragged_dot_general", "reciprocal",
+    "reduce_window_shape_tuple", "rng_uniform", "scaled_dot", "scatter_apply", "scatter_sub", "select_n",
+    "shape_as_value", "sinh", "slice_in_dim", "split", "square", "stack", "stage", "tile", "unstack",
+    "with_sharding_constraint",
     # xlapy's helpers for writing ops (frontend/__init__.py, "How to add an op")
     "aval", "coerce_same", "coerce_same_dtype", "monoid_computation", "scalar_computation",
 ]
