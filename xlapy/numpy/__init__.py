@@ -8,8 +8,10 @@ and functions with data-dependent output shapes (nonzero, unique, where(c), bool
 `size=` under jit (they raise xlapy.ConcretizationError otherwise).
 
 Families: creation.py, elementwise.py, reductions.py, shape_ops.py, products.py (products, einsum),
-indexing_ops.py (take, nonzero, unique ...), sorting.py, vectorize.py (over vmap); the submodule fft.py is
-`xlapy.numpy.fft`.
+indexing_ops.py (take, nonzero, unique ...), sorting.py, vectorize.py (over vmap), setops.py (union1d, isin,
+unique_all ...), polynomial.py (poly*, roots, convolve, correlate), statistics.py (quantile, nan* reductions,
+cov, histograms, bincount), more_math.py (frexp, gcd, windows, interp, gradient ...), more_arrays.py (block,
+r_/c_, insert/delete, put, piecewise, ufunc ...); the submodule fft.py is `xlapy.numpy.fft`.
 """
 from __future__ import annotations
 
@@ -49,6 +51,23 @@ from .shape_ops import (append, array_split, atleast_1d, atleast_2d, atleast_3d,
                         swapaxes, tile, trace, transpose, vsplit, vstack)
 from .sorting import argpartition, argsort, lexsort, partition, searchsorted, sort
 from .vectorize import vectorize
+from .more_arrays import (ComplexWarning, apply_along_axis, apply_over_axes, array_equiv, array_repr, array_str,
+                          block, c_, can_cast, choose, compress, delete, diag_indices_from, diagflat, dsplit,
+                          einsum_path, fill_diagonal, frombuffer, fromfile, fromfunction, fromiter, frompyfunc,
+                          fromstring, geomspace, get_printoptions, index_exp, insert, isdtype, iterable, ix_, load,
+                          mask_indices, mgrid, ogrid, piecewise, place, printoptions, put, put_along_axis, r_,
+                          resize, rollaxis, s_, save, savez, set_printoptions, tril_indices_from,
+                          triu_indices_from, ufunc, unstack)
+from .more_math import (angle, bartlett, bitwise_count, blackman, cross, diff, ediff1d, float_power, frexp, gcd,
+                        gradient, hamming, hanning, i0, interp, iscomplex, iscomplexobj, isreal, isrealobj, kaiser,
+                        lcm, ldexp, logaddexp2, matvec, modf, nextafter, packbits, sort_complex, spacing,
+                        trapezoid, unpackbits, unwrap, vecdot, vecmat)
+from .polynomial import (convolve, correlate, poly, polyadd, polyder, polydiv, polyfit, polyint, polymul, polysub,
+                         polyval, roots, trim_zeros, vander)
+from .setops import (intersect1d, isin, setdiff1d, setxor1d, union1d, unique_all, unique_counts, unique_inverse)
+from .statistics import (bincount, corrcoef, cov, digitize, histogram, histogram2d, histogram_bin_edges,
+                         histogramdd, nan_to_num, nanargmax, nanargmin, nancumprod, nancumsum, nanmedian,
+                         nanpercentile, nanquantile, nanstd, nanvar, percentile, quantile)
 from . import array_methods
 from . import fft
 from . import linalg

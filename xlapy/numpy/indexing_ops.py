@@ -171,8 +171,12 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
         return Array(res)
     if size is None:
         raise concretization_error("unique", "unique()")
-    if return_index or return_inverse or axis is not None:
-        raise error("unique", "with size=, only the values and return_counts are supported")
+    if axis is not None:
+        raise error("unique", "with size=, axis= is not supported (the values are flattened)")
+    if return_index or return_inverse:
+        from .setops import _sized_unique
+        return _sized_unique(x, int(size), fill_value, return_index=return_index, return_inverse=return_inverse,
+                             return_counts=return_counts)
     size = int(size)
     flat = lax.reshape(x, (aval(x).size,))
     n = aval(flat).shape[0]
