@@ -339,3 +339,11 @@ def one_hot(x, num_classes: int, *, dtype: Any = None, axis: int = -1):
     rhs_shape.insert(out_axis, num_classes)
     rhs = lax.broadcasted_iota(a.dtype, rhs_shape, out_axis)
     return lax.convert_element_type(ops.equal(lhs, rhs), dtype)
+
+
+# The rest of jax.nn (attention, log1mexp, logmeanexp, sparse_plus ...) lives in nn_more.py.
+from .nn_more import (dot_product_attention, get_scaled_dot_general_config, log1mexp, logmeanexp,  # noqa: E402
+                      scaled_dot_general, scaled_matmul, sparse_plus, sparse_sigmoid, squareplus, tanh)
+
+__all__ += ["dot_product_attention", "get_scaled_dot_general_config", "log1mexp", "logmeanexp", "scaled_dot_general",
+            "scaled_matmul", "sparse_plus", "sparse_sigmoid", "squareplus", "tanh"]
