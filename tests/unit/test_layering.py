@@ -11,9 +11,9 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
   frontend core  xlapy/frontend/: tracing (tracer, dtypes, pytree, array, ops_mixin), eager execution, jit
                  (signature, warm_call), cost, autodiff/, batching/, transforms; the package __init__ exports these
   frontend ops   xlapy/frontend/: the lax implementation (lax_operands, lax_elementwise, lax_shapes, lax_dot_conv,
-                 lax_special, lax_special_math, lax_reduce, lax_fft, lax_linalg, control_flow) and numpy's operators and indexing over it (operators,
+                 lax_special, lax_special_math, lax_reduce, lax_fft, lax_linalg, lax_more, control_flow) and numpy's operators and indexing over it (operators,
                  indexing), api_transforms (jacobians, eval_shape, make_jaxpr: over lax_shapes)
-  libraries      xlapy/lax.py (the façade over frontend ops), numpy/, scipy/, nn.py, nn_initializers.py, random*.py,
+  libraries      xlapy/lax.py (the façade over frontend ops), numpy/, scipy/, nn.py, nn_more.py, nn_initializers.py, random*.py,
                  dlpack.py, ad_checkpoint.py, tree.py: the APIs users import
   top            xlapy/__init__.py, aot.py, profiler.py, tools/, testing.py, filecheck.py: entry points and test
                  support
