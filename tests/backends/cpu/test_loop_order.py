@@ -140,3 +140,16 @@ def test_threaded_loop_gets_noalias_buffers_and_vectorizes():
     body = next(line for line in exe.llvm_ir.splitlines() if line.startswith("define") and ".body" in line)
     assert body.count("noalias") >= 2          # the worker's body takes the kernel's buffers as noalias arguments
     assert "fmul <" in exe.llvm_ir_optimized and "fdiv <" in exe.llvm_ir_optimized
+
+
+def test_padded_transpose_reads_in_operand_order():
+    # gpt2's attention gradient: the arrays are padded by one row before the transpose, so a little smaller
+    text = _module(["f32[4,63,96]", "f32[4,63,96]"], """
+  s = f32[4,63,96] add(p0, p1)
+  z = f32[] constant(0)
+  p = f32[4,64,96] pad(s, z), padding=0_0x0_1x0_0
+  t = f32[96,4,64] transpose(p), dimensions={2,0,1}
+  ROOT o = f32[96,256] reshape(t)""", "f32[96,256]")
+    assert transposed_read_order(xlapy.hlo.parse(text).computation("fused")) == [1, 0]
+    for threads in (1, 2):
+        _run(text, threads)
