@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._util import (Array, arr, aval, axes_of, broadcast_all, canon_axis, concretization_error, dtypes, error,
+from ._util import (Array, arr, arr as _as, aval, axes_of, broadcast_all, canon_axis, concretization_error, dtypes, error,
                     is_traced, lax, to_inexact)
 
 ComplexWarning = np.exceptions.ComplexWarning
@@ -29,11 +29,11 @@ def _vmap():
 
 # -- functional programming -----------------------------------------------------------------------------
 
-def apply_along_axis(func1d: Callable, axis: int, arr_, *args, **kwargs):
+def apply_along_axis(func1d: Callable, axis: int, arr, *args, **kwargs):
     """func1d applied to the 1-D slices along axis (vmapped over the other axes); its output dimensions
     take the place of axis."""
     vmap = _vmap()
-    x = arr(arr_)
+    x = _as(arr)
     nd = aval(x).ndim
     axis = canon_axis(axis, nd, "apply_along_axis")
     func = lambda a: func1d(a, *args, **kwargs)
@@ -297,10 +297,10 @@ def _static_positions(name: str, obj, n: int):
     return np.asarray(obj) if not hasattr(obj, "aval") else np.asarray(obj)
 
 
-def delete(arr_, obj, axis: int | None = None, *, assume_unique_indices: bool = False):
+def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = False):
     """arr without the entries at obj (an int, slice or static index array) along axis."""
     from .indexing_ops import take
-    x = arr(arr_)
+    x = _as(arr)
     if axis is None:
         x = lax.reshape(x, (aval(x).size,))
         axis = 0
@@ -317,18 +317,18 @@ def delete(arr_, obj, axis: int | None = None, *, assume_unique_indices: bool = 
     return take(x, Array(keep.astype(np.int32)), axis=ax)
 
 
-def insert(arr_, obj, values, axis: int | None = None):
+def insert(arr, obj, values, axis: int | None = None):
     """arr with values inserted before the positions obj (int, slice or static index array) along axis."""
     from .indexing_ops import take
     from .shape_ops import broadcast_to, moveaxis
-    x = arr(arr_)
+    x = _as(arr)
     if axis is None:
         x = lax.reshape(x, (aval(x).size,))
         axis = 0
     ax = canon_axis(axis, aval(x).ndim, "insert")
     n = aval(x).shape[ax]
     pos = _static_positions("insert", obj, n)
-    v = lax.convert_element_type(arr(values), aval(x).dtype)
+    v = lax.convert_element_type(_as(values), aval(x).dtype)
     nd = aval(x).ndim
     if not isinstance(pos, slice) and pos.ndim == 0:
         if aval(v).ndim < nd:
@@ -355,9 +355,9 @@ def diagflat(v, k: int = 0):
     return diag(lax.reshape(x, (aval(x).size,)), k)
 
 
-def diag_indices_from(arr_):
+def diag_indices_from(arr):
     from .indexing_ops import diag_indices
-    x = arr(arr_)
+    x = _as(arr)
     s = aval(x).shape
     if len(s) < 2 or len(set(s)) != 1:
         raise error("diag_indices_from", f"input must be an array with all dimensions equal and at least 2-D, "
@@ -365,21 +365,21 @@ def diag_indices_from(arr_):
     return diag_indices(s[0], len(s))
 
 
-def _indices_from(name: str, fn, arr_, k):
-    x = arr(arr_)
+def _indices_from(name: str, fn, arr, k):
+    x = _as(arr)
     if aval(x).ndim != 2:
         raise error(name, f"input array must be 2-D, got {aval(x)}")
     return fn(aval(x).shape[0], k=k, m=aval(x).shape[1])
 
 
-def tril_indices_from(arr_, k: int = 0):
+def tril_indices_from(arr, k: int = 0):
     from .indexing_ops import tril_indices
-    return _indices_from("tril_indices_from", tril_indices, arr_, k)
+    return _indices_from("tril_indices_from", tril_indices, arr, k)
 
 
-def triu_indices_from(arr_, k: int = 0):
+def triu_indices_from(arr, k: int = 0):
     from .indexing_ops import triu_indices
-    return _indices_from("triu_indices_from", triu_indices, arr_, k)
+    return _indices_from("triu_indices_from", triu_indices, arr, k)
 
 
 def mask_indices(n: int, mask_func: Callable, k: int = 0, *, size: int | None = None):
@@ -470,15 +470,15 @@ def fill_diagonal(a, val, wrap: bool = False, *, inplace: bool = True):
     return lax.reshape(out, xa.shape)
 
 
-def place(arr_, mask, vals, *, inplace: bool = True):
+def place(arr, mask, vals, *, inplace: bool = True):
     """arr with the entries where mask holds replaced by vals, in order (vals repeats if shorter)."""
     _no_inplace("place", inplace)
     from .indexing_ops import take
-    x = arr(arr_)
+    x = _as(arr)
     xa = aval(x)
-    m = lax.reshape(lax.ne(arr(mask), lax.full_like(arr(mask), 0)) if aval(arr(mask)).dtype != np.bool_
-                    else arr(mask), (xa.size,))
-    v = lax.convert_element_type(arr(vals), xa.dtype)
+    m = lax.reshape(lax.ne(_as(mask), lax.full_like(_as(mask), 0)) if aval(_as(mask)).dtype != np.bool_
+                    else _as(mask), (xa.size,))
+    v = lax.convert_element_type(_as(vals), xa.dtype)
     vf = lax.reshape(v, (aval(v).size,))
     k = aval(vf).shape[0]
     if k == 0:
@@ -514,11 +514,11 @@ def put(a, ind, v, mode: str | None = None, *, inplace: bool = True):
     return lax.reshape(out, xa.shape)
 
 
-def put_along_axis(arr_, indices, values, axis: int | None, inplace: bool = True, *, mode=None):
+def put_along_axis(arr, indices, values, axis: int | None, inplace: bool = True, *, mode=None):
     """arr with values written at indices along axis (the functional counterpart of take_along_axis)."""
     _no_inplace("put_along_axis", inplace)
-    x = arr(arr_)
-    idx = arr(indices)
+    x = _as(arr)
+    idx = _as(indices)
     if axis is None:
         x0 = x
         x = lax.reshape(x, (aval(x).size,))
@@ -538,7 +538,7 @@ def put_along_axis(arr_, indices, values, axis: int | None, inplace: bool = True
         c = idx if d == ax else lax.broadcasted_iota(np.int32, shape, d)
         cols.append(lax.reshape(c, shape + (1,)))
     full_idx = lax.concatenate(cols, xa.ndim)
-    v = lax.convert_element_type(arr(values), xa.dtype)
+    v = lax.convert_element_type(_as(values), xa.dtype)
     v = lax.broadcast_in_dim(v, shape, tuple(range(len(shape) - aval(v).ndim, len(shape)))) \
         if aval(v).shape != shape else v
     dims = tuple(range(xa.ndim))
@@ -607,11 +607,11 @@ def load(file, *args, **kwargs):
     return out
 
 
-def save(file, arr_, allow_pickle: bool = True):
-    np.save(file, np.asarray(arr_), allow_pickle=allow_pickle)
+def save(file, arr, allow_pickle: bool = True):
+    np.save(file, np.asarray(arr), allow_pickle=allow_pickle)
 
 
-def savez(file, *args, **kwds):
+def savez(file, *args, allow_pickle: bool = True, **kwds):
     np.savez(file, *(np.asarray(a) for a in args), **{k: np.asarray(v) for k, v in kwds.items()})
 
 
@@ -629,8 +629,8 @@ def array_equiv(a1, a2) -> Any:
     return all_(equal(x, y))
 
 
-def array_repr(arr_, max_line_width=None, precision=None, suppress_small=None):
-    return np.array_repr(np.asarray(arr_), max_line_width, precision, suppress_small)
+def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
+    return np.array_repr(np.asarray(arr), max_line_width, precision, suppress_small)
 
 
 def array_str(a, max_line_width=None, precision=None, suppress_small=None):

@@ -150,9 +150,9 @@ def logaddexp2(x1, x2):
     return lax.select(lax.ne(d, d), lax.add(x1, x2), out)
 
 
-def nextafter(x1, x2):
-    x1, x2 = promote_inexact("nextafter", x1, x2)
-    return lax.nextafter(x1, x2)
+def nextafter(x, y, /):
+    x, y = promote_inexact("nextafter", x, y)
+    return lax.nextafter(x, y)
 
 
 def spacing(x):

@@ -110,13 +110,19 @@ def _quantile(name: str, a, q, axis, method: str, keepdims: bool, ignore_nan: bo
 
 
 def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
-             keepdims: bool = False, *, interpolation=None):
-    return _quantile("quantile", a, q, axis, interpolation or method, keepdims, False)
+             keepdims: bool = False, *, weights=None):
+    return _quantile("quantile", a, q, axis, _no_weights(weights, method), keepdims, False)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
-                keepdims: bool = False, *, interpolation=None):
-    return _quantile("nanquantile", a, q, axis, interpolation or method, keepdims, True)
+                keepdims: bool = False, *, weights=None):
+    return _quantile("nanquantile", a, q, axis, _no_weights(weights, method), keepdims, True)
+
+
+def _no_weights(weights, method):
+    if weights is not None:
+        raise error("quantile", "weights= is not supported")
+    return method
 
 
 def _pct(q):
@@ -125,13 +131,13 @@ def _pct(q):
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False, *, interpolation=None):
-    return _quantile("percentile", a, _pct(q), axis, interpolation or method, keepdims, False)
+               keepdims: bool = False, *, weights=None, out_sharding=None):
+    return _quantile("percentile", a, _pct(q), axis, _no_weights(weights, method), keepdims, False)
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
-                  keepdims: bool = False, *, interpolation=None):
-    return _quantile("nanpercentile", a, _pct(q), axis, interpolation or method, keepdims, True)
+                  keepdims: bool = False, *, weights=None):
+    return _quantile("nanpercentile", a, _pct(q), axis, _no_weights(weights, method), keepdims, True)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
@@ -139,10 +145,8 @@ def nanmedian(a, axis=None, out=None, overwrite_input: bool = False, keepdims: b
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *, where=None,
-           correction=None):
+           mean=None):
     from .reductions import sum as sum_
-    if correction is not None:
-        ddof = correction
     x = to_inexact(arr(a))
     if dtype is not None:
         x = lax.convert_element_type(x, dtype)
@@ -152,7 +156,11 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = F
     zero = lax.full_like(x, 0)
     xv = lax.select(valid, x, zero)
     n = sum_(lax.convert_element_type(valid, aval(x).dtype), axis, keepdims=True)
-    mean = lax.div(sum_(xv, axis, keepdims=True), n)
+    if mean is None:
+        mean = lax.div(sum_(xv, axis, keepdims=True), n)
+    elif not keepdims and axis is not None:
+        from .shape_ops import expand_dims
+        mean = expand_dims(arr(mean), axes_of(axis, aval(x).ndim, "nanvar"))
     from .elementwise import subtract
     d = lax.select(valid, subtract(x, mean), zero)
     if aval(x).dtype.kind == "c":
@@ -167,8 +175,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = F
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False, *, where=None,
-           correction=None):
-    return lax.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, correction=correction))
+           mean=None):
+    return lax.sqrt(nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean))
 
 
 def _nanarg(kind: str, a, axis, keepdims: bool):
@@ -222,11 +230,11 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
 # -- covariance ---------------------------------------------------------------------------------------
 
 def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: int | None = None, fweights=None,
-        aweights=None):
+        aweights=None, dtype=None):
     """The covariance matrix of the variables (rows if rowvar) of m (and y), numpy's formula with weights."""
     from .products import matmul
     from .shape_ops import atleast_2d
-    x = to_inexact(arr(m))
+    x = to_inexact(arr(m) if dtype is None else lax.convert_element_type(arr(m), dtype))
     if aval(x).ndim > 2:
         raise error("cov", f"m has more than 2 dimensions: {aval(x)}")
     x = atleast_2d(x)
@@ -426,7 +434,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     return h, ex, ey
 
 
-def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
+def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None, out_sharding=None):
     """Counts of each non-negative integer in x (weighted sums with weights); the result's length is
     max(x) + 1 (at least minlength) eagerly, `length` under jit (values past it are dropped)."""
     v = arr(x)
