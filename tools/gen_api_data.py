@@ -40,7 +40,7 @@ def main() -> int:
     import jax
     import jax.numpy as jnp
     jax.config.update("jax_platforms", "cpu")
-    m = types.SimpleNamespace(lax=jax.lax, numpy=jnp, nn=jax.nn)
+    m = types.SimpleNamespace(lax=jax.lax, numpy=jnp, nn=jax.nn, grad=jax.grad)
     data: dict[str, np.ndarray] = {}
     names = []
     failed = []

@@ -2,7 +2,7 @@
 tools/gen_api_data.py (which runs them with real JAX and writes tests/frontend/api_data/jax_api_more.npz).
 
 Each case is (name, fn, inputs, options): `fn(m, *inputs)` is written once against a namespace `m` with the
-attributes `lax`, `numpy`, `nn` (jax's modules in the generator, xlapy's in the tests) and returns an array or
+attributes `lax`, `numpy`, `nn`, `grad` (jax's in the generator, xlapy's in the tests) and returns an array or
 a tuple/list of arrays. Options: "jit": False for functions with data-dependent shapes (run eagerly only),
 "rtol"/"atol" tolerances, "exact" for bitwise comparison. Only numpy is imported here."""
 from __future__ import annotations
@@ -115,6 +115,9 @@ LAX_CASES = [
         np.asarray(m.lax.reduce_window_shape_tuple((9, 10), (3, 2), (2, 2), [(1, 0), (2, 1)], (1, 2), (2, 1))),
         np.concatenate([np.asarray(p) for p in m.lax.conv_general_permutations(("NHWC", "HWIO", "NCHW"))])),
      [], {"jit": False, "exact": True}),
+    ("lax_grads", lambda m, x: (m.grad(lambda v: m.lax.cumlogsumexp(v, reverse=True).sum())(x),
+                                m.grad(lambda v: (m.lax.asinh(v) * m.lax.cosh(v) + m.lax.exp2(v)).sum())(x)),
+     [_f32(7)], {"rtol": 1e-5}),
 ]
 
 
@@ -215,6 +218,11 @@ NUMPY_CASES = [
      {"exact": True}),
     ("np_compress_size", lambda m, c, x: m.numpy.compress(c, x, axis=1, size=4, fill_value=-1.0),
      [np.array([True, False, True, True, False]), X], {"exact": True}),
+    ("np_grads", lambda m, x: (m.grad(lambda v: m.numpy.quantile(v, 0.3) + m.numpy.nanvar(v))(x),
+                               m.grad(lambda v: m.numpy.convolve(v, v[::-1]).sum() + m.numpy.polyval(v, 0.5))(x),
+                               m.grad(lambda v: m.numpy.interp(v, np.array([-1.0, 0.0, 2.0], np.float32),
+                                                               np.array([0.0, 2.0, 1.0], np.float32)).sum())(x)),
+     [_f32(6)], {"rtol": 1e-5, "atol": 1e-6}),
     ("np_geomspace", lambda m: (m.numpy.geomspace(1.0, 1000.0, 4), m.numpy.geomspace(-2.0, -32.0, 5)), [],
      {"rtol": 1e-5}),
 ]
@@ -242,6 +250,9 @@ NN_CASES = [
     ("nn_attention_3d", lambda m, q, k, v: m.nn.dot_product_attention(q, k, v), [_f32(5, 2, 8), _f32(6, 2, 8),
                                                                                  _f32(6, 2, 8)],
      {"rtol": 1e-4, "atol": 1e-5}),
+    ("nn_grads", lambda m, q: m.grad(lambda v: (m.nn.dot_product_attention(v, v * 0.5, v, is_causal=True).sum()
+                                                + m.nn.logmeanexp(v) + m.nn.squareplus(v).sum()))(q),
+     [_f32(1, 4, 2, 4)], {"rtol": 1e-4, "atol": 1e-5}),
 ]
 
 CASES = LAX_CASES + NUMPY_CASES + NN_CASES

@@ -13,7 +13,7 @@ import xlapy.nn
 import xlapy.numpy
 
 DATA = np.load(Path(__file__).parent / "api_data" / "jax_api_more.npz")
-XLAPY = types.SimpleNamespace(lax=xlapy.lax, numpy=xlapy.numpy, nn=xlapy.nn)
+XLAPY = types.SimpleNamespace(lax=xlapy.lax, numpy=xlapy.numpy, nn=xlapy.nn, grad=xlapy.grad)
 
 
 def _flatten(out):

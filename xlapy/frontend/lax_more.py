@@ -437,20 +437,16 @@ def _logaddexp(a, b):
 
 
 def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
-    """log(cumsum(exp(x))) along `axis`, without overflow."""
+    """log(cumsum(exp(x))) along `axis`, without overflow: an associative scan of logaddexp (JAX's lowering
+    off TPU), so it differentiates like its parts."""
     operand = _arr(operand)
     a = aval(operand)
     if not dtypes.is_inexact(a.dtype):
         raise lax_error("cumlogsumexp", f"needs a floating-point operand, got {a}")
     axis = canonical_axis(axis, a.ndim, "cumlogsumexp")
-    n = a.shape[axis]
-    if n == 0:
+    if a.shape[axis] == 0:
         return operand
-    dims = [1] * a.ndim
-    dims[axis] = n
-    pads = [(0, 0)] * a.ndim
-    pads[axis] = (0, n - 1) if reverse else (n - 1, 0)
-    return reduce_window(operand, np.array(-np.inf, a.dtype), _logaddexp, dims, None, pads)
+    return associative_scan(_logaddexp, operand, reverse=reverse, axis=axis)
 
 
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
