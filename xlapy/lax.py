@@ -33,7 +33,8 @@ from .frontend.lax_elementwise import (RoundingMethod, abs, add, atan2, bitcast_
                                        shift_right_arithmetic, shift_right_logical, sign, sin, sqrt, sub, tan, tanh)
 from .frontend.lax_fft import FftType, fft
 from .frontend import lax_linalg as linalg
-from .frontend.lax_more import (AccuracyMode, ConvGeneralDilatedDimensionNumbers, DotAlgorithm, DotAlgorithmPreset,
+from .frontend.lax_more import (AccuracyMode, ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers,
+                                DotAlgorithm, DotAlgorithmPreset,
                                 DotDimensionNumbers, PrecisionLike, RaggedDotDimensionNumbers, RandomAlgorithm,
                                 Token, Tolerance, acos, acosh, after_all, approx_max_k, approx_min_k, asin, asinh,
                                 associative_scan, atan, atanh, batch_matmul, broadcast_like, broadcast_shapes,
@@ -68,7 +69,7 @@ from .errors import XlapyError
 from .frontend import dtypes
 from .frontend.tracer import ShapedArray, Tracer, bind, concrete_value, user_frame
 from .hlo import Shape, type_name_of_dtype
-from .hlo.attrs import ConvDimensionNumbers, PadDim, SliceRange, Window, WindowDim
+from .hlo.attrs import PadDim, SliceRange, Window, WindowDim
 
 __all__ = [
     # elementwise
@@ -101,7 +102,8 @@ __all__ = [
     # markers and state
     "optimization_barrier", "rng_bit_generator", "stop_gradient",
     # the rest of jax.lax over the families above (frontend/lax_more.py)
-    "AccuracyMode", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm", "DotAlgorithmPreset",
+    "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm",
+    "DotAlgorithmPreset",
     "DotDimensionNumbers", "PrecisionLike", "RaggedDotDimensionNumbers", "RandomAlgorithm", "Token", "Tolerance",
     "acos", "acosh", "after_all", "approx_max_k", "approx_min_k", "asin", "asinh", "associative_scan", "atan",
     "atanh", "batch_matmul", "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "collapse", "composite",

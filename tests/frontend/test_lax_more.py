@@ -81,3 +81,13 @@ def test_errors():
         lax.batch_matmul(x, np.ones((2, 3, 4), np.float32))
     with pytest.raises(XlapyError, match="tile: reps"):
         lax.tile(x, (2,))
+
+
+def test_conv_dimension_numbers_are_jax_s():
+    dn = lax.conv_dimension_numbers((2, 5, 6, 3), (3, 3, 3, 4), ("NHWC", "HWIO", "NHWC"))
+    assert isinstance(dn, lax.ConvDimensionNumbers) and dn == ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    x = np.random.default_rng(0).standard_normal((2, 5, 6, 3)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((3, 3, 3, 4)).astype(np.float32)
+    a = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
+    b = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)

@@ -16,8 +16,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ._util import (Array, arr, arr as _as, aval, axes_of, broadcast_all, canon_axis, concretization_error, dtypes, error,
-                    is_traced, lax, to_inexact)
+from ._util import (Array, arr, arr as _as, aval, axes_of, broadcast_all, canon_axis, concretization_error, dtypes,
+                    error, is_traced, lax, to_inexact)
 
 ComplexWarning = np.exceptions.ComplexWarning
 
