@@ -1,6 +1,9 @@
 """xlapy.lax's names beyond the core families (frontend/lax_more.py): each checked against JAX's outputs
 (api_data/jax_api_more.npz, from tools/gen_api_data.py), eagerly and under jit, on both backends; plus the
 errors and the helpers that return Python values."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -8,6 +11,7 @@ import xlapy
 import xlapy.lax as lax
 from xlapy.errors import XlapyError
 
+sys.path.insert(0, str(Path(__file__).parent))     # pytest's importlib mode does not: the shared case table
 from api_more_cases import LAX_CASES
 from api_more_check import check_case
 

@@ -2,6 +2,9 @@
 dot_product_attention against JAX's outputs (api_data/jax_api_more.npz, from tools/gen_api_data.py), eagerly and
 under jit; scaled_matmul / scaled_dot_general against numpy (JAX has no CPU lowering for them); errors. Both
 backends."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -9,6 +12,7 @@ import xlapy
 import xlapy.nn as nn
 from xlapy.errors import XlapyError
 
+sys.path.insert(0, str(Path(__file__).parent))     # pytest's importlib mode does not: the shared case table
 from api_more_cases import NN_CASES
 from api_more_check import check_case
 

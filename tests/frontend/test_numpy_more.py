@@ -2,6 +2,9 @@
 outputs (api_data/jax_api_more.npz, from tools/gen_api_data.py) eagerly and under jit, and against numpy where
 numpy defines the same function; data-dependent shapes raise ConcretizationError under jit; bad inputs raise
 clear errors. Both backends."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -9,6 +12,7 @@ import xlapy
 import xlapy.numpy as xnp
 from xlapy.errors import ConcretizationError, XlapyError
 
+sys.path.insert(0, str(Path(__file__).parent))     # pytest's importlib mode does not: the shared case table
 from api_more_cases import NUMPY_CASES
 from api_more_check import check_case
 
