@@ -163,7 +163,7 @@ class Computation:
     """A list of instructions and its root. FIELDS declares every field (__init__ sets each, __slots__ admits
     no other)."""
 
-    FIELDS = ("name", "instructions", "root", "parent", "attrs", "_async_sugar")
+    FIELDS = ("name", "instructions", "root", "parent", "attrs", "_async_sugar", "_parameter_index")
     __slots__ = FIELDS
 
     def __init__(self, name: str, instructions: Iterable[Instruction] = (), root: Instruction | None = None):
@@ -174,6 +174,7 @@ class Computation:
         self.attrs: dict[str, Any] = {}   # e.g. execution_thread
         # the parser made this computation from X-start/-update/-done sugar; the printer writes it back that way
         self._async_sugar = False
+        self._parameter_index: dict[int, Instruction] | None = None     # parameter(n)'s cache, never cloned
         for inst in instructions:
             self.add_instruction(inst)
         if root is not None:
@@ -231,9 +232,15 @@ class Computation:
         return sorted(params, key=lambda i: i.parameter_number)
 
     def parameter(self, n: int) -> Instruction:
-        for inst in self.instructions:
-            if inst.opcode == "parameter" and inst.parameter_number == n:
-                return inst
+        # an index of the parameters, checked on use (instructions come and go without telling it); a fusion pass
+        # asks for parameters of growing fused computations hundreds of thousands of times
+        index = self._parameter_index
+        inst = index.get(n) if index else None
+        if inst is not None and inst.parent is self and inst.opcode == "parameter" and inst.parameter_number == n:
+            return inst
+        self._parameter_index = index = {i.parameter_number: i for i in self.instructions if i.opcode == "parameter"}
+        if n in index:
+            return index[n]
         raise IndexError(f"computation {self.name} has no parameter {n}")
 
     @property

@@ -135,6 +135,12 @@ REFUSALS: list[tuple[str, Rule]] = [
 ]
 
 
+# refusals that depend on the producer alone: they stand while the consumer grows (InstructionFusion._run_on
+# asks each producer once per consumer, instead of once per operand fused into it)
+PRODUCER_ONLY = frozenset({"producer is a fusion", "producer is not fusible", "non-scalar constant",
+                           "producer is not loop-fusible"})
+
+
 def decide(consumer: Instruction, index: int, do_not_duplicate: set = frozenset()) -> tuple[str | None, str]:
     """(fusion kind, "") when operand `index` should be fused into `consumer`, else (None, reason)."""
     producer = consumer.operands[index]
@@ -220,8 +226,9 @@ class InstructionFusion(Pass):
         changed = False
         for consumer in reversed(order):
             current = consumer
+            settled: set[int] = set()          # producers refused for a PRODUCER_ONLY reason
             while current.parent is comp:
-                fused = self._fuse_one_operand(current, position, do_not_duplicate)
+                fused = self._fuse_one_operand(current, position, do_not_duplicate, settled)
                 if fused is None:
                     break
                 position[id(fused)] = position[id(consumer)]
@@ -229,20 +236,25 @@ class InstructionFusion(Pass):
                 changed = True
         return changed
 
-    def _fuse_one_operand(self, consumer: Instruction, position: dict, do_not_duplicate: set):
-        """Fuse the first operand (latest defined first) that the rules allow; the fusion, or None."""
+    def _fuse_one_operand(self, consumer: Instruction, position: dict, do_not_duplicate: set,
+                          settled: set | None = None):
+        """Fuse the first operand (latest defined first) that the rules allow; the fusion, or None. `settled`:
+        producers already refused for a reason of their own (PRODUCER_ONLY), skipped, and added to."""
         if not (is_fusion(consumer) or F.is_fusible(consumer)):
             return None
+        settled = set() if settled is None else settled
         indices = sorted(range(len(consumer.operands)), key=lambda i: -position.get(id(consumer.operands[i]), -1))
         tried: set[int] = set()
         for i in indices:
             producer = consumer.operands[i]
-            if id(producer) in tried:
+            if id(producer) in tried or id(producer) in settled:
                 continue
             tried.add(id(producer))
             kind, reason = decide(consumer, i, do_not_duplicate)
             if kind is None:
                 self.decisions.append((consumer.name, producer.name, reason))
+                if reason in PRODUCER_ONLY:
+                    settled.add(id(producer))
                 continue
             self.decisions.append((consumer.name, producer.name, "fused"))
             return fuse_into(consumer, producer, kind)
@@ -254,4 +266,4 @@ def refusals(pass_: InstructionFusion) -> dict[tuple[str, str], str]:
     return {(c, p): r for c, p, r in pass_.decisions if r != "fused"}
 
 
-__all__ = ["InstructionFusion", "decide", "REFUSALS", "fusible_computations", "refusals"]
+__all__ = ["InstructionFusion", "decide", "REFUSALS", "PRODUCER_ONLY", "fusible_computations", "refusals"]
