@@ -27,9 +27,11 @@ NORMAL_X = [-30.0, -15.0, -9.0, -5.0, -2.0, -0.5, 0.0, 0.5, 2.0, 4.0, 6.0, 9.0]
 BESSEL = [-20.0, -8.5, -3.0, -1.0, -0.01, 0.0, 0.01, 0.7, 2.0, 5.0, 7.99, 8.01, 15.0, 50.0]
 
 
-def case(fn, *inputs, module="scipy.special", kwargs=None, dtypes=("float32", "float64"), name=None):
+def case(fn, *inputs, module="scipy.special", kwargs=None, dtypes=("float32", "float64"), name=None, int_inputs=()):
+    """int_inputs: the positions of inputs passed as int32 (polygamma's n, sph_harm_y's n and m)."""
     return {"name": name or fn, "module": module, "fn": fn, "inputs": [list(np.ravel(i)) for i in inputs],
-            "shapes": [list(np.shape(i)) for i in inputs], "kwargs": kwargs or {}, "dtypes": list(dtypes)}
+            "shapes": [list(np.shape(i)) for i in inputs], "kwargs": kwargs or {}, "dtypes": list(dtypes),
+            "int_inputs": list(int_inputs)}
 
 
 def _grid(a, b):
@@ -51,7 +53,7 @@ CASES = [
     case("comb", [10.0, 4.0, 6.0], [3.0, 2.0, 0.0], kwargs={"repetition": True}, name="comb_rep"),
     case("poch", [0.5, 1.0, 2.5, 4.0, 3.0], [2.0, 0.0, 1.5, 3.0, -1.0]),
     case("multigammaln", [3.0, 4.5, 10.0], kwargs={"d": 3}),
-    case("polygamma", [0, 1, 2, 3, 1, 2], [2.5, 0.7, 3.0, 1.5, 10.0, 0.3], name="polygamma"),
+    case("polygamma", [0, 1, 2, 3, 1, 2], [2.5, 0.7, 3.0, 1.5, 10.0, 0.3], name="polygamma", int_inputs=(0,)),
     case("zeta", [2.0, 2.5, 3.0, 4.0, 1.5, 6.0], [1.0, 0.5, 2.0, 7.5, 3.0, 1.0]),
     case("erf", ERF), case("erfc", ERF), case("erfinv", [-0.999, -0.9, -0.5, -0.01, 0.0, 0.3, 0.7, 0.99, 0.99999]),
     case("ndtr", NORMAL_X), case("ndtri", UNIT), case("log_ndtr", NORMAL_X),
@@ -64,6 +66,31 @@ CASES = [
     case("boxcox1p", [0.5, 0.0, 2.0, 10.0], [0.0, 0.5, -1.0, 2.0]),
     case("i0", BESSEL[1:-1]), case("i0e", BESSEL), case("i1", BESSEL[1:-1]), case("i1e", BESSEL),
     case("spence", [0.0, 0.2, 0.5, 0.9, 1.0, 1.3, 1.7, 2.5, 10.0, -1.0]),
+    case("erfcx", [-9.0, -3.0, -1.0, -0.2, 0.0, 0.3, 1.0, 2.5, 5.0, 12.0, 30.0, 1e4]),
+    case("erfcx", [[0.5, 1.0], [-1.0, 0.3], [2.0, -3.0], [0.0, 4.0]], dtypes=("complex64", "complex128"),
+         name="erfcx_complex"),
+    case("dawsn", [-12.0, -4.0, -1.0, -0.01, 0.0, 0.2, 0.9, 2.0, 3.2, 3.3, 5.0, 6.2, 6.3, 10.0, 100.0]),
+    case("wofz", [[1.0, 1.0], [-2.0, 0.5], [0.3, -2.0], [0.0, 3.0], [-1.0, -1.0], [5.0, 0.1], [0.0, 0.0],
+                  [12.0, 7.0], [-0.5, -0.3]], dtypes=("complex64", "complex128")),
+    case("expi", [-50.0, -10.0, -2.0, -0.5, -0.01, 0.01, 0.5, 1.9, 2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 50.0, 70.0,
+                  200.0]),
+    case("exp1", [0.0, 0.01, 0.3, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 70.0, -1.0]),
+    case("expn", *_grid([0.0, 1.0, 2.0, 3.0, 7.0, 30.0], [0.0, 0.05, 0.7, 1.0, 1.3, 4.0, 20.0])),
+    case("expn", [5000.0, 6000.0, -1.0], [2.0, 0.5, 1.0], name="expn_large_n"),
+    case("sici", [-30.0, -4.0, -0.5, 0.0, 0.1, 1.0, 3.9, 4.1, 7.5, 8.5, 50.0, 1e3, 2e9]),
+    case("hyp1f1", [0.5, 1.0, 2.0, -1.5, 3.0, 0.0, 2.0, 1.5, 0.7], [1.5, 2.0, 0.5, 2.5, 3.0, 1.0, 0.0, 3.5, 1.2],
+         [0.3, -2.0, 5.0, 1.2, 150.0, 3.0, 1.0, 120.0, -0.8]),
+    case("hyp2f1", [0.5, 1.0, 2.0, -2.0, 1.5, 0.3, 2.0, 0.0, 1.0, 0.5, 1.5, 2.0],
+         [1.5, 2.0, 0.5, 2.5, 1.0, 0.7, 3.0, 1.0, 1.0, 0.5, 2.5, 3.0],
+         [2.0, 3.0, 4.0, 1.5, 2.5, 1.0, 1.0, 2.0, 1.0, 3.0, 1.0, 3.0],
+         [0.3, -0.5, 0.95, 0.5, 0.99, 0.95, -0.5, 0.4, 0.5, 1.0, 0.8, 0.6]),
+    case("owens_t", [0.0, 0.5, 1.0, 2.0, -1.0, 3.0, 0.2, 1.5, 0.0], [0.5, 1.0, 2.0, 0.3, -5.0, 0.8, 10.0, 1.0, 3.0]),
+    case("bessel_jn", [0.5, 1.0, 3.0, 10.0, 25.0], kwargs={"v": 3}),
+    case("bessel_jn", [[0.2, 2.0], [7.0, 12.0]], kwargs={"v": 1, "n_iter": 60}, name="bessel_jn_2d"),
+    case("sph_harm_y", [0, 1, 1, 2, 2, 3, 3, 4], [0, 0, 1, -1, 2, -3, 1, 2],
+         [0.3, 1.0, 2.0, 0.5, 1.2, 2.8, 0.0, 1.7], [0.0, 0.5, 1.0, 2.0, -1.0, 3.0, 0.7, 4.0],
+         int_inputs=(0, 1)),
+    case("fresnel", [-3.0, -0.5, 0.0, 0.3, 1.0, 1.5, 1.6, 1.7, 3.0, 10.0, 100.0, 5e4]),
     case("softmax", np.linspace(-2, 3, 12).reshape(3, 4), kwargs={"axis": -1}),
     case("log_softmax", np.linspace(-2, 3, 12).reshape(3, 4), kwargs={"axis": 0}),
     case("logsumexp", np.linspace(-2, 3, 12).reshape(3, 4), kwargs={"axis": 1}),
@@ -76,10 +103,6 @@ CASES = [
     case("erf_inv", [-0.9, -0.2, 0.0, 0.5, 0.999], module="lax"),
     case("erfc", ERF, module="lax", name="lax_erfc"),
 ]
-
-
-def _int_first(c):
-    return c["fn"] == "polygamma" and c["module"] == "scipy.special"
 
 
 def main():
@@ -95,9 +118,15 @@ def main():
         fn = getattr(mod, c["fn"])
         for dt in c["dtypes"]:
             key = f"{c['name']}.{dt}"
+            # as the test runs them: x64 only for the double-precision cases (a float32 case under x64 would let
+            # float64 constants promote its result)
+            jax.config.update("jax_enable_x64", dt in ("float64", "complex128"))
             ins = []
             for k, (vals, shape) in enumerate(zip(c["inputs"], c["shapes"])):
-                idt = "int32" if (k == 0 and _int_first(c)) else dt
+                idt = "int32" if k in c["int_inputs"] else dt
+                if np.dtype(dt).kind == "c":
+                    vals = np.asarray(vals).reshape(-1, 2) @ np.asarray([1.0, 1.0j])
+                    shape = shape[:-1]
                 ins.append(np.asarray(vals, idt).reshape(shape))
             out = np.asarray(fn(*[jnp.asarray(i) for i in ins], **c["kwargs"]))
             for k, i in enumerate(ins):

@@ -1,5 +1,6 @@
 """xlapy.scipy.special and lax's special functions against JAX 0.10.2's outputs (CPU), stored with their case table
-in special_data/jax_special.npz by tools/gen_special_data.py, in float32 and float64, on both backends.
+in special_data/jax_special.npz by tools/gen_special_data.py, in float32 and float64 (complex64 and complex128
+for wofz and complex erfcx), on both backends.
 
 Both sides run the same algorithms (XLA's expansions, JAX's compositions), so they agree to a few ulp of the
 backends' exp/log/sin; the loops (igamma, betainc) and the compositions that amplify rounding (gamma of large
@@ -34,7 +35,7 @@ LOOSE_F32 = {"igamma", "igammac", "gammainc", "gammaincc", "igamma_grad_a", "ran
 def _x64_for_f64(request):
     key = request.node.callspec.params.get("key", "") if hasattr(request.node, "callspec") else ""
     old = xlapy.config.enable_x64
-    xlapy.config.update("jax_enable_x64", key.endswith("float64"))
+    xlapy.config.update("jax_enable_x64", key.endswith(("float64", "complex128")))
     try:
         yield
     finally:
@@ -54,7 +55,7 @@ def _call(c, jit: bool = False):
 def _check(c, got, want):
     assert got.shape == want.shape
     assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    if want.dtype == np.float64:
+    if want.dtype in (np.float64, np.complex128):
         rtol, atol = 1e-9, 1e-12
     elif c["fn"] in LOOSE_F32:
         rtol, atol = 1e-4, 1e-6
@@ -70,7 +71,8 @@ def test_matches_jax(key):
 
 
 @pytest.mark.parametrize("key", [k for k in CASES if k.endswith("float32") and CASES[k]["fn"] in
-                                 ("gammaln", "betainc", "gammainc", "log_ndtr", "ndtri", "spence", "zeta")])
+                                 ("gammaln", "betainc", "gammainc", "log_ndtr", "ndtri", "spence", "zeta", "expn",
+                                  "hyp1f1", "hyp2f1", "sici", "fresnel", "bessel_jn")])
 def test_under_jit(key):
     c = CASES[key]
     _check(c, _call(c, jit=True), DATA[f"{key}.out"])
@@ -105,3 +107,17 @@ def test_bernoulli_and_errors():
         special.polygamma(1.0, 2.0)
     with pytest.raises(TypeError):
         special.ndtr(np.float16(1.0))
+
+
+def test_new_functions_structure():
+    s, c = special.fresnel(np.float32(1.0))
+    assert np.asarray(s).dtype == np.float32 and np.asarray(c).shape == ()
+    si, ci = special.sici(np.array([1.0, 2.0], np.float32))
+    assert np.asarray(si).shape == (2,) and np.asarray(ci).shape == (2,)
+    assert np.asarray(special.bessel_jn(np.ones((2, 3), np.float32), v=4)).shape == (5, 2, 3)
+    assert np.asarray(special.wofz(np.float32(0.5))).dtype == np.complex64
+    with pytest.raises(NotImplementedError):
+        special.sph_harm_y(np.array([1]), np.array([0]), np.array([0.5], np.float32), np.array([0.1], np.float32),
+                           diff_n=1)
+    with pytest.raises(xlapy.XlapyError):
+        special.dawsn(np.complex64(1.0))
