@@ -1,6 +1,6 @@
 """Regenerates tests/frontend/scipy_linalg_data/jax_scipy_linalg.npz: jax.scipy.linalg's outputs for the special
 matrices and the decompositions built over xlapy's existing ones (polar, qr_multiply, expm_frechet,
-eigh_tridiagonal), so that tests/frontend/test_scipy_linalg_more.py compares xlapy.scipy.linalg against JAX
+eigh_tridiagonal, solve_sylvester), so that tests/frontend/test_scipy_linalg_more.py compares xlapy.scipy.linalg against JAX
 without JAX installed.
 
     .venv-models/bin/python tools/gen_scipy_linalg_data.py
@@ -24,6 +24,8 @@ SQ = rs.randn(4, 4) * 0.7
 E4 = rs.randn(4, 4)
 C24 = rs.randn(2, 4)
 C3 = rs.randn(3, 2)
+B3 = rs.randn(3, 3) + 2 * np.eye(3)
+C43 = rs.randn(4, 3)
 
 
 def case(name, fn, arrays=(), static=(), kwargs=None, x64=(False, True), int_arrays=False):
@@ -64,6 +66,9 @@ CASES = sum([
          kwargs={"eigvals_only": True}),
     case("eigh_tridiagonal_i", "eigh_tridiagonal", [[1., 2., 3., 4., -1.], [0.5, 0.3, -0.2, 1.1]],
          kwargs={"eigvals_only": True, "select": "i", "select_range": [1, 3]}),
+    case("solve_sylvester", "solve_sylvester", [SQ, B3, C43]),
+    case("solve_sylvester_eigen", "solve_sylvester", [SQ, B3, C43], kwargs={"method": "eigen"}),
+    case("solve_sylvester_batch", "solve_sylvester", [np.stack([SQ, SQ.T]), B3, C43]),
 ], [])
 
 

@@ -1,7 +1,7 @@
-"""xlapy.scipy.linalg's special matrices and the decompositions built over the existing ones (polar, qr_multiply,
-expm_frechet, eigh_tridiagonal) against JAX 0.10.2's outputs (scipy_linalg_data/jax_scipy_linalg.npz, from
-tools/gen_scipy_linalg_data.py), in float32 and float64, on both backends; plus the names JAX has and xlapy
-does not (the Schur-based ones)."""
+"""xlapy.scipy.linalg's special matrices and the decompositions built over the existing ones (polar,
+qr_multiply, expm_frechet, eigh_tridiagonal, solve_sylvester) against JAX 0.10.2's outputs
+(scipy_linalg_data/jax_scipy_linalg.npz, from tools/gen_scipy_linalg_data.py), in float32 and float64, on both
+backends; plus the names JAX has and xlapy does not (the ones that need a Schur decomposition)."""
 from __future__ import annotations
 
 import json
@@ -21,7 +21,7 @@ JAX_NAMES = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "
              "hadamard", "hankel", "helmert", "hessenberg", "hilbert", "inv", "invhilbert", "invpascal", "leslie",
              "lu", "lu_factor", "lu_solve", "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur", "solve",
              "solve_sylvester", "solve_triangular", "sqrtm", "svd", "toeplitz"]       # dir(jax.scipy.linalg), 0.10.2
-NOT_YET = {"funm", "hessenberg", "rsf2csf", "schur", "solve_sylvester", "sqrtm"}   # need LAPACK gees / gehrd
+NOT_YET = {"funm", "hessenberg", "rsf2csf", "schur", "sqrtm"}   # need LAPACK gees / gehrd
 
 SIGN_FREE = {"qr_multiply"}          # Householder signs may differ between LAPACK builds: compare magnitudes
 
@@ -61,7 +61,7 @@ def test_matches_jax(key, x64):
         if c["fn"] in SIGN_FREE and k == 1:
             got, want = np.abs(got), np.abs(want)
         tol = 1e-9 if c["x64"] else 2e-5
-        if c["fn"] in ("expm_frechet", "polar", "invhilbert", "invpascal", "pascal"):
+        if c["fn"] in ("expm_frechet", "polar", "invhilbert", "invpascal", "pascal", "solve_sylvester"):
             tol = 1e-7 if c["x64"] else 2e-4
         if c["fn"] == "pascal":          # float32 lgamma even under x64, as JAX
             tol = 2e-5
@@ -105,3 +105,11 @@ def test_errors():
 def test_names_match_jax():
     missing = {n for n in JAX_NAMES if not hasattr(linalg, n)}
     assert missing == NOT_YET
+
+
+def test_solve_sylvester_singular_is_nan():
+    eye = np.eye(2, dtype=np.float32)
+    for method in ("schur", "eigen"):
+        assert np.isnan(np.asarray(linalg.solve_sylvester(eye, -eye, eye, method=method))).all()
+    with pytest.raises(ValueError):
+        linalg.solve_sylvester(eye, eye, eye, method="bad")

@@ -5,10 +5,11 @@ lu_solve, qr (modes full, economic, r), eigh (standard problem), svd, inv, solve
 expm (scaling and squaring with a degree-13 Padé approximant), block_diag; JAX's special matrices (toeplitz,
 hankel, circulant, leslie, companion, fiedler, fiedler_companion, convolution_matrix, hilbert, invhilbert, pascal,
 invpascal, helmert, hadamard, dft); polar (through the SVD), qr_multiply, expm_frechet (the JVP of expm, as JAX)
-and eigh_tridiagonal (JAX's Sturm-count bisection). `overwrite_*` and `check_finite` are accepted and ignored, as
+eigh_tridiagonal (JAX's Sturm-count bisection) and solve_sylvester (method 'eigen' as JAX; 'schur' through
+the Kronecker system, see there). `overwrite_*` and `check_finite` are accepted and ignored, as
 in JAX.
 
-Not here (JAX has them): schur, hessenberg, rsf2csf, sqrtm, funm and solve_sylvester, which need LAPACK's
+Not here (JAX has them): schur, hessenberg, rsf2csf, sqrtm and funm, which need LAPACK's
 gees / gehrd (not yet among xlapy's LAPACK custom calls).
 """
 from __future__ import annotations
@@ -24,7 +25,8 @@ from ..numpy._util import arr, aval, error
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion", "convolution_matrix", "det",
            "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet", "fiedler", "fiedler_companion", "hadamard",
            "hankel", "helmert", "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve",
-           "pascal", "polar", "qr", "qr_multiply", "solve", "solve_triangular", "svd", "toeplitz"]
+           "pascal", "polar", "qr", "qr_multiply", "solve", "solve_sylvester", "solve_triangular", "svd",
+           "toeplitz"]
 
 _lin = lax.linalg
 
@@ -626,3 +628,38 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a", sel
     if select == "i":
         v = v[:, select_range[0]:select_range[1] + 1]
     return w, v
+
+
+def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
+    """X with A X + X B = C; NaN where some eigenvalue pair has |lambda_A + lambda_B| < tol (as JAX).
+
+    method='eigen' is JAX's: diagonalize A and B with eig. method='schur' (JAX's default, Bartels-Stewart over
+    LAPACK's gees) is computed here by solving the Kronecker system (I (x) A + B^T (x) I) vec(X) = vec(C), which
+    has the same unique solution: xlapy has no Schur decomposition yet, and the system is m n x m n, so this is
+    for small matrices."""
+    A, B, C = _inexact(A, B, C)
+    m, n = aval(C).shape[-2:]
+    if aval(A).shape[-2:] != (m, m) or aval(B).shape[-2:] != (n, n):
+        raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {aval(A).shape}\nB: {aval(B).shape}\n"
+                         f"C: {aval(C).shape}")
+    if method not in ("schur", "eigen"):
+        raise ValueError(f'Unrecognized method {method}. The two valid methods are either "schur" or "eigen".')
+    real_c = aval(C).dtype.kind != "c"
+
+    def one(A, B, C):
+        if method == "eigen":
+            RA, UA = jnp.linalg.eig(A)
+            RB, UB = jnp.linalg.eig(B)
+            F = solve(UA, C.astype(aval(RA).dtype) @ UB)
+            Y = F / (RA[:, None] + RB[None, :])
+            X = UA[:m, :m] @ Y[:m, :n] @ inv(UB)[:n, :n]
+        else:
+            dt = aval(C).dtype
+            K = jnp.kron(jnp.eye(n, dtype=dt), A) + jnp.kron(B.T, jnp.eye(m, dtype=dt))
+            x = jnp.linalg.solve(K, C.T.reshape(m * n))          # vec stacks columns
+            X = x.reshape(n, m).T
+        if real_c:
+            X = jnp.real(X)
+        near = jnp.any(jnp.abs(jnp.linalg.eigvals(A)[:, None] + jnp.linalg.eigvals(B)[None, :]) < tol)
+        return jnp.where(near, jnp.full_like(X, np.nan), X)
+    return jnp.vectorize(one, signature="(m,m),(n,n),(m,n)->(m,n)")(A, B, C)
