@@ -360,12 +360,12 @@ def convolution_matrix(a, n: int, mode: str = "full"):
 
 
 def _default_float():
-    from .. import config
+    from ..frontend.dtypes import config
     return np.float64 if config.enable_x64 else np.float32
 
 
 def _default_complex():
-    from .. import config
+    from ..frontend.dtypes import config
     return np.complex128 if config.enable_x64 else np.complex64
 
 
