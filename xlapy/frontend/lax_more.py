@@ -24,7 +24,7 @@ from .lax_elementwise import (abs as lax_abs, add, atan2, bitcast_convert_type, 
                               shift_right_logical, sign, sqrt, sub, complex as lax_complex)
 from .lax_operands import canonical_axis, coerce_same, convert, lax_error
 from .lax_reduce import (GatherDimensionNumbers, ScatterDimensionNumbers, _int_indices, _mode, gather,
-                         reduce_window, scalar_computation, scatter_add, sort, top_k, _clip_scatter_indices)
+                         reduce_window, scalar_computation, scatter_add, scatter_attrs, sort, top_k, _clip_scatter_indices)
 from .lax_shapes import (broadcast, broadcast_in_dim, concatenate, dynamic_slice, dynamic_update_slice,
                          expand_dims, full, full_like, reshape, rev, slice as lax_slice, squeeze, transpose)
 from .tracer import aval, bind
@@ -607,19 +607,7 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *
         scatter_indices = _clip_scatter_indices(scatter_indices, a, aval(updates), dimension_numbers)
     from .tracer import ShapedArray
     comp = scalar_computation(lambda x, _u: func(x), [ShapedArray((), a.dtype), ShapedArray((), a.dtype)])
-    dn = dimension_numbers
-    attrs: dict[str, Any] = {"update_window_dims": tuple(dn.update_window_dims),
-                             "inserted_window_dims": tuple(dn.inserted_window_dims)}
-    if dn.operand_batching_dims:
-        attrs["input_batching_dims"] = tuple(dn.operand_batching_dims)
-        attrs["scatter_indices_batching_dims"] = tuple(dn.scatter_indices_batching_dims)
-    attrs["scatter_dims_to_operand_dims"] = tuple(dn.scatter_dims_to_operand_dims)
-    attrs["index_vector_dim"] = ia.ndim - 1
-    if indices_are_sorted:
-        attrs["indices_are_sorted"] = True
-    if unique_indices:
-        attrs["unique_indices"] = True
-    attrs["to_apply"] = comp
+    attrs = scatter_attrs(dimension_numbers, ia.ndim, comp, indices_are_sorted, unique_indices)
     return bind("scatter", [operand, scatter_indices, updates], attrs, name="scatter_apply", weak_type=a.weak_type)
 
 

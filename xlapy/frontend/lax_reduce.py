@@ -369,6 +369,24 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, sl
     return select(mask, out, full(oa.shape, fill, a.dtype))
 
 
+def scatter_attrs(dn: ScatterDimensionNumbers, indices_rank: int, to_apply, indices_are_sorted: bool,
+                  unique_indices: bool) -> dict[str, Any]:
+    """The HLO scatter attributes for JAX's dimension numbers (index vector in the last dim of the indices)."""
+    attrs: dict[str, Any] = {"update_window_dims": tuple(dn.update_window_dims),
+                             "inserted_window_dims": tuple(dn.inserted_window_dims)}
+    if dn.operand_batching_dims:
+        attrs["input_batching_dims"] = tuple(dn.operand_batching_dims)
+        attrs["scatter_indices_batching_dims"] = tuple(dn.scatter_indices_batching_dims)
+    attrs["scatter_dims_to_operand_dims"] = tuple(dn.scatter_dims_to_operand_dims)
+    attrs["index_vector_dim"] = indices_rank - 1
+    if indices_are_sorted:
+        attrs["indices_are_sorted"] = True
+    if unique_indices:
+        attrs["unique_indices"] = True
+    attrs["to_apply"] = to_apply
+    return attrs
+
+
 def _scatter_op(kind: str):
     name = "scatter" if kind == "set" else f"scatter_{kind}"
 
@@ -388,19 +406,7 @@ def _scatter_op(kind: str):
         else:
             comp = monoid_computation({"add": "add", "mul": "multiply", "min": "minimum", "max": "maximum"}[kind],
                                       a.dtype, name)
-        dn = dimension_numbers
-        attrs: dict[str, Any] = {"update_window_dims": tuple(dn.update_window_dims),
-                                 "inserted_window_dims": tuple(dn.inserted_window_dims)}
-        if dn.operand_batching_dims:
-            attrs["input_batching_dims"] = tuple(dn.operand_batching_dims)
-            attrs["scatter_indices_batching_dims"] = tuple(dn.scatter_indices_batching_dims)
-        attrs["scatter_dims_to_operand_dims"] = tuple(dn.scatter_dims_to_operand_dims)
-        attrs["index_vector_dim"] = ia.ndim - 1
-        if indices_are_sorted:
-            attrs["indices_are_sorted"] = True
-        if unique_indices:
-            attrs["unique_indices"] = True
-        attrs["to_apply"] = comp
+        attrs = scatter_attrs(dimension_numbers, ia.ndim, comp, indices_are_sorted, unique_indices)
         return bind("scatter", [operand, scatter_indices, updates], attrs, name=name, weak_type=a.weak_type)
     op.__name__ = name
     op.__doc__ = (f"lax.{name}: XLA scatter ({kind}); out-of-bounds updates are dropped (mode 'clip' clamps "
