@@ -188,4 +188,6 @@ def with_weak_type(x: Any, weak_type: bool) -> Any:
     """The same value with a different weak-type flag (no HLO): a Tracer of the same instruction, or an Array."""
     if isinstance(x, Tracer):
         return Tracer(x.trace, x.inst, weak_type)
+    if type(x) is not Array and hasattr(x, "with_weak_type"):      # a LazyArray (lazy/graph.py) stays pending
+        return x.with_weak_type(weak_type)
     return Array(np.asarray(x), weak_type=weak_type)

@@ -6,7 +6,8 @@ op signature and run. The cache key is structural — (opcode, name, attributes 
 (shape, dtype, weak_type), grouping, result shape, backend) — so a hit neither builds nor prints a module; only
 attributes with no value-hashable form (a called computation) fall back to keying on the module's text.
 `eager_stats()` counts compiles and cache hits — the point of the seed example is the cost of this op-by-op path
-against one compiled whole program. The cache keeps at most `config.eager_cache_size` executables (least recently
+against one compiled whole program. In lazy mode (lazy/state.py: XLAPY_LAZY=1, `xlapy.lazy()`) the op is recorded
+instead (lazy/graph.py) and runs with the others pending at the next cut (lazy/cut.py). The cache keeps at most `config.eager_cache_size` executables (least recently
 used dropped first) and is shared by all threads: an op signature that several threads miss at once compiles once
 (compile_cache.py).
 """
@@ -22,6 +23,7 @@ from ..hlo import Computation, Module
 from . import dtypes
 from .backend import registry_default
 from .compile_cache import CompileCache
+from .lazy import state as lazy_state
 from .tracer import Packed, ShapedArray, Trace, Tracer, concrete_value, make_op
 
 _CACHE = CompileCache(lambda: dtypes.config.eager_cache_size)
@@ -138,6 +140,10 @@ def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, sha
     values = [v for o in operands for v in (o if isinstance(o, Packed) else [o])]
     avals = [aval_of_value(v) for v in values]
     backend = dtypes.config.default_backend or registry_default()
+    if lazy_state.enabled():                    # lazy mode: record the op, compute it at the next cut (lazy/)
+        from .lazy import op_key, record
+        key = op_key(opcode, operands, avals, attrs, shape, name, backend)
+        return record(opcode, operands, attrs, values, avals, key, shape, name, weak_type)
     key = _op_key(opcode, operands, avals, attrs, shape, name, backend)
     exe = _CACHE.get(key) if key is not None else None
     if exe is None:

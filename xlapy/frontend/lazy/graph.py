@@ -1,0 +1,168 @@
+"""Recording: an op outside a trace in lazy mode becomes a Node of the thread's pending graph, its results
+LazyArrays that owe their value to it.
+
+A Node is (the op's structural key, opcode, attributes, operands); an operand is another node's result
+(`(node, index)`) or a leaf: the concrete operand object itself (an Array, a numpy value, a Python scalar), which
+becomes a parameter of the compiled cluster. The key is eager's op key (eager.py: opcode, attributes, operand
+avals, flags, backend), so the result avals are inferred once per key (`_SHAPES`) and a recorded op costs a
+dictionary look-up; the first time, the op is built on parameters exactly as eager builds it, so a shape error
+is raised at the op, naming it and the user's line, as in eager mode.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Sequence
+
+from ...hlo import Computation
+from ..array import Array, interned_aval
+from ..tracer import Packed, ShapedArray, Trace, aval_of_shape, make_op
+from . import state
+
+_SHAPES: dict[tuple, tuple] = {}        # op key -> (is_tuple, result avals)
+_MAX_SHAPES = 1 << 14
+
+
+class Node:
+    __slots__ = ("key", "opcode", "operands", "attrs", "shape", "name", "seq", "graph", "__weakref__")
+
+    def __init__(self, key, opcode, operands, attrs, shape, name, seq, graph):
+        self.key, self.opcode, self.operands, self.attrs = key, opcode, operands, attrs
+        self.shape, self.name, self.seq, self.graph = shape, name, seq, graph
+
+
+class LazyArray(Array):
+    """An Array whose value is not computed yet: `_node`/`_index` say which recorded op computes it. Reading the
+    value (`_value`: np.asarray, print, item, bool, float, a jit call, ...) cuts the graph (cut.py); afterwards it
+    is an ordinary Array (its `_node` is None)."""
+    __slots__ = ("_node", "_index", "__weakref__")
+
+    def __getattr__(self, name: str):
+        if name == "_value" and self._node is not None:
+            from .cut import materialize
+            materialize(self)
+            return self._value
+        return Array.__getattr__(self, name)
+
+    def is_deleted(self) -> bool:
+        return self._node is None and Array.is_deleted(self)
+
+    def delete(self) -> None:
+        self._node = None                   # the value is no longer wanted: the next cut skips it
+        Array.delete(self)
+
+    def block_until_ready(self) -> "LazyArray":
+        self._value  # noqa: B018 -- the read computes it
+        return self
+
+    def with_weak_type(self, weak_type: bool) -> Array:
+        if self._node is None:
+            return Array(self._value, weak_type=weak_type)
+        return new_lazy(self._node, self._index, interned_aval(self.aval.shape, self.aval.dtype, weak_type))
+
+
+def new_lazy(node: Node, index: int, aval: ShapedArray) -> LazyArray:
+    out = object.__new__(LazyArray)
+    out.aval = aval
+    out._node = node
+    out._index = index
+    node.graph.add(out)
+    return out
+
+
+def is_pending(x: Any) -> bool:
+    return type(x) is LazyArray and x._node is not None
+
+
+def _operand_ref(v: Any) -> Any:
+    """A node operand: (node, index) for a pending value, else the leaf object."""
+    if type(v) is LazyArray and v._node is not None:
+        return (v._node, v._index)
+    return v
+
+
+def _freeze_computations(attrs: dict) -> tuple:
+    """A key for attributes that hold computations (a `call`'s to_apply, a loop body): each computation by its
+    text, remembered per computation object (grad outside jit binds one `call` per step)."""
+    from ..eager import _freeze
+    items = []
+    for k in sorted(attrs):
+        v = attrs[k]
+        if isinstance(v, Computation):
+            items.append((k, ("comp", computation_key(v))))
+        elif isinstance(v, (list, tuple)) and v and all(isinstance(c, Computation) for c in v):
+            items.append((k, ("comps", tuple(computation_key(c) for c in v))))
+        else:
+            items.append((k, _freeze(v)))
+    return tuple(items)
+
+
+_COMP_KEYS: "OrderedDict[int, tuple[Computation, str]]" = OrderedDict()   # id -> (the computation, its text)
+_MAX_COMP_KEYS = 256
+
+
+def computation_key(comp: Computation) -> str:
+    """The text of `comp` and what it calls, remembered for the last _MAX_COMP_KEYS computations (held, so an
+    id is not reused while it is a key here)."""
+    known = _COMP_KEYS.get(id(comp))
+    if known is not None and known[0] is comp:
+        _COMP_KEYS.move_to_end(id(comp))
+        return known[1]
+    from ..eager import build_module
+    from ..transforms import _detached
+    text = build_module("key", _detached(comp)).to_text()
+    _COMP_KEYS[id(comp)] = (comp, text)
+    while len(_COMP_KEYS) > _MAX_COMP_KEYS:
+        _COMP_KEYS.popitem(last=False)
+    return text
+
+
+def op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], attrs: dict | None, shape,
+           name: str | None, backend: str) -> tuple:
+    from ..eager import _op_key, _freeze
+    key = _op_key(opcode, operands, avals, attrs, shape, name, backend)
+    if key is not None:
+        return key
+    base = _op_key(opcode, operands, avals, None, None, name, backend)
+    frozen_shape = None if shape is None else _freeze(shape)
+    return ("with-computations", base, _freeze_computations(attrs or {}), frozen_shape)
+
+
+def _infer(key: tuple, opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], attrs, shape,
+           name) -> tuple:
+    """(is_tuple, result avals) of the op, built once per key on parameters as eager builds it."""
+    known = _SHAPES.get(key)
+    if known is not None:
+        return known
+    trace = Trace("main")
+    params = iter([trace.new_param(a, f"Arg_{i}") for i, a in enumerate(avals)])
+    param_operands = [Packed(next(params) for _ in o) if isinstance(o, Packed) else next(params) for o in operands]
+    inst = make_op(trace, opcode, param_operands, attrs, shape, name)
+    if inst.shape.is_tuple:
+        known = (True, tuple(aval_of_shape(s) for s in inst.shape.tuple_shapes))
+    else:
+        known = (False, (aval_of_shape(inst.shape),))
+    if len(_SHAPES) < _MAX_SHAPES:
+        _SHAPES[key] = known
+    return known
+
+
+def record(opcode: str, operands: Sequence[Any], attrs: dict | None, values: Sequence[Any],
+           avals: Sequence[ShapedArray], key: tuple, shape, name: str | None, weak_type: bool) -> Any:
+    """Record one op in the calling thread's pending graph; returns its LazyArray (a list of them for a tuple)."""
+    is_tuple, outs = _infer(key, opcode, operands, avals, attrs, shape, name)
+    g = state.graph()
+    refs = [Packed(_operand_ref(v) for v in o) if isinstance(o, Packed) else _operand_ref(o) for o in operands]
+    with g.lock:
+        g.seq += 1
+        g.nodes += 1
+        node = Node(key, opcode, refs, attrs, shape, name, g.seq, g)
+        if is_tuple:
+            result: Any = [new_lazy(node, i, interned_aval(a.shape, a.dtype, False)) for i, a in enumerate(outs)]
+        else:
+            a = outs[0]
+            result = new_lazy(node, -1, interned_aval(a.shape, a.dtype, bool(weak_type)))
+        full = g.nodes >= state.MAX_NODES[0]
+    if full:
+        from .cut import sync
+        sync("size limit")
+    return result
