@@ -9,6 +9,7 @@
   --xla_disable_hlo_passes=a,b    never run these passes
   --xla_hlo_profile               instrument every compiled kernel and print the kernel table at exit
                                   (xlapy/profiler.py)
+  --xla_force_host_platform_device_count=N  N host devices in this process (backends/devices.py; default 1)
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class DebugOptions:
     dump_hlo_module_re: str = ""
     disable_hlo_passes: frozenset[str] = field(default_factory=frozenset)
     hlo_profile: bool = False
+    force_host_platform_device_count: int = 1
 
     @property
     def dumping(self) -> bool:
@@ -56,6 +58,7 @@ _FLAGS = {
     "xla_dump_hlo_module_re": ("dump_hlo_module_re", "regex"),
     "xla_disable_hlo_passes": ("disable_hlo_passes", "list"),
     "xla_hlo_profile": ("hlo_profile", "bool"),
+    "xla_force_host_platform_device_count": ("force_host_platform_device_count", "count"),
 }
 
 
@@ -73,6 +76,10 @@ def parse_flags(text: str) -> DebugOptions:
             if eq and value.lower() not in _BOOL:
                 raise XlapyError(f"XLA_FLAGS: --{name} takes true or false, got {value!r}")
             values[fld] = _BOOL[value.lower()] if eq else True
+        elif kind == "count":
+            if not value.isdigit() or int(value) < 1:
+                raise XlapyError(f"XLA_FLAGS: --{name} takes a positive integer, got {value!r}")
+            values[fld] = int(value)
         elif kind == "list":
             values[fld] = frozenset(v for v in value.split(",") if v)
         else:

@@ -7,7 +7,8 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
   interpreter    xlapy/backends/interpreter/: the reference semantics of the IR
   passes         xlapy/passes/: target-independent HLO -> HLO (constant folding runs the interpreter)
   backends       xlapy/backends/ but interpreter/: the registry (registry.py, builtin.py), soft placement
-                 (placement.py), cpu/: compile a Module, whoever made it
+                 (placement.py), cpu/: compile a Module, whoever made it; devices.py, spmd.py (replicated runs)
+                 and xlapy/distributed/ (MPI across processes)
   frontend core  xlapy/frontend/: tracing (tracer, dtypes, pytree, array, ops_mixin), eager execution, jit
                  (signature, warm_call), cost, autodiff/, batching/, transforms; the package __init__ exports these
   frontend ops   xlapy/frontend/: the lax implementation (lax_operands, lax_elementwise, lax_shapes, lax_dot_conv,
@@ -42,7 +43,7 @@ PLACES = {
     "hlo/": "hlo", "errors.py": "hlo", "debug.py": "hlo", "trace_events.py": "hlo",
     "backends/interpreter/": "interpreter",
     "passes/": "passes",
-    "backends/": "backends",
+    "backends/": "backends", "distributed/": "backends",
     "frontend/": "frontend core",
     "frontend/lax_operands.py": "frontend ops", "frontend/lax_elementwise.py": "frontend ops",
     "frontend/lax_shapes.py": "frontend ops", "frontend/lax_dot_conv.py": "frontend ops",

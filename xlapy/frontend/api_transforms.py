@@ -336,25 +336,8 @@ def ensure_compile_time_eval():
 
 
 # -- devices --------------------------------------------------------------------------------------------
-class Device:
-    """The one host device xlapy runs on (jax.Device's attributes)."""
-
-    def __init__(self, platform: str):
-        self.id = 0
-        self.platform = platform
-        self.device_kind = platform
-        self.process_index = 0
-        self.host_id = 0
-        self.client = None
-
-    def __repr__(self) -> str:
-        return f"{'Cpu' if self.platform == 'cpu' else self.platform.capitalize()}Device(id=0)"
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, Device) and other.platform == self.platform
-
-    def __hash__(self) -> int:
-        return hash(("xlapy.Device", self.platform))
+# Device and the counts live in backends/devices.py (XLA_FLAGS' host device count, MPI's processes)
+from ..backends.devices import Device  # noqa: E402
 
 
 def _platform(backend: str | None) -> str:
@@ -367,11 +350,14 @@ def _platform(backend: str | None) -> str:
 
 
 def devices(backend: str | None = None) -> list[Device]:
-    return [Device(_platform(backend))]
+    from ..backends import devices as _devices
+    return _devices.devices(_platform(backend))
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None, host_id: int | None = None) -> list:
-    return devices(backend)
+    from ..backends import devices as _devices
+    process = process_index if process_index is not None else host_id
+    return _devices.local_devices(_platform(backend), process)
 
 
 def device_count(backend: str | None = None) -> int:
@@ -379,15 +365,17 @@ def device_count(backend: str | None = None) -> int:
 
 
 def local_device_count(backend: str | None = None) -> int:
-    return device_count(backend)
+    return len(local_devices(backend=backend))
 
 
 def process_index(backend: str | None = None) -> int:
-    return 0
+    from ..backends import devices as _devices
+    return _devices.process_index()
 
 
 def process_count(backend: str | None = None) -> int:
-    return 1
+    from ..backends import devices as _devices
+    return _devices.process_count()
 
 
 def block_until_ready(x: Any) -> Any:

@@ -122,6 +122,4 @@ HANDLERS = {
     "opt-barrier": lambda inst, args, ev: args[0],
     "after-all": lambda inst, args, ev: TOKEN,
     "add-dependency": lambda inst, args, ev: args[0],
-    "partition-id": lambda inst, args, ev: np.asarray(0, dtype=np.uint32),
-    "replica-id": lambda inst, args, ev: np.asarray(0, dtype=np.uint32),
 }

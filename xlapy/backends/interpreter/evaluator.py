@@ -31,11 +31,11 @@ Handler = Callable[[Instruction, list, "Evaluator"], Any]
 
 
 def _handler_table() -> dict[str, Handler]:
-    from . import (control, convert, data_movement, dynamic_shapes, elementwise, gather_scatter, linalg, misc,
-                   reduction)
+    from . import (collectives, control, convert, data_movement, dynamic_shapes, elementwise, gather_scatter, linalg,
+                   misc, reduction)
     return merge_rule_tables("interpreter handlers", *module_tables(
         "HANDLERS", elementwise, convert, data_movement, control, reduction, gather_scatter, linalg, misc,
-        dynamic_shapes))
+        dynamic_shapes, collectives))
 
 
 _TABLE: dict[str, Handler] | None = None

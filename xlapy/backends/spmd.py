@@ -1,0 +1,190 @@
+"""Replicated execution: one instance of a module per device, in parallel, meeting at its collectives.
+
+    from xlapy.backends import spmd
+    outs = spmd.execute(module, per_device_args, backend="cpu", num_replicas=None, num_partitions=None,
+                        device_assignment=None)
+    exe = spmd.compile(module, backend="cpu", num_replicas=4)      # compile once ...
+    outs = exe(per_device_args)                                      # ... run many times
+
+| argument | meaning |
+|---|---|
+| module | an xlapy.hlo Module or HLO text |
+| per_device_args | per_device_args[d]: the positional arguments of the instance on local device d (a list/tuple of arrays) |
+| num_replicas, num_partitions | default: the module header's replica_count / num_partitions (1 when absent) |
+| device_assignment | an R x P array of global device ids; default XLA's: device = replica * P + partition |
+| backend | "cpu" (compiled once; one executable instance per device) or "interpreter" |
+| result | outs[d]: what the instance on local device d returned (an array, or a tuple for a tuple root) |
+
+Devices are ordered replica-major (d = replica * num_partitions + partition) under the default assignment.
+In one process, the local devices are all R * P devices. Under MPI (`xlapy.distributed.initialize()`), each
+process runs the devices it owns (backends/devices.py: process k owns ids first_local_id(k) ...), so
+per_device_args and the result cover only those; collectives between processes go over MPI.
+
+Each device runs on its own thread (the caller's thread runs the first); collectives meet in a Rendezvous
+(interpreter/rendezvous.py): shared memory, no copies of operands. A peer that never arrives raises an
+ExecutionError after $XLAPY_COLLECTIVE_TIMEOUT seconds (default 60); a device that fails aborts the run and its
+error is raised. The CPU code between collectives is compiled as usual (single-threaded per device by default:
+the devices are the parallelism); each collective calls back into the runtime (cpu/collectives_emitter.py).
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import ExecutionError, XlapyError
+from ..hlo import Module, parse
+from ..hlo.collectives import default_assignment, module_counts
+from . import devices as _devices
+from .interpreter import rendezvous
+
+_RUN_IDS = itertools.count(1)
+
+
+class SpmdExecutable:
+    """A module compiled once for R replicas x P partitions; `exe(per_device_args)` runs the local devices."""
+
+    def __init__(self, module: Module, backend: str, num_replicas: int, num_partitions: int,
+                 assignment: np.ndarray, **options):
+        self.module = module
+        self.backend = backend
+        self.num_replicas, self.num_partitions = num_replicas, num_partitions
+        self.assignment = assignment
+        total = num_replicas * num_partitions
+        self.local_ids = _local_ids(total)
+        logical = {int(assignment[r, p]): (r, p) for r in range(num_replicas) for p in range(num_partitions)}
+        self.logical = [logical[d] for d in self.local_ids]
+        self._instances = _compile_instances(module, backend, len(self.local_ids), **options)
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.local_ids)
+
+    def __call__(self, per_device_args: Sequence[Sequence[Any]]) -> list:
+        n = len(self.local_ids)
+        if len(per_device_args) != n:
+            raise XlapyError(f"spmd: module {self.module.name} runs on {n} local devices "
+                             f"({self.num_replicas} replicas x {self.num_partitions} partitions); got arguments "
+                             f"for {len(per_device_args)}")
+        comm = _communicator(self)
+        run_id = next(_RUN_IDS)
+        contexts = [rendezvous.DeviceContext(d, r, p, self.num_replicas, self.num_partitions, self.assignment,
+                                             comm, run_id) for d, (r, p) in zip(self.local_ids, self.logical)]
+        with self._lock:            # one run at a time: the instances and their scratch belong to it
+            if n == 1:
+                return [self._run(0, contexts[0], per_device_args[0], comm)]
+            pool = self._pool
+            if pool is None:
+                pool = self._pool = ThreadPoolExecutor(n - 1, thread_name_prefix=f"xlapy-device-{self.module.name}")
+            futures = [pool.submit(self._run, i, contexts[i], per_device_args[i], comm) for i in range(1, n)]
+            outs: list = [None] * n
+            errors: list = []
+            try:
+                outs[0] = self._run(0, contexts[0], per_device_args[0], comm)
+            except BaseException as e:      # noqa: BLE001 -- the first device error wins, after the others end
+                errors.append(e)
+            for i, f in enumerate(futures, 1):
+                try:
+                    outs[i] = f.result()
+                except BaseException as e:  # noqa: BLE001
+                    errors.append(e)
+        if errors:
+            first = next((e for e in errors if "aborted" not in str(e)), errors[0])
+            raise first
+        return outs
+
+    def _run(self, i: int, ctx: rendezvous.DeviceContext, args: Sequence[Any], comm) -> Any:
+        try:
+            with rendezvous.entered(ctx):
+                return self._instances[i](*args)
+        except BaseException as e:
+            if hasattr(comm, "abort"):
+                comm.abort(f"device {ctx.device} failed: {type(e).__name__}: {e}")
+            raise
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:   # noqa: BLE001 -- interpreter shutdown
+            pass
+
+
+def _local_ids(total: int) -> list[int]:
+    if _devices.process_count() == 1:
+        return list(range(total))
+    first, n = _devices.first_local_id(), _devices.local_device_count()
+    if _devices.device_count() != total:
+        raise XlapyError(f"spmd: the module needs {total} devices; the {_devices.process_count()} processes have "
+                         f"{_devices.device_count()} in all")
+    return list(range(first, first + n))
+
+
+def _communicator(exe: SpmdExecutable):
+    if _devices.process_count() > 1:
+        from ..distributed import communicator       # noqa: PLC0415 -- MPI only when initialized
+        return communicator.for_run()
+    return rendezvous.Rendezvous()
+
+
+def _compile_instances(module: Module, backend: str, n: int, **options) -> list:
+    from . import compile as compile_backend
+    if backend == "interpreter":
+        exe = compile_backend(module, "interpreter")
+        return [exe] * n                 # the evaluator keeps no state between calls
+    if backend == "cpu":
+        options.setdefault("num_threads", 1)
+        exe = compile_backend(module, "cpu", pipeline="cpu", **options)
+        return [exe] + [exe.instance() for _ in range(n - 1)]
+    raise XlapyError(f"spmd: backend {backend!r} is not supported (use 'cpu' or 'interpreter')")
+
+
+def compile(module: Module | str, *, backend: str = "cpu", num_replicas: int | None = None,
+            num_partitions: int | None = None, device_assignment: Any = None, **options) -> SpmdExecutable:
+    """Compile `module` once for replicated execution; see the module docstring."""
+    if isinstance(module, str):
+        module = parse(module)
+    if not isinstance(module, Module):
+        raise XlapyError(f"spmd.compile expects an HLO Module or HLO text, got {type(module).__name__}")
+    header_r, header_p = module_counts(module)
+    r = header_r if num_replicas is None else int(num_replicas)
+    p = header_p if num_partitions is None else int(num_partitions)
+    if r < 1 or p < 1:
+        raise XlapyError(f"spmd: num_replicas={r} and num_partitions={p} must be at least 1")
+    if device_assignment is None:
+        da = default_assignment(r, p)
+    else:
+        da = np.asarray(device_assignment, dtype=np.int64).reshape(r, p) \
+            if np.size(device_assignment) == r * p else None
+        if da is None or sorted(da.reshape(-1).tolist()) != list(range(r * p)):
+            raise XlapyError(f"spmd: device_assignment must be an {r} x {p} table of the device ids 0..{r * p - 1}, "
+                             f"got {np.asarray(device_assignment).tolist()}")
+    if (r, p) != (header_r, header_p):
+        module = module.clone()
+        module.attrs["replica_count"] = str(r)
+        module.attrs["num_partitions"] = str(p)
+    return SpmdExecutable(module, backend, r, p, da, **options)
+
+
+def execute(module: Module | str, per_device_args: Sequence[Sequence[Any]], *, backend: str = "cpu",
+            num_replicas: int | None = None, num_partitions: int | None = None, device_assignment: Any = None,
+            **options) -> list:
+    """Run `module` once per device; returns each local device's outputs (see the module docstring)."""
+    exe = compile(module, backend=backend, num_replicas=num_replicas, num_partitions=num_partitions,
+                  device_assignment=device_assignment, **options)
+    try:
+        return exe(per_device_args)
+    finally:
+        exe.close()
+
+
+__all__ = ["SpmdExecutable", "compile", "execute"]
