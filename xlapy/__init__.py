@@ -26,6 +26,8 @@ from .frontend.api_transforms import (Device, ShapeDtypeStruct, block_until_read
 from .frontend.callbacks import pure_callback
 from .frontend.custom_derivatives import checkpoint, checkpoint_policies, custom_jvp, custom_vjp, remat
 from .frontend.jit import disable_jit
+from .frontend.autojit import autojit     # auto-clustering; lazy / sync / set_lazy: the lazy eager mode
+from .frontend.lazy import lazy, lazy_stats, set_lazy, sync
 from . import numpy     # first: it attaches Array's and Tracer's operators and methods (numpy/array_methods.py)
 from . import dlpack, lax, nn, random
 from . import ad_checkpoint, tree
@@ -44,7 +46,8 @@ __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", 
            "tree", "host_count", "host_id", "host_ids", "process_indices", "effects_barrier", "typeof", "float0",
            "named_call", "named_scope", "closure_convert", "custom_gradient", "print_environment_info",
            "fwd_and_bwd", "transfer_guard", "checking_leaks", "live_arrays", "copy_to_host_async",
-           "make_array_from_callback", "make_array_from_single_device_arrays", "make_array_from_process_local_data"]
+           "make_array_from_callback", "make_array_from_single_device_arrays", "make_array_from_process_local_data",
+           "autojit", "lazy", "lazy_stats", "set_lazy", "sync"]
 
 
 def __getattr__(name: str):
