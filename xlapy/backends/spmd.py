@@ -35,7 +35,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ExecutionError, XlapyError
+from ..errors import XlapyError
 from ..hlo import Module, parse
 from ..hlo.collectives import default_assignment, module_counts
 from . import devices as _devices
@@ -142,6 +142,8 @@ def _compile_instances(module: Module, backend: str, n: int, **options) -> list:
         exe = compile_backend(module, "interpreter")
         return [exe] * n                 # the evaluator keeps no state between calls
     if backend == "cpu":
+        from .cpu.collectives_emitter import ensure_symbol
+        ensure_symbol()             # before a persistent-cache hit loads code that calls it
         options.setdefault("num_threads", 1)
         exe = compile_backend(module, "cpu", pipeline="cpu", **options)
         return [exe] + [exe.instance() for _ in range(n - 1)]

@@ -95,6 +95,15 @@ CPU_NO_RULE: dict[str, Reason] = {
     "stochastic-convert": unsupported("no emitter yet (the interpreter runs it)"),
 }
 
+# collectives run on the devices of a replicated run (backends/spmd.py: interpreter/collectives.py, and on the CPU
+# backend cpu/collectives_emitter.py); the interpreter also runs the generic async-start/-update/-done wrappers
+_RUN_REPLICATED = set(COLLECTIVES.split()) - {"ragged-all-to-all"}
+for _op in _RUN_REPLICATED | {"async-start", "async-update", "async-done"}:
+    del INTERPRETER_NO_RULE[_op]
+for _op in _RUN_REPLICATED | {"partition-id", "replica-id"}:
+    del CPU_NO_RULE[_op]
+
+
 _COPY_FORWARD = "xlapy.frontend.autodiff.vjp:copy_forward"
 _NO_OPERANDS = not_differentiable("it has no operands, so no tangent reaches it")
 _INTEGRAL = not_differentiable("integer and boolean values carry no derivative")

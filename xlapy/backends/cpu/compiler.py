@@ -27,6 +27,8 @@ from .. import compilation_cache
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
 from .executable import Executable
+from .collectives_emitter import SYMBOL as COLLECTIVE_SYMBOL
+from .collectives_emitter import attach as attach_collectives
 from .host_callback_emitter import SYMBOL as HOST_CALLBACK_SYMBOL
 from .indexing import major_to_minor
 from .irhelpers import I8P, VOID, i64, intrinsic, is_x86, mark_ftz
@@ -298,6 +300,8 @@ def compile_module(module: Module, run_pipeline: bool | str | None = None, verif
     exe.llvm_level = level
     if HOST_CALLBACK_SYMBOL in text:
         exe.use_host_callbacks()
+    if COLLECTIVE_SYMBOL in text:
+        attach_collectives(exe)
     if key is not None and len(objects) == (2 if split is not None else 1) and all(objects):
         with trace_events.span("compilation cache write", "compile"):
             entry = cache_entry.Entry(module.name, [str(p.shape) for p in module.entry.parameters],
@@ -342,6 +346,8 @@ def _load(store, key: str, module: Module, threads: int, recompile) -> Executabl
     exe.from_cache = True
     if HOST_CALLBACK_SYMBOL in entry.symbols:
         exe.use_host_callbacks()
+    if COLLECTIVE_SYMBOL in entry.symbols:
+        attach_collectives(exe)
     return exe
 
 

@@ -30,6 +30,7 @@ from .column_reduce import column_reduction, is_column_reduction
 from . import fft_emitter, scan_emitter
 from . import custom_call_emitter, linalg_emitter
 from . import scatter_emitter
+from . import collectives_emitter
 from .indexing import is_row_major, linear_index, major_to_minor, placed
 from .irhelpers import I8, I8P, i64, loop_nest, memcpy
 from .loops import emit_loop, split_reduction
@@ -458,4 +459,5 @@ HANDLERS: dict[str, Callable[[IrEmitter, Instruction, list], ValueTree]] = {
     "triangular-solve": linalg_emitter.triangular_solve,
     "custom-call": custom_call_emitter.custom_call,
     "scatter": scatter_emitter.scatter,
+    **collectives_emitter.HANDLERS,
 }

@@ -5,6 +5,7 @@ calls go through a native trampoline (fastcall.py: well under a microsecond); ot
 trampoline does not take as they are (lists, scalars, other dtypes or layouts), go through ctypes."""
 from __future__ import annotations
 
+import copy
 import ctypes
 import threading
 from dataclasses import dataclass
@@ -111,6 +112,20 @@ class Executable:
         self.host_callbacks = True
         self.fast_call = None
 
+    after_call: tuple = ()      # checks run after each ctypes call (collectives_emitter.attach: raise their errors)
+
+    def instance(self) -> "Executable":
+        """Another caller of the same machine code with its own scratch buffer and lock: calls on one Executable
+        are serialized, so a replicated run (backends/spmd.py) takes one instance per device."""
+        other = copy.copy(self)
+        other._params = (ctypes.c_void_p * len(self._params))()
+        other._results = (ctypes.c_void_p * len(self._results))()
+        other._scratch_bufs = []
+        other._scratch_ptr = other._new_scratch()
+        other._lock = threading.Lock()
+        other._fast, other.fast_call, other.profile = None, None, None
+        return other
+
     def __call__(self, *args: Any) -> Any:
         fast = self.fast_call
         if fast is not None:
@@ -119,6 +134,8 @@ class Executable:
         if self.host_callbacks:
             from .host_callback_emitter import raise_pending
             raise_pending()
+        for check in self.after_call:
+            check()
         return out
 
     def _call_ctypes(self, *args: Any) -> Any:

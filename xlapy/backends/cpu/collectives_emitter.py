@@ -1,0 +1,201 @@
+"""Collectives on the CPU backend: the code between collectives is compiled as usual; each collective calls
+back into the runtime (XLA:CPU calls its runtime's __xla_cpu_runtime_AllReduce & co. the same way).
+
+The emitted code stores the operand and result buffer pointers in two stack arrays and calls
+
+    void xlapy_collective(i8* spec, i8** operands, i8** results)
+
+where `spec` points to a constant string describing the instruction (its opcode, name, group attributes,
+dimension, reducer and leaf shapes, as JSON: the object code stays valid in the persistent compilation cache
+and in another process). That symbol is a ctypes trampoline: it wraps the pointers as numpy arrays (no copies)
+and runs the interpreter's semantics (interpreter/collectives.run) for the device this thread runs as
+(interpreter/rendezvous.current(): backends/spmd.py sets it), writing the results straight into the result
+buffers. Collectives between the devices of this process meet in shared memory; under MPI the communicator is
+distributed/communicator.py's. An error cannot unwind through machine code: it is recorded for the thread,
+later collectives of the call return at once, and the executable raises it when the call returns.
+
+| opcode | emitted as |
+|---|---|
+| all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute, collective-broadcast | one runtime call |
+| all-reduce-start | one runtime call (the value is the result); all-reduce-done: its operand |
+| all-gather-start, collective-permute-start | one runtime call into element 1 of the (operands, results, ...) tuple; -done: element 1 |
+| replica-id, partition-id | one runtime call writing the u32 |
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+from functools import lru_cache
+
+import numpy as np
+from llvmlite import ir
+
+from ...errors import ExecutionError, UnimplementedError
+from ...hlo import Instruction, Shape
+from ..interpreter import collectives, rendezvous
+from .buffers import ValueTree
+from .irhelpers import I8, I8P, VOID, alloca_once
+
+SYMBOL = "xlapy_collective"
+_PROTO = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
+_TRAMPOLINE = None
+
+
+class _Pending(threading.local):
+    def __init__(self):
+        self.error: BaseException | None = None
+
+
+_PENDING = _Pending()
+
+
+def raise_pending() -> None:
+    """Raise the error a collective of this thread's last call raised, if any (once)."""
+    error, _PENDING.error = _PENDING.error, None
+    if error is not None:
+        if isinstance(error, ExecutionError):
+            raise error
+        raise ExecutionError(f"collective failed: {type(error).__name__}: {error}") from error
+
+
+def _as_array(pointer: int, dims: tuple, dtype: np.dtype) -> np.ndarray:
+    n = int(np.prod(dims, dtype=np.int64))
+    if n == 0:
+        return np.zeros(dims, dtype)
+    buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(pointer)
+    return np.frombuffer(buf, dtype=dtype).reshape(dims)
+
+
+@lru_cache(maxsize=1024)
+def _decode(text: bytes):
+    d = json.loads(text)
+    spec = collectives.Spec(d["opcode"], d["name"], tuple(tuple(a) for a in d["attrs"]), d["dimension"],
+                            d["split_dimension"], d["reducer"])
+    leaves = [[(tuple(dims), np.dtype(dtype)) for dtype, dims in d[k]] for k in ("operands", "results")]
+    return spec, leaves[0], leaves[1]
+
+
+def _trampoline(spec_text, operands, results):
+    if _PENDING.error is not None:
+        return
+    try:
+        spec, op_leaves, res_leaves = _decode(spec_text)
+        outs = [_as_array(results[i], dims, dt) for i, (dims, dt) in enumerate(res_leaves)]
+        if spec.opcode in ("replica-id", "partition-id"):
+            ctx = rendezvous.current()
+            outs[0][...] = ctx.replica if spec.opcode == "replica-id" else ctx.partition
+            return
+        args = [_as_array(operands[i], dims, dt) for i, (dims, dt) in enumerate(op_leaves)]
+        collectives.run(spec, args, outs)
+    except BaseException as e:          # noqa: BLE001 -- nothing may unwind into machine code
+        _PENDING.error = e
+
+
+def ensure_symbol() -> None:
+    """Register the trampoline's address under SYMBOL (once per process)."""
+    global _TRAMPOLINE
+    if _TRAMPOLINE is None:
+        import llvmlite.binding as llvm
+        from .llvm_jit import init_llvm
+        init_llvm()
+        _TRAMPOLINE = _PROTO(_trampoline)
+        llvm.add_symbol(SYMBOL, ctypes.cast(_TRAMPOLINE, ctypes.c_void_p).value)
+
+
+def attach(exe) -> None:
+    """Make `exe` (code that calls SYMBOL) call through ctypes and raise a collective's error after the call."""
+    exe.fast_call = None
+    checks = getattr(exe, "after_call", ())
+    if raise_pending not in checks:
+        exe.after_call = tuple(checks) + (raise_pending,)
+
+
+# -- emission --------------------------------------------------------------------------------------------
+def _leaves(tree) -> list:
+    if isinstance(tree, tuple):
+        return [leaf for t in tree for leaf in _leaves(t)]
+    return [] if tree is None else [tree]
+
+
+def _check_row_major(inst: Instruction, shape: Shape) -> None:
+    layout = shape.layout
+    if layout is not None and tuple(layout.minor_to_major) != tuple(range(shape.rank - 1, -1, -1)):
+        raise UnimplementedError(f"cpu backend: collective {inst.name} on a {shape.to_text()} buffer "
+                                 f"(row-major layouts only)")
+
+
+def _spec_text(inst: Instruction, operands: list, results: list) -> str:
+    spec = collectives.spec_of(inst) if inst.opcode not in ("replica-id", "partition-id") \
+        else collectives.Spec(inst.opcode, inst.name, ())
+    if spec.family in ("all-reduce", "reduce-scatter") and spec.reducer is None:
+        raise UnimplementedError(f"cpu backend: {inst.name} ({inst.opcode}) reduces with {inst.attrs['to_apply'].name}"
+                                 f", which is not one elementwise op (add, multiply, maximum, minimum, and, or, xor)")
+    return json.dumps({
+        "opcode": spec.opcode, "name": spec.name, "attrs": [list(a) for a in spec.attrs],
+        "dimension": spec.dimension, "split_dimension": spec.split_dimension, "reducer": spec.reducer,
+        "operands": [[str(r.shape.dtype), list(r.shape.dims)] for r in operands],
+        "results": [[str(r.shape.dtype), list(r.shape.dims)] for r in results]}, sort_keys=True)
+
+
+def _call(em, inst: Instruction, operands: list, results: list) -> None:
+    ensure_symbol()
+    for ref in operands + results:
+        _check_row_major(inst, ref.shape)
+    b = em.b
+    data = bytearray(_spec_text(inst, operands, results).encode() + b"\0")
+    ty = ir.ArrayType(I8, len(data))
+    module = b.module
+    g = ir.GlobalVariable(module, ty, name=module.get_unique_name(f"collective.{inst.name}"))
+    g.global_constant = True
+    g.linkage = "private"
+    g.initializer = ir.Constant(ty, data)
+    ops_arr = alloca_once(b, ir.ArrayType(I8P, max(len(operands), 1)), "coll_operands")
+    res_arr = alloca_once(b, ir.ArrayType(I8P, max(len(results), 1)), "coll_results")
+    zero = ir.Constant(ir.IntType(32), 0)
+    for arr, refs in ((ops_arr, operands), (res_arr, results)):
+        for i, ref in enumerate(refs):
+            slot = b.gep(arr, [zero, ir.Constant(ir.IntType(32), i)], inbounds=True)
+            b.store(b.bitcast(ref.pointer, I8P), slot)
+    callee = module.globals.get(SYMBOL)
+    if callee is None:
+        callee = ir.Function(module, ir.FunctionType(VOID, [I8P, I8P.as_pointer(), I8P.as_pointer()]), SYMBOL)
+    b.call(callee, [b.bitcast(g, I8P), b.gep(ops_arr, [zero, zero], inbounds=True),
+                    b.gep(res_arr, [zero, zero], inbounds=True)])
+
+
+def collective(em, inst: Instruction, operands: list) -> ValueTree:
+    """HANDLERS entry of the synchronous collectives and all-reduce-start."""
+    out = em.new_tree(inst.shape, inst)
+    _call(em, inst, _leaves(tuple(operands)), _leaves(out))
+    return out
+
+
+def collective_start(em, inst: Instruction, operands: list) -> ValueTree:
+    """all-gather-start / collective-permute-start: (operand(s), result(s)[, u32 contexts]); done reads element 1."""
+    if inst.opcode == "collective-permute-start" and len(operands) != 1:
+        raise UnimplementedError(f"cpu backend: {inst.name}: the in-place (slice) form of collective-permute")
+    out = em.new_tree(inst.shape, inst)
+    for src, dst in zip(_leaves(tuple(operands)), _leaves(out[0])):
+        em.copy_leaf(src, dst)
+    _call(em, inst, _leaves(tuple(operands)), _leaves(out[1]))
+    return out
+
+
+def device_id(em, inst: Instruction, operands: list) -> ValueTree:
+    out = em.new_buffer(inst.shape, inst)
+    _call(em, inst, [], [out])
+    return out
+
+
+HANDLERS = {
+    **{op: collective for op in ("all-reduce", "all-reduce-start", "all-gather", "reduce-scatter", "all-to-all",
+                                 "collective-permute", "collective-broadcast")},
+    "all-gather-start": collective_start, "collective-permute-start": collective_start,
+    "all-reduce-done": lambda em, inst, ops: ops[0],
+    "all-gather-done": lambda em, inst, ops: ops[0][1],
+    "collective-permute-done": lambda em, inst, ops: ops[0][1],
+    "replica-id": device_id, "partition-id": device_id,
+}
+
+__all__ = ["HANDLERS", "SYMBOL", "attach", "ensure_symbol", "raise_pending"]
