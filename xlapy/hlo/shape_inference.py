@@ -367,9 +367,7 @@ def _copy_done(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
 
 
 _TRUSTED = (
-    "all-gather", "all-gather-start", "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done",
-    "all-to-all", "ragged-all-to-all", "collective-broadcast", "collective-permute", "collective-permute-start",
-    "collective-permute-done", "reduce-scatter", "async-start", "async-update", "async-done", "send",
+    "ragged-all-to-all", "async-start", "async-update", "async-done", "send",
     "send-done", "recv", "recv-done", "infeed", "outfeed", "custom-call", "copy-start", "parameter", "scan",
 )
 
@@ -396,12 +394,12 @@ def rule_table() -> dict[str, Rule]:
     """opcode -> rule, merged from the op-family tables (each opcode in exactly one)."""
     global _RULES
     if _RULES is None:
-        from . import shape_inference_compute, shape_inference_movement
+        from . import shape_inference_collectives, shape_inference_compute, shape_inference_movement
         here = __name__
         _RULES = merge_rule_tables(
             "shape rules", (f"{here}.UNARY_RULES", UNARY_RULES), (f"{here}.BINARY_RULES", BINARY_RULES),
             (f"{here}.BASIC_RULES", BASIC_RULES),
-            *module_tables("RULES", shape_inference_movement, shape_inference_compute))
+            *module_tables("RULES", shape_inference_movement, shape_inference_compute, shape_inference_collectives))
     return _RULES
 
 
