@@ -20,6 +20,7 @@ exports and where each name is implemented.
                                  *_in_dim slicing, split/stack/tile, cumlogsumexp, conv helpers, scatter_sub ...
     frontend/lax_linalg.py       the submodule `linalg` (jax.lax.linalg): cholesky, qr, eigh, lu, svd, ...
     frontend/transforms.py       stop_gradient
+    frontend/parallel/collectives.py  psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute, all_to_all, axis_index
     frontend/tracer.py           aval (the abstract value of any operand)
 """
 from .frontend.control_flow import cond, fori_loop, map, scan, switch, while_loop
@@ -62,6 +63,8 @@ from .frontend.lax_special_math import (bessel_i0e, bessel_i1e, betainc, digamma
                                         igamma_grad_a, igammac, lgamma, polygamma, random_gamma_grad, zeta)
 from .frontend.tracer import aval
 from .frontend.transforms import stop_gradient
+from .frontend.parallel.collectives import (all_gather, all_to_all, axis_index, axis_size, pbroadcast, pmax, pmean,
+                                            pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 
 # Not lax's API, but reachable as xlapy.lax.<name> before this module became a façade; kept so that no name
 # disappears, and left out of __all__.
@@ -115,6 +118,9 @@ __all__ = [
     "reduce_window_shape_tuple", "rng_uniform", "scaled_dot", "scatter_apply", "scatter_sub", "select_n",
     "shape_as_value", "sinh", "slice_in_dim", "split", "square", "stack", "stage", "tile", "unstack",
     "with_sharding_constraint",
+    # collectives over named axes (frontend/parallel/collectives.py)
+    "all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pmax", "pmean", "pmin", "ppermute",
+    "pshuffle", "psum", "psum_scatter", "pswapaxes",
     # xlapy's helpers for writing ops (frontend/__init__.py, "How to add an op")
     "aval", "coerce_same", "coerce_same_dtype", "monoid_computation", "scalar_computation",
 ]

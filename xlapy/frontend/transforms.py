@@ -462,7 +462,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     argument with ints (the mapped axis, negative counting from the end) or None (not mapped) at its leaves;
     keyword arguments are always mapped over axis 0. out_axes: the same for the output (None: the output must
     not depend on the mapped axis). axis_size: the size when no argument is mapped. axis_name names the axis
-    for collectives (none exist yet: a collective raises); spmd_axis_name is accepted and ignored (one device).
+    for collectives (psum, all_gather, ...: frontend/parallel; batching/rules_collective.py); spmd_axis_name is accepted and ignored (one device).
 
     `fun` is traced once per example shape into HLO, the computation is batched by the rule tables of
     frontend/batching (HLO -> HLO), and called: so vmap works eagerly, under jit, and nests with itself, jit,
@@ -510,7 +510,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
             av = aval(x)
             in_avals.append(av if a is None else
                             ShapedArray(av.shape[:a] + av.shape[a + 1:], av.dtype, av.weak_type))
-        trace, outs, out_tree = trace_function(lambda a, k: fun(*a, **k), in_avals, tree, name)
+        with _vmap_axis(axis_name, size):
+            trace, outs, out_tree = trace_function(lambda a, k: fun(*a, **k), in_avals, tree, name)
         trace.finish(outs, tuple_root=True)
         captured = [value for value, _ in trace.captures]
         out_avals = [o.aval for o in outs]
@@ -554,6 +555,12 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     vmap_f.__wrapped__ = fun
     vmap_f.__doc__ = fun.__doc__
     return vmap_f
+
+
+def _vmap_axis(axis_name: Any, size: int):
+    """The named axis bound while vmap traces its function (collectives over it: frontend/parallel)."""
+    from .parallel.axis_env import axis_frames, AxisFrame
+    return axis_frames([] if axis_name is None else [AxisFrame(axis_name, size, "vmap")])
 
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "stop_gradient", "vmap"]

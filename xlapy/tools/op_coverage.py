@@ -133,13 +133,18 @@ _NEVER_BATCHED = by_driver(_BATCH_INTO, "no operands, so never batched: copied u
 
 BATCHING_NO_RULE: dict[str, Reason] = {
     **_NOT_ON_ONE_DEVICE,
-    **_each(COLLECTIVES, unsupported("a collective: over a vmap axis_name it would reduce across the batch "
-                                     "(issue 14); batch_into raises naming the axis")),
+    **_each(COLLECTIVES, unsupported("a collective the front end does not emit: batch_into raises naming the "
+                                     "vmap axis")),
     "parameter": by_driver(_BATCH_INTO, "binds the batched arguments"),
-    **_each("constant iota partition-id replica-id rng-get-and-update-state", _NEVER_BATCHED),
+    **_each("constant iota replica-id rng-get-and-update-state", _NEVER_BATCHED),
     "after-all": by_driver(_BATCH_INTO, "its operands are tokens, never batched: copied unchanged"),
     **_each("dynamic-reshape set-dimension-size", unsupported("dynamic shapes: no batching rule")),
 }
+
+
+for _op in "all-reduce all-gather reduce-scatter collective-permute all-to-all".split():
+    del BATCHING_NO_RULE[_op]       # frontend/batching/rules_collective.py (partition-id too: axis_index)
+    del AUTODIFF_NO_RULE[_op]       # frontend/autodiff/rules_collective.py
 
 
 # -- layers --------------------------------------------------------------------------------------------------

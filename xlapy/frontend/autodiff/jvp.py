@@ -16,9 +16,10 @@ from .vjp import add_parameter, copy_forward, new_computation
 
 
 def _rule_table() -> dict[str, Any]:
-    from . import rules_control, rules_elementwise, rules_linalg, rules_movement, rules_reduction
+    from . import (rules_collective, rules_control, rules_elementwise, rules_linalg, rules_movement,
+                   rules_reduction)
     return merge_rule_tables("JVP rules", *module_tables(
-        "JVP", rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control))
+        "JVP", rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control, rules_collective))
 
 
 JVP_RULES: dict[str, Any] = {}

@@ -26,9 +26,10 @@ WHILE_MESSAGE = ("reverse-mode differentiation of while_loop is not supported; u
 
 
 def _rule_table() -> dict[str, Any]:
-    from . import rules_control, rules_elementwise, rules_linalg, rules_movement, rules_reduction
+    from . import (rules_collective, rules_control, rules_elementwise, rules_linalg, rules_movement,
+                   rules_reduction)
     return merge_rule_tables("VJP rules", *module_tables(
-        "VJP", rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control))
+        "VJP", rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control, rules_collective))
 
 
 VJP_RULES: dict[str, Any] = {}

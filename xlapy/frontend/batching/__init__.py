@@ -23,14 +23,16 @@ from typing import Any, Sequence
 from ...hlo import Computation, Instruction, Module
 from ...hlo.tables import merge_rule_tables, module_tables
 from ...passes.build import new_computation
+from .rules_collective import over_batch_axis
 from .common import (BatchingError, BatchingTypeError, BatchingValueError, Batcher, Dim, batched_shape,
                      is_unbatched, zero_dims)
 
 
 def _rule_table() -> dict[str, Any]:
-    from . import rules_control, rules_elementwise, rules_linalg, rules_movement, rules_reduction
+    from . import (rules_collective, rules_control, rules_elementwise, rules_linalg, rules_movement,
+                   rules_reduction)
     return merge_rule_tables("batching rules", *module_tables(
-        "RULES", rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control))
+        "RULES", rules_elementwise, rules_movement, rules_reduction, rules_linalg, rules_control, rules_collective))
 
 
 BATCHING_RULES: dict[str, Any] = {}
@@ -58,13 +60,13 @@ def batch_into(b: Batcher, comp: Computation, args: Sequence[Instruction], dims:
             continue
         ops = [values[id(o)] for o in inst.operands]
         ods = [bdims[id(o)] for o in inst.operands]
-        if all(is_unbatched(d) for d in ods):
+        if all(is_unbatched(d) for d in ods) and not over_batch_axis(b, inst):
             values[id(inst)] = b.add_instruction(inst.clone_with(ops))
             bdims[id(inst)] = None if not inst.shape.is_tuple else (None,) * len(inst.shape.tuple_shapes)
             continue
         rule = rules.get(inst.opcode)
         if rule is None:
-            if inst.opcode in COLLECTIVE_OPCODES:
+            if inst.opcode in COLLECTIVE_OPCODES:     # one the front end did not emit (rules_collective.py)
                 raise BatchingError(COLLECTIVE_MESSAGE.format(name=b.axis_name, opcode=inst.opcode, inst=inst.name))
             raise BatchingError(f"batching rule missing for opcode '{inst.opcode}' (instruction {inst.name}: "
                                 f"{inst.shape.to_text()})")
