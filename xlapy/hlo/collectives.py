@@ -61,7 +61,10 @@ def _explicit_groups(s: str) -> tuple[tuple[int, ...], ...]:
     groups = re.findall(r"\{([^{}]*)\}", inner)
     if re.sub(r"\{[^{}]*\}|[\s,]", "", inner):
         raise HloVerifierError(f"replica_groups: cannot read {s!r}")
-    return tuple(tuple(int(x) for x in g.split(",") if x.strip()) for g in groups)
+    try:
+        return tuple(tuple(int(x) for x in g.split(",") if x.strip()) for g in groups)
+    except ValueError:
+        raise HloVerifierError(f"replica_groups: {s!r} holds something other than integer ids") from None
 
 
 @lru_cache(maxsize=512)

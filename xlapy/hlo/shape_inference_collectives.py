@@ -173,8 +173,7 @@ def _check_pairs(inst: Instruction) -> None:
         fail(inst, str(e))
     sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
     shown = inst.attrs.get("source_target_pairs")
-    in_place = len(inst.operands) == 4      # the in-place form may read and write several slices per device
-    if not in_place and (len(set(sources)) != len(sources) or len(set(targets)) != len(targets)):
+    if not in_place(inst) and (len(set(sources)) != len(sources) or len(set(targets)) != len(targets)):
         fail(inst, f"source_target_pairs={shown}: a source or a target appears twice")
     R, P = _counts(inst)
     limit = P if inst.attrs.get("channel_id") is not None else R
@@ -183,16 +182,21 @@ def _check_pairs(inst: Instruction) -> None:
                    f"{'partitions' if inst.attrs.get('channel_id') is not None else 'replicas'}")
 
 
+def in_place(inst: Instruction) -> bool:
+    """collective-permute's in-place form: (input, output, input start indices, output start indices)."""
+    return len(inst.operands) == 4 and (inst.operands[2].shape.is_tuple or "slice_sizes" in inst.attrs)
+
+
 def _collective_permute(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
     _check_pairs(inst)
-    if len(shapes) == 4:        # in place: (input, output, input start indices, output start indices)
+    if in_place(inst):
         return shapes[1]
     return tuple_or_single(list(shapes))
 
 
 def _collective_permute_start(inst: Instruction, shapes: Sequence[Shape]) -> Shape | None:
     _check_pairs(inst)
-    if len(shapes) == 4:
+    if in_place(inst):
         return None
     if len(shapes) > 1:         # combined: ((operands), (results))
         value = Shape.tuple_of(list(shapes))
@@ -224,4 +228,4 @@ RULES = {
     "collective-broadcast": _collective_broadcast,
 }
 
-__all__ = ["RULES", "check_groups"]
+__all__ = ["RULES", "check_groups", "in_place"]

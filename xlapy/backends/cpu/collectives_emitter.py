@@ -71,7 +71,7 @@ def _as_array(pointer: int, dims: tuple, dtype: np.dtype) -> np.ndarray:
 def _decode(text: bytes):
     d = json.loads(text)
     spec = collectives.Spec(d["opcode"], d["name"], tuple(tuple(a) for a in d["attrs"]), d["dimension"],
-                            d["split_dimension"], d["reducer"])
+                            d["split_dimension"], d["reducer"], d["in_place"])
     leaves = [[(tuple(dims), np.dtype(dtype)) for dtype, dims in d[k]] for k in ("operands", "results")]
     return spec, leaves[0], leaves[1]
 
@@ -128,12 +128,15 @@ def _check_row_major(inst: Instruction, shape: Shape) -> None:
 def _spec_text(inst: Instruction, operands: list, results: list) -> str:
     spec = collectives.spec_of(inst) if inst.opcode not in ("replica-id", "partition-id") \
         else collectives.Spec(inst.opcode, inst.name, ())
+    if spec.in_place:
+        raise UnimplementedError(f"cpu backend: {inst.name}: the in-place (slice) form of collective-permute")
     if spec.family in ("all-reduce", "reduce-scatter") and spec.reducer is None:
         raise UnimplementedError(f"cpu backend: {inst.name} ({inst.opcode}) reduces with {inst.attrs['to_apply'].name}"
                                  f", which is not one elementwise op (add, multiply, maximum, minimum, and, or, xor)")
     return json.dumps({
         "opcode": spec.opcode, "name": spec.name, "attrs": [list(a) for a in spec.attrs],
         "dimension": spec.dimension, "split_dimension": spec.split_dimension, "reducer": spec.reducer,
+        "in_place": spec.in_place,
         "operands": [[str(r.shape.dtype), list(r.shape.dims)] for r in operands],
         "results": [[str(r.shape.dtype), list(r.shape.dims)] for r in results]}, sort_keys=True)
 
@@ -173,8 +176,6 @@ def collective(em, inst: Instruction, operands: list) -> ValueTree:
 
 def collective_start(em, inst: Instruction, operands: list) -> ValueTree:
     """all-gather-start / collective-permute-start: (operand(s), result(s)[, u32 contexts]); done reads element 1."""
-    if inst.opcode == "collective-permute-start" and len(operands) != 1:
-        raise UnimplementedError(f"cpu backend: {inst.name}: the in-place (slice) form of collective-permute")
     out = em.new_tree(inst.shape, inst)
     for src, dst in zip(_leaves(tuple(operands)), _leaves(out[0])):
         em.copy_leaf(src, dst)

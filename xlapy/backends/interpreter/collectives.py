@@ -27,6 +27,7 @@ import numpy as np
 
 from ...errors import ExecutionError, UnimplementedError
 from ...hlo import collectives as groups_of
+from ...hlo.shape_inference_collectives import in_place as permute_in_place
 from . import rendezvous
 from .reducers import COMBINERS, recognise
 
@@ -41,6 +42,7 @@ class Spec:
     dimension: int | None = None        # all-gather / reduce-scatter / all-to-all dimension
     split_dimension: int | None = None  # all-to-all's array form only
     reducer: str | None = None          # a COMBINERS row name, or None
+    in_place: bool = False              # collective-permute's in-place form (input, output, offsets, offsets)
 
     @property
     def family(self) -> str:
@@ -71,8 +73,9 @@ def spec_of(inst) -> Spec:
         reducer = recognise(comp)
         if reducer in (None, "assign"):
             reducer = None
+    in_place = groups_of.FAMILY.get(inst.opcode) == "collective-permute" and permute_in_place(inst)
     return Spec(inst.opcode, inst.name, attrs, int(dims[0]) if dims else None,
-                None if split is None else int(split), reducer)
+                None if split is None else int(split), reducer, in_place)
 
 
 @lru_cache(maxsize=1024)
@@ -198,17 +201,17 @@ def run(spec: Spec, operands: list[np.ndarray], outs: list[np.ndarray] | None = 
 
 
 def _permute(spec: Spec, ctx, pairs: list, operands: list, outs: list | None) -> list:
-    if len(operands) != 1:
+    if spec.in_place:
         raise UnimplementedError(f"{spec.what}: the in-place (slice) form of collective-permute is not supported")
     members = sorted({d for p in pairs for d in p})
     source = {t: s for s, t in pairs}
-    x = operands[0]
     if ctx.device not in members:
-        return [_into(outs, 0, np.zeros_like(x))]
+        return [_into(outs, k, np.zeros_like(x)) for k, x in enumerate(operands)]
 
     def compute(v, r, s):
         src = source.get(ctx.device)
-        return [_into(outs, 0, np.zeros_like(x) if src is None else v[members.index(src)][0])]
+        return [_into(outs, k, np.zeros_like(x) if src is None else v[members.index(src)][k])
+                for k, x in enumerate(operands)]
     return _meet(spec, ctx, members, operands, compute)
 
 
