@@ -42,6 +42,7 @@ from .batching import Batcher, BatchingTypeError, BatchingValueError, batch_into
 from .batching.common import batched_shape
 from ..passes.build import new_computation as new_hlo_computation
 from .array import with_weak_type
+from .lazy import state as lazy_state
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_map, tree_unflatten
 from .tracer import ShapedArray, aval, bind, current_trace, trace_function, user_frame
 
@@ -198,6 +199,11 @@ def _value_and_grad(what: str, fun: Callable, argnums: int | Sequence[int], has_
     """value_and_grad's function; `what` names the API in error messages."""
     def value_and_grad_f(*args, **kwargs):
         if current_trace() is None:
+            if lazy_state.enabled():        # lazy mode: recorded, derived once per structure (lazy/grad.py)
+                from .lazy.grad import value_and_grad_lazily
+                out = value_and_grad_lazily(what, fun, argnums, has_aux, args, kwargs)
+                if out is not NotImplemented:
+                    return out
             with transient_rules():
                 return run(*args, **kwargs)
         return run(*args, **kwargs)
