@@ -23,6 +23,7 @@ from ..hlo import Computation, Module
 from . import dtypes
 from .backend import registry_default
 from .compile_cache import CompileCache
+from .lazy import graph as lazy_graph
 from .lazy import state as lazy_state
 from .tracer import Packed, ShapedArray, Trace, Tracer, concrete_value, make_op
 
@@ -136,14 +137,13 @@ def _op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], 
 
 def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, shape=None, name=None,
                 weak_type: bool = False) -> Any:
-    from .array import Array, host_value
     values = [v for o in operands for v in (o if isinstance(o, Packed) else [o])]
     avals = [aval_of_value(v) for v in values]
     backend = dtypes.config.default_backend or registry_default()
     if lazy_state.enabled():                    # lazy mode: record the op, compute it at the next cut (lazy/)
-        from .lazy import op_key, record
-        key = op_key(opcode, operands, avals, attrs, shape, name, backend)
-        return record(opcode, operands, attrs, values, avals, key, shape, name, weak_type)
+        key = lazy_graph.op_key(opcode, operands, avals, attrs, shape, name, backend)
+        return lazy_graph.record(opcode, operands, attrs, values, avals, key, shape, name, weak_type)
+    from .array import Array, host_value
     key = _op_key(opcode, operands, avals, attrs, shape, name, backend)
     exe = _CACHE.get(key) if key is not None else None
     if exe is None:

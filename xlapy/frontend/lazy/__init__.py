@@ -11,7 +11,7 @@ print, item, bool, float, a jitted call, ...) cuts. `sync()` cuts explicitly.
 from .cut import Cut, clear_lazy_cache, lazy_stats, materialize, sync
 from .graph import LazyArray, is_pending, op_key, record
 from .reasons import CutReason
-from .state import MAX_NODES, enabled, graph, lazy, set_lazy
+from .state import MAX_NODES, enabled, lazy, set_lazy
 
-__all__ = ["Cut", "CutReason", "LazyArray", "MAX_NODES", "clear_lazy_cache", "enabled", "graph", "is_pending",
+__all__ = ["Cut", "CutReason", "LazyArray", "MAX_NODES", "clear_lazy_cache", "enabled", "is_pending",
            "lazy", "lazy_stats", "materialize", "op_key", "record", "set_lazy", "sync"]

@@ -18,6 +18,8 @@ freed right after the cut (the CPU backend does not alias parameters to results,
 """
 from __future__ import annotations
 
+import gc
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +35,8 @@ from .reasons import CutReason, read_reason
 
 _CACHE = CompileCache(lambda: dtypes.config.eager_cache_size)
 STATS = {"cuts": 0, "nodes_computed": 0, "outputs": 0}
+_SEEN: dict[tuple, int] = {}
+_SEEN_LOCK = threading.Lock()
 
 
 @dataclass
@@ -69,7 +73,14 @@ def sync(named: str = "xlapy.sync()") -> None:
         _cut(g, read_reason(named), None)
 
 
+class NeedsTrace(Exception):
+    """A value of a gradient's recording (grad.py) was read: that function is traced instead, as outside lazy mode."""
+
+
 def _cut(g: state.PendingGraph, reason: CutReason, requested: LazyArray | None) -> None:
+    if g.abstract:
+        raise NeedsTrace(str(reason))
+    gc.collect(1)        # values held only by reference cycles (a traced reducer's closure) are dead: a stable key
     with g.lock:
         live, seen = [], set()
         for ref in g.pending:
@@ -132,14 +143,30 @@ def _structure(nodes: list[Node], live: list[LazyArray]):
     return key, leaves, list(slots), slot_of
 
 
-def _build(name: str, nodes: list[Node], leaves: list[Any], slots: list[tuple]):
+def _resolve_computations(attrs: dict | None) -> dict | None:
+    """The attributes with each computation deep-copied: a computation belongs to one module, and a node's may
+    be built into several (a cut that misses the cache, a gradient derived from a recorded function)."""
     from ...hlo import Computation
-    from ..eager import aval_of_value, build_module
     from ..transforms import _detached
-    trace = Trace("main")
-    params = [trace.new_param(aval_of_value(v), f"Arg_{i}") for i, v in enumerate(leaves)]
+
+    def is_comps(v: Any) -> bool:
+        return isinstance(v, (list, tuple)) and bool(v) and all(isinstance(c, Computation) for c in v)
+    if not attrs or not any(isinstance(v, Computation) or is_comps(v) for v in attrs.values()):
+        return attrs
+    memo: dict = {}
+    return {k: _detached(v, memo) if isinstance(v, Computation) else type(v)(_detached(c, memo) for c in v)
+            if is_comps(v) else v for k, v in attrs.items()}
+
+
+def build_computation(trace: Trace, nodes: list[Node], leaves: list[Any], slots: list[tuple],
+                      args: dict[int, Any] | None = None) -> None:
+    """Record `nodes` into `trace`: each leaf one parameter (after those already made), each node its op,
+    `args` (placeholder node id -> tracer) standing for itself; the root is the tuple of `slots`."""
+    from ..eager import aval_of_value
+    first = len(trace.comp.parameters)
+    params = [trace.new_param(aval_of_value(v), f"Arg_{first + i}") for i, v in enumerate(leaves)]
     leaf_param = {id(v): p for v, p in zip(leaves, params)}
-    values: dict[int, Any] = {}
+    values: dict[int, Any] = dict(args or {})
 
     def resolve(r: Any) -> Any:
         if type(r) is tuple and type(r[0]) is Node:
@@ -148,22 +175,22 @@ def _build(name: str, nodes: list[Node], leaves: list[Any], slots: list[tuple]):
         return leaf_param[id(r)]
 
     for n in nodes:
+        if id(n) in values:
+            continue
         operands = [Packed(resolve(r) for r in ref) if isinstance(ref, Packed) else resolve(ref) for ref in n.operands]
-        attrs = n.attrs
-        if attrs and any(isinstance(v, Computation) or (isinstance(v, (list, tuple)) and v and
-                                                        all(isinstance(c, Computation) for c in v))
-                         for v in attrs.values()):
-            memo: dict = {}
-            attrs = {k: _detached(v, memo) if isinstance(v, Computation) else
-                     type(v)(_detached(c, memo) for c in v) if isinstance(v, (list, tuple)) and v and
-                     all(isinstance(c, Computation) for c in v) else v for k, v in attrs.items()}
-        inst = make_op(trace, n.opcode, operands, attrs, n.shape, n.name)
+        inst = make_op(trace, n.opcode, operands, _resolve_computations(n.attrs), n.shape, n.name)
         values[id(n)] = results_of(trace, inst)
     outs = []
     for node_number, index in slots:
         v = values[id(nodes[node_number])]
         outs.append(v if index == -1 else v[index])
     trace.finish(outs, tuple_root=True)
+
+
+def _build(name: str, nodes: list[Node], leaves: list[Any], slots: list[tuple]):
+    from ..eager import build_module
+    trace = Trace("main")
+    build_computation(trace, nodes, leaves, slots)
     return build_module(name, trace.comp)
 
 
@@ -171,6 +198,40 @@ def _compile(module, backend: str):
     from ...backends import compile as compile_module
     with trace_events.span(f"compile {module.name}", "compile", backend=backend):
         return compile_module(module, backend=backend)
+
+
+def _op_by_op(nodes: list[Node], slots: list[tuple]) -> list[Any]:
+    """The values of `slots`, running each node as an eager op (a structure's first cut: eager.py's per-op
+    executables are small and mostly cached already, so this costs what eager mode costs)."""
+    from ..eager import run_eagerly
+    values: dict[int, Any] = {}
+
+    def resolve(r: Any) -> Any:
+        if type(r) is tuple and type(r[0]) is Node:
+            v = values[id(r[0])]
+            return v if r[1] == -1 else v[r[1]]
+        return r
+    with state.eager_block():
+        for n in nodes:
+            operands = [Packed(resolve(r) for r in ref) if isinstance(ref, Packed) else resolve(ref)
+                        for ref in n.operands]
+            values[id(n)] = run_eagerly(n.opcode, operands, _resolve_computations(n.attrs), shape=n.shape,
+                                        name=n.name)
+    outs = []
+    for node_number, index in slots:
+        v = values[id(nodes[node_number])]
+        outs.append((v if index == -1 else v[index])._value)
+    return outs
+
+
+def _seen(key: tuple) -> int:
+    """How many cuts of this structure have run so far, this one included (bounded: the oldest forgotten)."""
+    with _SEEN_LOCK:
+        count = _SEEN.pop(key, 0) + 1
+        _SEEN[key] = count
+        if len(_SEEN) > 4 * dtypes.config.eager_cache_size:
+            _SEEN.pop(next(iter(_SEEN)))
+    return count
 
 
 def _run(g: state.PendingGraph, live: list[LazyArray], reason: CutReason) -> None:
@@ -185,8 +246,12 @@ def _run(g: state.PendingGraph, live: list[LazyArray], reason: CutReason) -> Non
         compiled.append(True)
         return _compile(_build(name, nodes, leaves, slots), backend)
     try:
-        exe = _CACHE.get_or_make(key, make)
-        out = exe(*[host_value(v) for v in leaves])
+        exe = _CACHE.get(key)
+        if exe is None and _seen(key) < state.COMPILE_AT[0]:
+            out = _op_by_op(nodes, slots)
+        else:
+            exe = exe or _CACHE.get_or_make(key, make)
+            out = exe(*[host_value(v) for v in leaves])
     except XlapyError as e:
         ops = ", ".join(sorted({n.name or n.opcode for n in nodes})[:12])
         message = f"{e}\n(while computing the lazy values pending at {reason}: {len(nodes)} ops: {ops})"

@@ -10,6 +10,7 @@ is raised at the op, naming it and the user's line, as in eager mode.
 """
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from typing import Any, Sequence
 
@@ -73,9 +74,10 @@ def is_pending(x: Any) -> bool:
     return type(x) is LazyArray and x._node is not None
 
 
-def _operand_ref(v: Any) -> Any:
-    """A node operand: (node, index) for a pending value, else the leaf object."""
-    if type(v) is LazyArray and v._node is not None:
+def _operand_ref(v: Any, g: "state.PendingGraph") -> Any:
+    """A node operand: (node, index) for a value pending in `g`, else the leaf object (a value pending in another
+    graph, another thread's or the one around a gradient's recording, is a leaf: read when this graph is cut)."""
+    if type(v) is LazyArray and v._node is not None and v._node.graph is g:
         return (v._node, v._index)
     return v
 
@@ -107,18 +109,32 @@ def computation_key(comp: Computation) -> str:
     if known is not None and known[0] is comp:
         _COMP_KEYS.move_to_end(id(comp))
         return known[1]
-    from ..eager import build_module
-    from ..transforms import _detached
-    text = build_module("key", _detached(comp)).to_text()
+    from ...hlo.printer import computation_to_text
+    texts, seen, stack = [], {id(comp)}, [comp]
+    while stack:                # the computation and every computation it calls, depth first
+        c = stack.pop()
+        texts.append(computation_to_text(c))
+        for inst in c.instructions:
+            for callee in inst.called_computations():
+                if id(callee) not in seen:
+                    seen.add(id(callee))
+                    stack.append(callee)
+    text = "\n".join(texts)
     _COMP_KEYS[id(comp)] = (comp, text)
     while len(_COMP_KEYS) > _MAX_COMP_KEYS:
         _COMP_KEYS.popitem(last=False)
     return text
 
 
+_EAGER: list = []        # eager.py, which imports this module: found on the first op
+
+
 def op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], attrs: dict | None, shape,
            name: str | None, backend: str) -> tuple:
-    from ..eager import _op_key, _freeze
+    if not _EAGER:
+        from .. import eager
+        _EAGER.append(eager)
+    _op_key, _freeze = _EAGER[0]._op_key, _EAGER[0]._freeze
     key = _op_key(opcode, operands, avals, attrs, shape, name, backend)
     if key is not None:
         return key
@@ -151,7 +167,7 @@ def record(opcode: str, operands: Sequence[Any], attrs: dict | None, values: Seq
     """Record one op in the calling thread's pending graph; returns its LazyArray (a list of them for a tuple)."""
     is_tuple, outs = _infer(key, opcode, operands, avals, attrs, shape, name)
     g = state.graph()
-    refs = [Packed(_operand_ref(v) for v in o) if isinstance(o, Packed) else _operand_ref(o) for o in operands]
+    refs = [Packed(_operand_ref(v, g) for v in o) if isinstance(o, Packed) else _operand_ref(o, g) for o in operands]
     with g.lock:
         g.seq += 1
         g.nodes += 1
@@ -161,8 +177,7 @@ def record(opcode: str, operands: Sequence[Any], attrs: dict | None, values: Seq
         else:
             a = outs[0]
             result = new_lazy(node, -1, interned_aval(a.shape, a.dtype, bool(weak_type)))
-        full = g.nodes >= state.MAX_NODES[0]
+        full = g.nodes >= state.MAX_NODES[0] and not g.abstract
     if full:
-        from .cut import sync
-        sync("size limit")
+        sys.modules[__package__ + ".cut"].sync("size limit")
     return result

@@ -63,7 +63,8 @@ class PendingGraph:
     """The ops recorded since the last cut: the pending arrays (weak references, in creation order) and the
     count of nodes recorded, which the size limit reads. `sinks` receive each cut's record (autojit's report)."""
 
-    def __init__(self):
+    def __init__(self, abstract: bool = False):
+        self.abstract = abstract    # a gradient's recording (grad.py): a cut means "trace it instead"
         self.lock = threading.RLock()
         self.pending: list[weakref.ref] = []
         self.nodes = 0
@@ -86,4 +87,30 @@ def thread_graph_or_none() -> PendingGraph | None:
     return _THREAD.graph
 
 
+@contextlib.contextmanager
+def recording_into(g: PendingGraph) -> Iterator[PendingGraph]:
+    """Record the calling thread's ops into `g` (lazily, whatever the switch says) inside this block."""
+    previous = _THREAD.graph
+    _THREAD.graph = g
+    _THREAD.override.append(True)
+    try:
+        yield g
+    finally:
+        _THREAD.override.pop()
+        _THREAD.graph = previous
+
+
 MAX_NODES = [int(os.environ.get("XLAPY_LAZY_MAX_NODES", "1000"))]   # a cut once this many ops are pending
+# a structure is compiled at its COMPILE_AT-th cut; the cuts before run its ops one by one as eager mode does,
+# so a script that runs once costs what eager costs, and a loop compiles its body on its second round
+COMPILE_AT = [int(os.environ.get("XLAPY_LAZY_COMPILE_AT", "2"))]
+
+
+@contextlib.contextmanager
+def eager_block() -> Iterator[None]:
+    """Run the calling thread's ops eagerly inside this block (a cut running its ops one by one)."""
+    _THREAD.override.append(False)
+    try:
+        yield
+    finally:
+        _THREAD.override.pop()
