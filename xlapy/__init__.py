@@ -27,6 +27,10 @@ from .frontend.callbacks import pure_callback
 from .frontend.custom_derivatives import checkpoint, checkpoint_policies, custom_jvp, custom_vjp, remat
 from .frontend.jit import disable_jit
 from .frontend.parallel.pmap import pmap
+from .frontend.parallel.mesh import NamedSharding, P, make_mesh
+from .frontend.parallel.shard_map import shard_map
+from . import sharding        # jax.sharding: Mesh, PartitionSpec, NamedSharding (frontend/parallel/mesh.py)
+from .experimental import shard_map as _experimental_shard_map  # noqa: F401  (xlapy.experimental.shard_map)
 from .frontend.autojit import autojit     # auto-clustering; lazy / sync / set_lazy: the lazy eager mode
 from .frontend.lazy import lazy, lazy_stats, set_lazy, sync
 from . import numpy     # first: it attaches Array's and Tracer's operators and methods (numpy/array_methods.py)
@@ -43,7 +47,8 @@ __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", 
            "jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_transpose", "custom_jvp", "custom_vjp",
            "checkpoint", "remat", "checkpoint_policies", "ad_checkpoint", "eval_shape", "ShapeDtypeStruct",
            "make_jaxpr", "disable_jit", "ensure_compile_time_eval", "block_until_ready", "devices", "device_count",
-           "local_devices", "local_device_count", "process_index", "process_count", "Device", "pmap", "pure_callback",
+           "local_devices", "local_device_count", "process_index", "process_count", "Device", "pmap", "shard_map", "NamedSharding", "P",
+           "make_mesh", "pure_callback",
            "tree", "host_count", "host_id", "host_ids", "process_indices", "effects_barrier", "typeof", "float0",
            "named_call", "named_scope", "closure_convert", "custom_gradient", "print_environment_info",
            "fwd_and_bwd", "transfer_guard", "checking_leaks", "live_arrays", "copy_to_host_async",

@@ -1,0 +1,1 @@
+"""xlapy.experimental (jax.experimental): `xlapy.experimental.shard_map.shard_map`."""

@@ -1,0 +1,260 @@
+"""Meshes and shardings (jax.sharding): Mesh, PartitionSpec (P), NamedSharding, SingleDeviceSharding.
+
+A Mesh is an n-dimensional array of devices with a name per axis. A PartitionSpec says, per array dimension,
+which mesh axes split it (None: not split; a name; a tuple of names, major first); mesh axes it does not name
+replicate the array. A NamedSharding(mesh, spec) is that placement of an array:
+
+    shard_shape(shape)          the shape of one shard
+    indices(shape)              per mesh position (row-major over the mesh), the tuple of slices of its shard
+    hlo_text(rank)              XLA's sharding attribute: {replicated}, {devices=[2,1]0,1},
+                                {devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}
+
+Device ids in HLO shardings and in the collectives are the mesh positions (row-major): partition p of the
+partitioned program runs the shard of mesh position p (on the mesh's device at that position).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from ...errors import XlapyError
+
+
+class PartitionSpec(tuple):
+    """Per array dimension: None, a mesh axis name, or a tuple of names (jax.sharding.PartitionSpec)."""
+
+    UNCONSTRAINED = "unconstrained"
+
+    def __new__(cls, *parts: Any):
+        return super().__new__(cls, tuple(tuple(p) if isinstance(p, list) else p for p in parts))
+
+    def __repr__(self) -> str:
+        return f"PartitionSpec{tuple.__repr__(self)}"
+
+    def axes(self, dim: int) -> tuple:
+        """The mesh axes splitting dimension `dim` (none past the spec's length)."""
+        if dim >= len(self) or self[dim] is None:
+            return ()
+        part = self[dim]
+        return tuple(part) if isinstance(part, tuple) else (part,)
+
+    def used(self) -> list:
+        return [a for d in range(len(self)) for a in self.axes(d)]
+
+
+P = PartitionSpec
+
+
+class Mesh:
+    """Devices in an n-d array with named axes (jax.sharding.Mesh); `with mesh:` makes it the current mesh."""
+
+    def __init__(self, devices: Any, axis_names: Sequence[str] | str, *, axis_types: Any = None):
+        self.devices = np.asarray(devices, dtype=object)
+        self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if self.devices.ndim != len(self.axis_names):
+            raise XlapyError(f"Mesh: {len(self.axis_names)} axis names {self.axis_names} for a device array of rank "
+                             f"{self.devices.ndim}")
+        if len(set(self.axis_names)) != len(self.axis_names):
+            raise XlapyError(f"Mesh: axis names must be unique, got {self.axis_names}")
+
+    @property
+    def shape(self) -> dict[str, int]:
+        return dict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def axis_sizes(self) -> tuple[int, ...]:
+        return tuple(self.devices.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self.devices.size)
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        return np.vectorize(lambda d: d.id, otypes=[np.int64])(self.devices)
+
+    @property
+    def local_devices(self) -> list:
+        return list(self.devices.flat)
+
+    def __enter__(self) -> "Mesh":
+        _CURRENT.stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _CURRENT.stack.pop()
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Mesh) and self.axis_names == other.axis_names and \
+            self.devices.shape == other.devices.shape and (self.device_ids == other.device_ids).all()
+
+    def __hash__(self) -> int:
+        return hash((self.axis_names, self.devices.shape, tuple(self.device_ids.flat)))
+
+    def __repr__(self) -> str:
+        return f"Mesh({', '.join(f'{n!r}: {s}' for n, s in self.shape.items())})"
+
+
+class _Current(threading.local):
+    def __init__(self):
+        self.stack: list[Mesh] = []
+
+
+_CURRENT = _Current()
+
+
+def current_mesh() -> Mesh | None:
+    return _CURRENT.stack[-1] if _CURRENT.stack else None
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices: Any = None,
+              axis_types: Any = None) -> Mesh:
+    """A mesh of the first prod(axis_shapes) devices (jax.make_mesh)."""
+    from ...backends import devices as device_table
+    n = int(np.prod(axis_shapes, dtype=np.int64))
+    available = list(devices) if devices is not None else device_table.devices()
+    if n > len(available):
+        raise XlapyError(f"make_mesh: a mesh of shape {tuple(axis_shapes)} needs {n} devices, but only "
+                         f"{len(available)} are available (XLA_FLAGS=--xla_force_host_platform_device_count={n})")
+    arr = np.empty(n, dtype=object)
+    arr[:] = available[:n]
+    return Mesh(arr.reshape(tuple(axis_shapes)), axis_names)
+
+
+def check_spec(mesh: Mesh, spec: PartitionSpec, rank: int, what: str) -> None:
+    if len(spec) > rank:
+        raise XlapyError(f"{what}: the spec {spec} has {len(spec)} entries for an array of rank {rank}")
+    used = spec.used()
+    unknown = [a for a in used if a not in mesh.axis_names]
+    if unknown:
+        raise XlapyError(f"{what}: the spec {spec} names the axes {unknown}, which the mesh {mesh} does not have")
+    if len(set(used)) != len(used):
+        raise XlapyError(f"{what}: the spec {spec} uses a mesh axis twice")
+
+
+def tiles(mesh: Mesh, spec: PartitionSpec, rank: int) -> list[int]:
+    """The number of shards along each dimension."""
+    return [int(np.prod([mesh.shape[a] for a in spec.axes(d)], dtype=np.int64)) for d in range(rank)]
+
+
+def block_index(mesh: Mesh, spec: PartitionSpec, dim: int, coords: dict[str, int]) -> int:
+    """The shard index along `dim` of the mesh position `coords` (row-major over the dim's axes)."""
+    index = 0
+    for a in spec.axes(dim):
+        index = index * mesh.shape[a] + coords[a]
+    return index
+
+
+def positions(mesh: Mesh) -> Iterator[dict[str, int]]:
+    """Every mesh position as {axis: coordinate}, row-major (position p is partition p)."""
+    for flat in range(mesh.size):
+        yield dict(zip(mesh.axis_names, np.unravel_index(flat, mesh.axis_sizes)))
+
+
+class NamedSharding:
+    """An array placed on a mesh by a PartitionSpec (jax.sharding.NamedSharding)."""
+
+    def __init__(self, mesh: Mesh, spec: PartitionSpec | None = None, *, memory_kind: Any = None):
+        if not isinstance(mesh, Mesh):
+            raise XlapyError(f"NamedSharding needs a Mesh, got {type(mesh).__name__}")
+        self.mesh = mesh
+        self.spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*(spec or ()))
+        check_spec(mesh, self.spec, max(len(self.spec), 0), "NamedSharding")
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
+            tuple(self.spec) == tuple(other.spec)
+
+    def __hash__(self) -> int:
+        return hash((self.mesh, tuple(self.spec)))
+
+    def __repr__(self) -> str:
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
+
+    @property
+    def device_set(self) -> set:
+        return set(self.mesh.devices.flat)
+
+    @property
+    def addressable_devices(self) -> set:
+        return self.device_set
+
+    def is_fully_replicated_for(self, rank: int) -> bool:
+        return all(t == 1 for t in tiles(self.mesh, self.spec, rank))
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return not self.spec.used()
+
+    def shard_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        check_spec(self.mesh, self.spec, len(shape), "NamedSharding")
+        out = []
+        for d, (n, t) in enumerate(zip(shape, tiles(self.mesh, self.spec, len(shape)))):
+            if n % t:
+                raise XlapyError(f"NamedSharding {self.spec}: dimension {d} of the shape {tuple(shape)} (size {n}) is "
+                                 f"not divisible by the {t} shards of the mesh axes {self.spec.axes(d)}")
+            out.append(n // t)
+        return tuple(out)
+
+    def indices(self, shape: Sequence[int]) -> list[tuple[slice, ...]]:
+        """Per mesh position (row-major), the slices of its shard of an array of `shape`."""
+        block = self.shard_shape(shape)
+        out = []
+        for coords in positions(self.mesh):
+            out.append(tuple(slice(block_index(self.mesh, self.spec, d, coords) * b,
+                                   (block_index(self.mesh, self.spec, d, coords) + 1) * b)
+                             for d, b in enumerate(block)))
+        return out
+
+    def devices_indices_map(self, shape: Sequence[int]) -> dict:
+        return dict(zip(self.mesh.devices.flat, self.indices(shape)))
+
+    def hlo_text(self, rank: int) -> str:
+        """The HLO sharding attribute of an array of this rank."""
+        check_spec(self.mesh, self.spec, rank, "NamedSharding")
+        t = tiles(self.mesh, self.spec, rank)
+        if all(x == 1 for x in t):
+            return "{replicated}"
+        used = self.spec.used()
+        order = used + [a for a in self.mesh.axis_names if a not in used]
+        ids = np.arange(self.mesh.size).reshape(self.mesh.axis_sizes)
+        ids = np.transpose(ids, [self.mesh.axis_names.index(a) for a in order]).reshape(-1)
+        replicate = self.mesh.size // int(np.prod(t, dtype=np.int64))
+        dims = t + ([replicate] if replicate > 1 else [])
+        text = "{devices=[%s]%s" % (",".join(map(str, dims)), ",".join(map(str, ids)))
+        return text + (" last_tile_dim_replicate}" if replicate > 1 else "}")
+
+
+class SingleDeviceSharding:
+    """The whole array on one device (jax.sharding.SingleDeviceSharding)."""
+
+    def __init__(self, device: Any, *, memory_kind: Any = None):
+        self.device = device
+
+    @property
+    def device_set(self) -> set:
+        return {self.device}
+
+    @property
+    def num_devices(self) -> int:
+        return 1
+
+    is_fully_replicated = True
+
+    def shard_shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        return tuple(shape)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, SingleDeviceSharding) and self.device == other.device
+
+    def __hash__(self) -> int:
+        return hash(self.device)
+
+    def __repr__(self) -> str:
+        return f"SingleDeviceSharding(device={self.device!r})"
