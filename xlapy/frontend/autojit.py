@@ -10,7 +10,8 @@ compiles nothing and builds no HLO: it re-runs f's Python, which only records (a
 and replays the cached executables. A branch on a value is its own guard: the branch taken decides which ops
 are recorded next, hence which cached continuation runs.
 
-Inside a trace (autojit called under jit or grad) f is simply traced, as a nested jit is inlined.
+numpy arguments become xlapy Arrays first (jit traces them too), so f's ops on them are recorded rather than run
+by numpy. Inside a trace (autojit called under jit or grad) f is simply traced, as a nested jit is inlined.
 
 `report()` lists the clusters seen, each with what ended it (the read, the xlapy function that made it and
 the user's source line), its size and its compile and run counts; `XLA_FLAGS=--xla_dump_to=DIR` dumps each
@@ -23,9 +24,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
+from .array import Array
 from .lazy import cut as lazy_cut
 from .lazy import state as lazy_state
 from .lazy.reasons import CutReason
+from .pytree import tree_map
 from .tracer import current_trace
 
 
@@ -40,6 +45,7 @@ class Cluster:
     ended_by: CutReason
     compiles: int = 0
     runs: int = 0
+    op_by_op: int = 0           # runs before it was compiled (lazy/state.py's COMPILE_AT)
     module_name: str = ""
 
 
@@ -48,6 +54,7 @@ class _Call:
     """The cuts of one call in progress (a lazy PendingGraph sink)."""
     owner: "AutoJitted"
     position: int = 0
+    last: str = ""
     cuts: list = field(default_factory=list)
 
     def module_name(self) -> str:
@@ -55,6 +62,7 @@ class _Call:
 
     def cut(self, record: lazy_cut.Cut) -> None:
         self.position += 1
+        self.last = f"ended by {record.reason}"
         self.owner._note(self.position, record)
 
 
@@ -76,10 +84,15 @@ class AutoJitted:
         g = lazy_state.graph()
         call = _Call(self)
         g.sinks.append(call)
+        args, kwargs = tree_map(_as_array, (args, kwargs))
         try:
             with lazy_state.lazy(True):
                 out = self.fun(*args, **kwargs)
                 lazy_cut.sync(f"the return of {self.name}")
+        except Exception as e:
+            last = f"after cluster {call.position} ({call.last})" if call.position else "in its first cluster"
+            e.add_note(f"(raised in autojit({self.name}) {last})")
+            raise
         finally:
             g.sinks.remove(call)
         with self._lock:
@@ -95,6 +108,7 @@ class AutoJitted:
                     module_name=record.module_name)
             cluster.runs += 1
             cluster.compiles += int(record.compiled)
+            cluster.op_by_op += int(record.op_by_op)
 
     # -- the report ---------------------------------------------------------------------------------------
     def clusters(self) -> list[Cluster]:
@@ -110,9 +124,17 @@ class AutoJitted:
                  f"{sum(c.compiles for c in clusters)} compile(s)"]
         for c in clusters:
             lines.append(f"  cluster {c.number} (#{c.position} in a call, {c.module_name}): {c.ops} ops, "
-                         f"{c.inputs} inputs, {c.outputs} outputs; compiled {c.compiles}x, run {c.runs}x")
+                         f"{c.inputs} inputs, {c.outputs} outputs; compiled {c.compiles}x, run {c.runs}x "
+                         f"({c.op_by_op} of them op by op, before it was compiled)")
             lines.append(f"    ended by {c.ended_by}")
         return "\n".join(lines)
+
+
+def _as_array(leaf: Any) -> Any:
+    """numpy arguments become xlapy Arrays, as jit traces them: ops on them are recorded, not run by numpy."""
+    if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.kind in "biufc":
+        return Array(leaf)
+    return leaf
 
 
 def autojit(fun: Callable | None = None) -> Any:

@@ -46,7 +46,8 @@ class Cut:
     ops: int            # nodes computed
     outputs: int
     leaves: int
-    compiled: bool      # False: replayed from the cache
+    compiled: bool      # compiled at this cut
+    op_by_op: bool      # run op by op (the structure's first cut: state.COMPILE_AT)
     module_name: str
     key: tuple
 
@@ -57,7 +58,10 @@ def lazy_stats() -> dict[str, int]:
 
 
 def clear_lazy_cache() -> None:
+    """Forget every compiled cluster and how often each structure was cut (xlapy.clear_caches calls it)."""
     _CACHE.clear()
+    with _SEEN_LOCK:
+        _SEEN.clear()
 
 
 def materialize(x: LazyArray) -> None:
@@ -247,7 +251,8 @@ def _run(g: state.PendingGraph, live: list[LazyArray], reason: CutReason) -> Non
         return _compile(_build(name, nodes, leaves, slots), backend)
     try:
         exe = _CACHE.get(key)
-        if exe is None and _seen(key) < state.COMPILE_AT[0]:
+        op_by_op = exe is None and _seen(key) < state.COMPILE_AT[0]
+        if op_by_op:
             out = _op_by_op(nodes, slots)
         else:
             exe = exe or _CACHE.get_or_make(key, make)
@@ -268,6 +273,6 @@ def _run(g: state.PendingGraph, live: list[LazyArray], reason: CutReason) -> Non
     STATS["nodes_computed"] += len(nodes)
     STATS["outputs"] += len(slots)
     if g.sinks:
-        record = Cut(reason, len(nodes), len(slots), len(leaves), bool(compiled), name, key)
+        record = Cut(reason, len(nodes), len(slots), len(leaves), bool(compiled), op_by_op, name, key)
         for sink in g.sinks:
             sink.cut(record)

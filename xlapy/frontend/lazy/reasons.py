@@ -41,11 +41,16 @@ class CutReason:
 
 
 def _in_xlapy(frame) -> bool:
-    path = os.path.abspath(frame.f_code.co_filename)
-    return path.startswith(_XLAPY_DIR + os.sep) or path.startswith("<xlapy")
+    name = frame.f_code.co_filename
+    return name.startswith("<xlapy") or os.path.abspath(name).startswith(_XLAPY_DIR + os.sep)
 
 
 def _api_name(frame) -> str:
+    if frame.f_code.co_filename.startswith("<xlapy"):          # jit's generated warm-call code
+        return "a jitted call"
+    owner = frame.f_locals.get("self")
+    if frame.f_code.co_name == "__call__" and owner is not None:
+        return {"Jitted": "a jitted call"}.get(type(owner).__name__, f"{type(owner).__name__}.__call__")
     rel = os.path.relpath(os.path.abspath(frame.f_code.co_filename), os.path.dirname(_XLAPY_DIR))
     module = rel[:-3].replace(os.sep, ".") if rel.endswith(".py") else rel
     for private in (".frontend.array", ".frontend.lazy.graph"):

@@ -1,0 +1,154 @@
+"""autojit (auto-clustering): every op that breaks jit splits the function instead; clusters are cached by
+structure (compile counts asserted), reported with the breaking op and the user's line, dumped with XLA_FLAGS;
+results agree with eager, jit (on what jit can run) and numpy, on both backends."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xlapy
+import xlapy.numpy as xnp
+from xlapy.frontend import lazy
+from xlapy.frontend.lazy import state
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    lazy.clear_lazy_cache()
+    old = state.COMPILE_AT[0]
+    state.COMPILE_AT[0] = 1
+    yield
+    state.COMPILE_AT[0] = old
+
+
+def line_of(fun, text: str) -> int:
+    import inspect
+    lines, start = inspect.getsourcelines(fun)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def with_unique(x):
+    y = xnp.round(xnp.tanh(x) * 3.0)
+    u = xnp.unique(y)
+    return xnp.sum(u * 2.0) + xnp.max(x)
+
+
+def with_nonzero(x):
+    idx = xnp.nonzero(x > 0.2)[0]
+    return xnp.sum(x[idx] ** 2)
+
+
+def with_mask(x):
+    return xnp.mean(xnp.exp(x)[x > 0.5])
+
+
+def with_branch(x):
+    s = xnp.sum(x)
+    if s > 2.0:
+        return xnp.sin(x) * s
+    return xnp.cos(x) - s
+
+
+def with_int(x):
+    n = int(xnp.argmax(x))
+    return xnp.cumsum(x)[n] + x[0].item()
+
+
+def with_host_function(x):
+    h = np.asarray(x * 2.0)                  # a host computation on the value, in the middle
+    return xnp.asarray(np.sort(h)) + x
+
+
+CASES = {
+    "unique": (with_unique, lambda x: np.sum(np.unique(np.round(np.tanh(x) * 3.0)) * 2.0) + x.max(), "xnp.unique"),
+    "nonzero": (with_nonzero, lambda x: np.sum(x[x > 0.2] ** 2), "xnp.nonzero"),
+    "mask": (with_mask, lambda x: np.mean(np.exp(x)[x > 0.5]), "x > 0.5"),
+    "branch": (with_branch, lambda x: np.sin(x) * x.sum() if x.sum() > 2.0 else np.cos(x) - x.sum(), "if s"),
+    "int": (with_int, lambda x: np.cumsum(x)[np.argmax(x)] + x[0], "n = int("),
+    "host function": (with_host_function, lambda x: np.sort(x * 2.0) + x, "np.asarray"),
+}
+X = np.array([0.1, 0.9, 0.4, 0.7, 0.3, 0.8], np.float32)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_break_splits_and_agrees_with_numpy(case, xlapy_backend):
+    fun, reference, marker = CASES[case]
+    with pytest.raises(xlapy.ConcretizationError):
+        xlapy.jit(fun)(X)                   # must-compile cannot run it
+    auto = xlapy.autojit(fun)
+    np.testing.assert_allclose(np.asarray(auto(X)), reference(X), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(auto(X)), np.asarray(fun(X)), rtol=1e-6)     # eager
+    clusters = auto.clusters()
+    assert len(clusters) >= 2 and all(c.compiles == 1 and c.runs == 2 for c in clusters)
+    first = clusters[0]
+    assert first.ended_by.where.endswith(f"test_autojit.py:{line_of(fun, marker)}"), first.ended_by
+
+
+def test_warm_calls_compile_nothing_and_new_values_replay():
+    auto = xlapy.autojit(with_unique)
+    auto(X)
+    before = xlapy.lazy_stats()
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.random(6, dtype=np.float32)
+        np.testing.assert_allclose(float(auto(x)), CASES["unique"][1](x), rtol=1e-5)
+    after = xlapy.lazy_stats()
+    # the unique's output length may change the second cluster's shapes: each new length compiles once
+    lengths = {len(np.unique(np.round(np.tanh(x) * 3.0))) for x in [X]}
+    assert after["compiles"] - before["compiles"] <= 3
+    assert after["hits"] > before["hits"]
+    assert auto.calls == 4 and lengths
+
+
+def test_branch_outcome_selects_the_cached_continuation():
+    auto = xlapy.autojit(with_branch)
+    high, low = np.full(4, 1.0, np.float32), np.full(4, 0.1, np.float32)
+    for x in (high, low, high, low):
+        np.testing.assert_allclose(np.asarray(auto(x)), CASES["branch"][1](x), rtol=1e-6)
+    clusters = auto.clusters()
+    assert len(clusters) == 3                       # the prefix, and one continuation per branch
+    assert [c.compiles for c in clusters] == [1, 1, 1]
+    assert sorted(c.runs for c in clusters) == [2, 2, 4]
+    assert "bool() (a Python branch on a value)" in str(clusters[0].ended_by)
+
+
+def test_report_lists_clusters_reasons_sizes_and_counts():
+    auto = xlapy.autojit(with_unique)
+    auto(X)
+    auto(X)
+    text = auto.report()
+    assert text.startswith("autojit(with_unique): 2 call(s), 2 cluster(s), 2 compile(s)")
+    assert f"xlapy.numpy.unique: np.asarray at {__file__}:{line_of(with_unique, 'xnp.unique')}" in text
+    assert "compiled 1x, run 2x" in text and "ops," in text and "the return of with_unique" in text
+
+
+@pytest.mark.backends("cpu", reason="the CPU compiler writes the dumps (the interpreter runs modules as given)")
+def test_clusters_are_dumped_with_xla_dump_to(tmp_path, monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_dump_to={tmp_path}")
+    xlapy.autojit(with_nonzero)(X)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert any("autojit_with_nonzero_1" in n for n in names), names
+    assert any("autojit_with_nonzero_2" in n for n in names), names
+
+
+def test_under_jit_it_is_traced_and_autojit_in_lazy_mode_returns_values():
+    def f(x):
+        return xnp.sum(x * 2.0)
+    auto = xlapy.autojit(f)
+    assert float(xlapy.jit(lambda x: auto(x) + 1.0)(X)) == pytest.approx(float(np.sum(X * 2.0)) + 1.0)
+    out = auto(X)
+    assert not lazy.is_pending(out)
+
+
+def test_bad_inputs():
+    with pytest.raises(xlapy.XlapyError, match="autojit expects a function"):
+        xlapy.autojit(3)
+
+    def failing(x):
+        u = xnp.unique(x * 2.0)
+        return xnp.zeros(int(u[0]) - 10)     # a host op that raises: a negative size
+    with pytest.raises(Exception) as info:
+        xlapy.autojit(failing)(X)
+    notes = "".join(getattr(info.value, "__notes__", []))
+    assert "autojit(failing) after cluster 2" in notes and "int()" in notes
+    assert f"test_autojit.py:{line_of(failing, 'int(u[0])')}" in notes
