@@ -58,6 +58,9 @@ class SpmdExecutable:
         logical = {int(assignment[r, p]): (r, p) for r in range(num_replicas) for p in range(num_partitions)}
         self.logical = [logical[d] for d in self.local_ids]
         self._instances = _compile_instances(module, backend, len(self.local_ids), **options)
+        if _devices.process_count() > 1:
+            from ..distributed import communicator       # noqa: PLC0415 -- MPI only when initialized
+            communicator.prepare(module, num_replicas, num_partitions, assignment)
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 

@@ -165,8 +165,10 @@ def run(spec: Spec, operands: list[np.ndarray], outs: list[np.ndarray] | None = 
     group = group_for(spec, ctx)
     family = spec.family
     fast = getattr(ctx.communicator, family.replace("-", "_"), None)
-    if fast is not None:                       # an MPI communicator's own collective
-        return fast(spec, ctx, group, operands, outs)
+    if fast is not None:            # an MPI communicator's own collective (None: the group is in this process)
+        done = fast(spec, ctx, group, operands, outs)
+        if done is not None:
+            return done
     if family == "all-reduce":
         def after(_, shared):
             return [_into(outs, k, r) for k, r in enumerate(shared["out"])]

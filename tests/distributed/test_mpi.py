@@ -1,0 +1,61 @@
+"""Collectives across 2 MPI processes: real `mpiexec -n 2` jobs on this machine (skipped without mpi4py or
+mpiexec: `pip install 'xlapy[mpi]'`), and the clear error outside mpirun."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xlapy import distributed
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "mpi_worker.py"
+
+
+def mpiexec() -> str | None:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None
+    beside = Path(sys.executable).parent / "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+needs_mpi = pytest.mark.skipif(mpiexec() is None, reason="mpi4py or mpiexec absent (pip install 'xlapy[mpi]')")
+
+
+def launch(n: int, cases: list[str], env: dict | None = None, timeout: float = 120) -> str:
+    env = {**os.environ, **(env or {})}
+    try:
+        done = subprocess.run([mpiexec(), "-n", str(n), sys.executable, str(WORKER), *cases], env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"mpiexec -n {n} {cases} hung for {timeout} s: {e.stdout}\n{e.stderr}")
+    out = done.stdout + done.stderr
+    for case in cases:
+        for rank in range(n):
+            assert f"ok {case} rank {rank}" in out, out
+    return out
+
+
+@needs_mpi
+def test_every_collective_across_two_processes():
+    launch(2, ["everything", "timeout"])
+
+
+@needs_mpi
+def test_modes_with_two_devices_per_process():
+    launch(2, ["modes"], {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+
+
+def test_initialize_outside_mpirun_is_one_clear_error(monkeypatch):
+    for rank, size in distributed.LAUNCHER_ENV:
+        monkeypatch.delenv(rank, raising=False)
+        monkeypatch.delenv(size, raising=False)
+    with pytest.raises(distributed.DistributedError, match="not started by mpirun/mpiexec"):
+        distributed.initialize()
+    assert not distributed.is_initialized()
