@@ -8,6 +8,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -e '.[test,demo]'
+	$(BIN)/python -m pip install -q -e '.[mpi]' || echo "mpich/mpi4py could not be installed: tests/distributed will skip"
 	touch $@
 
 # The newcomer's first ten minutes: an HLO module through `xlapy run`, then examples/digits_demo.py trains an
