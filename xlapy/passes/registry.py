@@ -40,6 +40,9 @@ PASSES: dict[str, tuple[str, str]] = {
     "multi_output_fusion": ("fusion", "MultiOutputFusion"),
     "row-fusion": ("fusion", "RowFusion"),
     "copy-insertion": ("copy_insertion", "CopyInsertion"),
+    # SPMD partitioning (num_partitions > 1 with sharding annotations)
+    "sharding-propagation": ("sharding_propagation", "ShardingPropagation"),
+    "spmd-partitioner": ("spmd_partitioner", "SpmdPartitioner"),
 }
 
 # short aliases accepted on the command line

@@ -1,0 +1,189 @@
+"""Sharding propagation and the SPMD partitioner on HLO text: the partitioned module has XLA's collectives
+(FileCheck), and run on N devices (backends/spmd.py, the interpreter) it gives the unpartitioned result."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xlapy.backends import compile as compile_module, spmd
+from xlapy.filecheck import filecheck
+from xlapy.hlo import parse
+from xlapy.passes.registry import make_pass
+from xlapy.passes.sharding_propagation import propagate
+from xlapy.passes.spmd_sharding import ShardingError
+
+ADD = """%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def eight_devices(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+
+def _tile(a: np.ndarray, s, p: int) -> np.ndarray:
+    coords = np.argwhere(s.tiles == p)[0][:-1]
+    local = s.local_dims(a.shape)
+    return np.ascontiguousarray(a[tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, local))])
+
+
+def partition_and_run(text: str, *args: np.ndarray) -> str:
+    """Partition `text`, run it on its num_partitions devices, compare with the whole module; the new text."""
+    want = compile_module(parse(text), "interpreter")(*args)
+    module = parse(text)
+    n = int(module.attrs["num_partitions"])
+    shardings = propagate(module)
+    params = [shardings[id(p)] for p in module.entry.parameters]
+    root = shardings[id(module.entry.root)]
+    make_pass("sharding-propagation").run(module)
+    make_pass("spmd-partitioner").run(module)
+    outs = spmd.execute(module, [[_tile(a, s, p) for a, s in zip(args, params)] for p in range(n)],
+                        backend="interpreter")
+    if root.is_tuple:
+        for k, (w, r) in enumerate(zip(want, root.elements)):
+            _check(w, r, [o[k] for o in outs])
+    else:
+        _check(want, root, outs)
+    return module.to_text()
+
+
+def _check(want: np.ndarray, root, outs: list) -> None:
+    full = np.zeros(np.shape(want), np.asarray(want).dtype)
+    for p, out in enumerate(outs):
+        coords = np.argwhere(root.tiles == p)[0][:-1]
+        full[tuple(slice(c * k, (c + 1) * k) for c, k in zip(coords, out.shape))] = out
+    np.testing.assert_allclose(full, want, rtol=1e-5, atol=1e-5)
+
+
+def _rand(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_elementwise_stays_local():
+    text = partition_and_run("""HloModule m, num_partitions=4
+ENTRY %e (x: f32[8,4], y: f32[8,4]) -> f32[8,4] {
+  %x = f32[8,4] parameter(0), sharding={devices=[4,1]0,1,2,3}
+  %y = f32[8,4] parameter(1), sharding={devices=[4,1]0,1,2,3}
+  %t = f32[8,4] tanh(%x)
+  ROOT %s = f32[8,4] add(%t, %y), sharding={devices=[4,1]0,1,2,3}
+}""", _rand(8, 4), _rand(8, 4, seed=1))
+    filecheck(text, """
+        CHECK: ENTRY
+        CHECK: f32[2,4] parameter(0)
+        CHECK: f32[2,4] tanh(
+        CHECK-NOT: all-gather
+        CHECK: ROOT {{.*}} = f32[2,4] add(
+    """)
+
+
+def test_dot_batch_and_non_contracting_splits_stay_local():
+    text = partition_and_run("""HloModule m, num_partitions=4
+ENTRY %e (x: f32[4,8,6], y: f32[4,6,5]) -> f32[4,8,5] {
+  %x = f32[4,8,6] parameter(0), sharding={devices=[2,2,1]0,1,2,3}
+  %y = f32[4,6,5] parameter(1), sharding={devices=[2,1,1,2]0,1,2,3 last_tile_dim_replicate}
+  ROOT %d = f32[4,8,5] dot(%x, %y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}, sharding={devices=[2,2,1]0,1,2,3}
+}""", _rand(4, 8, 6), _rand(4, 6, 5, seed=1))
+    filecheck(text, """
+        CHECK: f32[2,4,5] dot(f32[2,4,6] {{.*}}, f32[2,6,5] {{.*}}), lhs_batch_dims={0}
+        CHECK-NOT: all-reduce
+        CHECK-NOT: all-gather
+    """)
+
+
+def test_dot_contracting_split_is_all_reduced():
+    text = partition_and_run("""HloModule m, num_partitions=2
+ENTRY %e (x: f32[8,6], y: f32[6,4]) -> f32[8,4] {
+  %x = f32[8,6] parameter(0), sharding={devices=[1,2]0,1}
+  %y = f32[6,4] parameter(1), sharding={devices=[2,1]0,1}
+  ROOT %d = f32[8,4] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={replicated}
+}""", _rand(8, 6), _rand(6, 4, seed=1))
+    filecheck(text, """
+        CHECK: %[[D:.*]] = f32[8,4] dot(f32[8,3] {{.*}}, f32[3,4] {{.*}})
+        CHECK-NEXT: all-reduce(f32[8,4] %[[D]]), channel_id=1, replica_groups={{[{][{]0,1[}][}]}}, use_global_device_ids=true, to_apply=%scalar_add_computation
+        CHECK-NOT: all-gather
+    """)
+
+
+def test_mismatched_dot_operands_are_gathered_and_the_output_resliced():
+    text = partition_and_run("""HloModule m, num_partitions=2
+ENTRY %e (x: f32[8,6], y: f32[6,4]) -> f32[8,4] {
+  %x = f32[8,6] parameter(0), sharding={devices=[2,1]0,1}
+  %y = f32[6,4] parameter(1), sharding={devices=[1,2]0,1}
+  ROOT %d = f32[8,4] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[1,2]0,1}
+}""", _rand(8, 6), _rand(6, 4, seed=1))
+    filecheck(text, """
+        CHECK: f32[6,4] all-gather(f32[6,2] {{.*}}), channel_id={{[0-9]+}}, replica_groups={{[{][{]0,1[}][}]}}, use_global_device_ids=true, dimensions={1}
+        CHECK: f32[4,4] dot(
+        CHECK: f32[8,4] all-gather(f32[4,4] {{.*}}dimensions={0}
+        CHECK: partition-id()
+        CHECK: f32[8,2] dynamic-slice(
+    """)
+
+
+def test_reduction_over_a_split_dimension_and_reshape_transpose_mapping():
+    text = partition_and_run("""HloModule m, num_partitions=4
+""" + ADD + """
+ENTRY %e (x: f32[8,6]) -> (f32[6], f32[6,8], f32[8,2,3]) {
+  %x = f32[8,6] parameter(0), sharding={devices=[4,1]0,1,2,3}
+  %z = f32[] constant(0)
+  %r = f32[6] reduce(%x, %z), dimensions={0}, to_apply=%add
+  %t = f32[6,8] transpose(%x), dimensions={1,0}
+  %s = f32[8,2,3] reshape(%x)
+  ROOT %o = (f32[6], f32[6,8], f32[8,2,3]) tuple(%r, %t, %s), sharding={{replicated}, {devices=[1,4]0,1,2,3}, {devices=[4,1,1]0,1,2,3}}
+}""", _rand(8, 6))
+    filecheck(text, """
+        CHECK: f32[6] reduce(f32[2,6]
+        CHECK-NEXT: f32[6] all-reduce({{.*}}replica_groups={{[{][{]0,1,2,3[}][}]}}, use_global_device_ids=true, to_apply=%add
+        CHECK: f32[6,2] transpose(f32[2,6]
+        CHECK: f32[2,2,3] reshape(f32[2,6]
+        CHECK-NOT: all-gather
+    """)
+
+
+def test_convolution_split_over_the_batch():
+    text = partition_and_run("""HloModule m, num_partitions=2
+ENTRY %e (x: f32[4,5,5,2], k: f32[3,3,2,3]) -> f32[4,3,3,3] {
+  %x = f32[4,5,5,2] parameter(0), sharding={devices=[2,1,1,1]0,1}
+  %k = f32[3,3,2,3] parameter(1), sharding={replicated}
+  ROOT %c = f32[4,3,3,3] convolution(%x, %k), window={size=3x3}, dim_labels=b01f_01io->b01f, sharding={devices=[2,1,1,1]0,1}
+}""", _rand(4, 5, 5, 2), _rand(3, 3, 2, 3, seed=1))
+    filecheck(text, """
+        CHECK: f32[2,3,3,3] convolution(f32[2,5,5,2] {{.*}}, f32[3,3,2,3] {{.*}}), window={size=3x3}, dim_labels=b01f_01io->b01f
+        CHECK-NOT: all-gather
+    """)
+
+
+def test_unannotated_or_single_partition_modules_do_not_change():
+    for text in ["""HloModule m, num_partitions=2
+ENTRY %e (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %n = f32[4] negate(%x)
+}""", """HloModule m
+ENTRY %e (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0), sharding={devices=[2]0,1}
+  ROOT %n = f32[4] negate(%x)
+}"""]:
+        module = parse(text)
+        assert not make_pass("sharding-propagation").run(module)
+        assert not make_pass("spmd-partitioner").run(module)
+
+
+def test_bad_shardings_name_the_instruction():
+    module = parse("""HloModule m, num_partitions=2
+ENTRY %e (x: f32[5]) -> f32[5] {
+  %x = f32[5] parameter(0), sharding={devices=[2]0,1}
+  ROOT %n = f32[5] negate(%x)
+}""")
+    with pytest.raises(ShardingError, match="parameter x.*dimension 0 of size 5 does not divide into the 2 tiles"):
+        make_pass("spmd-partitioner").run(module)
+    module = parse("""HloModule m, num_partitions=2
+ENTRY %e (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0), sharding={devices=[2]0,0}
+  ROOT %n = f32[4] negate(%x)
+}""")
+    with pytest.raises(ShardingError, match="x: .* must name each of the 2 partitions once"):
+        make_pass("spmd-partitioner").run(module)

@@ -1,0 +1,199 @@
+"""ShardingPropagation: give every instruction of the entry computation a sharding, from the annotated ones
+(parameters, the root, `custom-call(x), custom_call_target="Sharding"` from with_sharding_constraint).
+
+Forward, in post order; an annotated instruction keeps its annotation (the partitioner reshards into it). The
+rules, by opcode (`spmd_sharding.py` has the tile arithmetic):
+
+    elementwise             the operand sharding with the most tiles (same rank)
+    broadcast / transpose   the operand's, its dimensions mapped / permuted
+    reshape                 the operand's on the dimensions the reshape keeps (same size, same elements
+                            before); the others whole
+    reduce                  the operand's on the kept dimensions (the reduced ones become replication)
+    dot                     batch and free dimensions from the operand with more tiles (contracting tiles
+                            become replication: the partitioner all-reduces them)
+    convolution             the input's batch split
+    tuple / get-tuple-elt   element-wise
+    anything else           replicated
+
+The pass runs only on modules with num_partitions > 1 that carry a sharding somewhere (XLA's
+use_spmd_partitioning); the shardings are written as `sharding={...}` attributes, as XLA prints them.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..hlo import Instruction, Module, opinfo
+from .pipeline import Pass
+from .spmd_sharding import Sharding, ShardingError, sharding_of
+
+
+def num_partitions(module: Module) -> int:
+    return int(module.attrs.get("num_partitions", 1) or 1)
+
+
+def has_shardings(module: Module) -> bool:
+    return module.entry is not None and any("sharding" in i.attrs for i in module.entry.instructions)
+
+
+def reshape_dim_map(src: tuple, dst: tuple) -> dict[int, int]:
+    """src dim -> dst dim for the dimensions a reshape keeps: same size and the same number of elements before."""
+    out, before = {}, {}
+    acc = 1
+    for j, n in enumerate(dst):
+        before.setdefault((acc, n), j)
+        acc *= n
+    acc = 1
+    for i, n in enumerate(src):
+        j = before.get((acc, n))
+        if j is not None and n > 1:
+            out[i] = j
+        acc *= n
+    return out
+
+
+def _rank(inst: Instruction) -> int:
+    return inst.shape.rank if inst.shape.is_array else 0
+
+
+def _most_tiled(shardings: list[Sharding], rank: int, n: int) -> Sharding:
+    best = None
+    for s in shardings:
+        if s.is_tuple or s.rank != rank:
+            continue
+        if best is None or s.num_devices // s.tiles.shape[-1] > best.num_devices // best.tiles.shape[-1]:
+            best = s
+    return best if best is not None else Sharding.replicated(rank, n)
+
+
+def dot_dims(inst: Instruction) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """(lhs batch, lhs contracting, lhs free, rhs batch, rhs contracting, rhs free) of a dot."""
+    a = inst.attrs
+    lb, lc = list(a.get("lhs_batch_dims", ())), list(a.get("lhs_contracting_dims", ()))
+    rb, rc = list(a.get("rhs_batch_dims", ())), list(a.get("rhs_contracting_dims", ()))
+    lf = [d for d in range(inst.operands[0].shape.rank) if d not in lb + lc]
+    rf = [d for d in range(inst.operands[1].shape.rank) if d not in rb + rc]
+    return lb, lc, lf, rb, rc, rf
+
+
+def dot_output_sharding(inst: Instruction, s: Sharding, side: int) -> Sharding:
+    """The output sharding of a dot computed from operand `side`'s sharding `s` (contracting tiles folded)."""
+    lb, lc, lf, rb, rc, rf = dot_dims(inst)
+    batch, free = (lb, lf) if side == 0 else (rb, rf)
+    offset = len(lb) if side == 0 else len(lb) + len(lf)
+    dim_map = {d: k for k, d in enumerate(batch)}
+    dim_map.update({d: offset + k for k, d in enumerate(free)})
+    return s.mapped(inst.shape.rank, dim_map)
+
+
+def _elementwise(inst, ops, n):
+    return _most_tiled(ops, _rank(inst), n)
+
+
+def _broadcast(inst, ops, n):
+    return ops[0].mapped(inst.shape.rank, {i: d for i, d in enumerate(inst.attrs.get("dimensions", ()))})
+
+
+def _transpose(inst, ops, n):
+    return ops[0].permuted(inst.attrs["dimensions"])
+
+
+def _reshape(inst, ops, n):
+    return ops[0].mapped(inst.shape.rank, reshape_dim_map(inst.operands[0].shape.dims, inst.shape.dims))
+
+
+def _reduce(inst, ops, n):
+    if inst.shape.is_tuple:
+        return _replicated(inst, ops, n)
+    dims = inst.attrs.get("dimensions", ())
+    kept = [d for d in range(inst.operands[0].shape.rank) if d not in dims]
+    return ops[0].mapped(inst.shape.rank, {d: k for k, d in enumerate(kept)})
+
+
+def _dot(inst, ops, n):
+    tiles = [s.num_devices // s.tiles.shape[-1] for s in ops[:2]]
+    side = 0 if tiles[0] >= tiles[1] else 1
+    return dot_output_sharding(inst, ops[side], side)
+
+
+def _convolution(inst, ops, n):
+    dn = inst.attrs["dim_labels"]
+    return ops[0].mapped(inst.shape.rank, {dn.input_batch: dn.output_batch})
+
+
+def _gte(inst, ops, n):
+    return ops[0].elements[inst.attrs["index"]] if ops[0].is_tuple else _replicated(inst, ops, n)
+
+
+def _tuple(inst, ops, n):
+    return Sharding(ops[0].tiles if ops else None, tuple(ops))
+
+
+def _replicated(inst, ops, n):
+    return replicated_like(inst.shape, n)
+
+
+def replicated_like(shape, n: int) -> Sharding:
+    if shape.is_tuple:
+        import numpy as np
+        return Sharding(np.zeros(1), tuple(replicated_like(s, n) for s in shape.tuple_shapes))
+    return Sharding.replicated(shape.rank if shape.is_array else 0, n)
+
+
+RULES: dict[str, Callable] = {
+    "broadcast": _broadcast, "transpose": _transpose, "reshape": _reshape, "reduce": _reduce, "dot": _dot,
+    "convolution": _convolution, "get-tuple-element": _gte, "tuple": _tuple,
+    "select": _elementwise, "clamp": _elementwise, "convert": _elementwise, "compare": _elementwise,
+    "copy": _elementwise, "bitcast-convert": _elementwise, "reduce-precision": _elementwise,
+}
+
+
+def rule_for(opcode: str) -> Callable:
+    rule = RULES.get(opcode)
+    if rule is None:
+        rule = _elementwise if opinfo(opcode).is_elementwise else _replicated
+    return rule
+
+
+def annotated(inst: Instruction, n: int) -> Sharding | None:
+    text = inst.attrs.get("sharding")
+    if text is None:
+        return None
+    try:
+        return sharding_of(text, inst.shape, n)
+    except ShardingError as e:
+        raise ShardingError(f"{inst.name}: {e}") from None
+
+
+def propagate(module: Module) -> dict[int, Sharding]:
+    """id(instruction) -> its sharding, for every instruction of the entry computation."""
+    n = num_partitions(module)
+    out: dict[int, Sharding] = {}
+    for inst in module.entry.post_order():
+        given = annotated(inst, n)
+        if given is not None:
+            out[id(inst)] = given
+            continue
+        ops = [out[id(o)] for o in inst.operands]
+        if inst.opcode == "custom-call" and inst.attrs.get("custom_call_target") == "Sharding":
+            out[id(inst)] = ops[0]
+            continue
+        try:
+            out[id(inst)] = rule_for(inst.opcode)(inst, ops, n)
+        except (ShardingError, KeyError, IndexError, ValueError):
+            out[id(inst)] = replicated_like(inst.shape, n)
+    return out
+
+
+class ShardingPropagation(Pass):
+    name = "sharding-propagation"
+
+    def run(self, module: Module) -> bool:
+        if num_partitions(module) <= 1 or not has_shardings(module):
+            return False
+        shardings = propagate(module)
+        changed = False
+        for inst in module.entry.instructions:
+            if "sharding" not in inst.attrs:
+                inst.attrs["sharding"] = shardings[id(inst)].to_text()
+                changed = True
+        return changed
