@@ -10,7 +10,8 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
                  (placement.py), cpu/: compile a Module, whoever made it; devices.py, spmd.py (replicated runs)
                  and xlapy/distributed/ (MPI across processes)
   frontend core  xlapy/frontend/: tracing (tracer, dtypes, pytree, array, ops_mixin), eager execution, jit
-                 (signature, warm_call), cost, autodiff/, batching/, transforms; the package __init__ exports these
+                 (signature, warm_call), cost, autodiff/, batching/, transforms, lazy/ (the lazy eager mode) and
+                 autojit (auto-clustering over it); the package __init__ exports these
   frontend ops   xlapy/frontend/: the lax implementation (lax_operands, lax_elementwise, lax_shapes, lax_dot_conv,
                  lax_special, lax_special_math, lax_reduce, lax_fft, lax_linalg, lax_more, control_flow) and numpy's operators and indexing over it (operators,
                  indexing), api_transforms (jacobians, eval_shape, make_jaxpr: over lax_shapes)
@@ -44,7 +45,7 @@ PLACES = {
     "backends/interpreter/": "interpreter",
     "passes/": "passes",
     "backends/": "backends", "distributed/": "backends",
-    "frontend/": "frontend core",
+    "frontend/": "frontend core", "frontend/lazy/": "frontend core", "frontend/autojit.py": "frontend core",
     "frontend/lax_operands.py": "frontend ops", "frontend/lax_elementwise.py": "frontend ops",
     "frontend/lax_shapes.py": "frontend ops", "frontend/lax_dot_conv.py": "frontend ops",
     "frontend/lax_special.py": "frontend ops",
