@@ -59,3 +59,22 @@ def test_initialize_outside_mpirun_is_one_clear_error(monkeypatch):
     with pytest.raises(distributed.DistributedError, match="not started by mpirun/mpiexec"):
         distributed.initialize()
     assert not distributed.is_initialized()
+
+
+@needs_mpi
+def test_data_parallel_example_matches_one_process(tmp_path):
+    pytest.importorskip("sklearn")
+    example = HERE.parents[1] / "examples" / "data_parallel_mpi.py"
+    sys.path.insert(0, str(example.parent))
+    try:
+        import data_parallel_mpi
+        reference = data_parallel_mpi.main(["--steps", "15", "--quiet"])
+    finally:
+        sys.path.remove(str(example.parent))
+    losses = tmp_path / "losses.npy"
+    done = subprocess.run([mpiexec(), "-n", "2", sys.executable, str(example), "--steps", "15", "--quiet",
+                           "--losses", str(losses)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import numpy as np
+    np.testing.assert_allclose(np.load(losses), reference, rtol=1e-5, atol=1e-6)   # up to summation order
+    assert reference[-1] < reference[0] * 0.6
