@@ -3,8 +3,9 @@
     .venv/bin/python examples/digits_demo.py [--out demo_out] [--mlp-epochs 20] [--cnn-epochs 10] [--help]
 
 It trains an MLP and a small CNN (examples/demo_models.py) with a jitted training step, prints test accuracy,
-compile time and step time, then times the MLP's training step three ways -- xlapy jit (one compiled program),
-xlapy op-by-op (the same step function without jit) and a hand-written numpy step -- and writes to --out a
+compile time and step time, then times the MLP's training step four ways -- xlapy jit (one compiled program),
+xlapy op-by-op (the same step function without jit), the same in lazy mode (xlapy.lazy(): recorded, compiled
+once, replayed) and a hand-written numpy step -- and writes to --out a
 loss/accuracy plot, the training step's HLO before and after optimization and an HTML graph of it.
 
 Each model runs on the cpu (LLVM) backend where it compiles and its projected training time fits
@@ -227,10 +228,30 @@ def time_three_ways(mlp: dict, executable: Any, args: argparse.Namespace) -> lis
                  f"no jit: each call re-traces and re-differentiates the loss, runs it as one cached `call`, "
                  f"then the update op by op ({after['compiles'] - before['compiles']} executables compiled in the "
                  f"{warm:.2f} s warm-up call)"))
+    rows.append(lazy_row(mlp["step"], step_args, backend, args.timing_steps))
     numpy_step = dm.numpy_mlp_step(MOMENTUM)
     rows.append(("numpy by hand", median_time(numpy_step, step_args, args.timing_steps * 5),
                  "hand-written forward/backward, no compiler"))
     return rows
+
+
+def lazy_row(step: Any, step_args: tuple, backend: str, timing_steps: int) -> tuple[str, float, str]:
+    """The same op-by-op step in lazy mode (xlapy.lazy()): its ops are recorded and the read of the loss cuts
+    them into one module, compiled at the second step and replayed from the cache afterwards."""
+    def lazy_step(*a):
+        with xlapy.lazy():
+            out = step(*a)
+            float(out[2])               # the training loop reads the loss: the cut
+        return out
+    with eager_backend(backend):
+        before = xlapy.lazy_stats()
+        lazy_step(*step_args)           # the first cut of a structure runs op by op; the second compiles it
+        lazy_step(*step_args)
+        seconds = median_time(lazy_step, step_args, max(3, timing_steps // 2))
+        after = xlapy.lazy_stats()
+    return (f"xlapy lazy op-by-op ({backend})", seconds,
+            f"the same code under xlapy.lazy(): recorded, cut at float(loss), {after['compiles'] - before['compiles']} "
+            f"cluster compiled, then replayed ({after['hits'] - before['hits']} cache hits)")
 
 
 def profile_step(mlp: dict, optimized: Any, out: Path, steps: int) -> tuple[Any, Path]:
@@ -304,7 +325,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     print("\nlowering and compiling the training steps ahead of time (jit(step).lower(...).compile()) ...")
     aot = {r["name"]: lower_and_compile(r) for r in results}
-    print("timing the MLP training step three ways ...")
+    print("timing the MLP training step four ways ...")
     mlp = results[0]
     rows = time_three_ways(mlp, aot["mlp"][1].executable, args)
     paths = [out / "training.png"]
@@ -325,7 +346,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"\nMLP training step (batch {mlp['batch']}), median wall time per step:")
     for label, seconds, note in rows:
         print(f"  {label:26} {seconds * 1e3:9.3f} ms  {seconds / jit_s:7.1f}x jit   {note}")
-    print(f"  op-by-op / jit = {rows[2][1] / jit_s:.1f}x;  numpy / jit = {rows[3][1] / jit_s:.2f}x")
+    print(f"  op-by-op / jit = {rows[2][1] / jit_s:.1f}x;  lazy op-by-op / jit = {rows[3][1] / jit_s:.1f}x;  "
+          f"numpy / jit = {rows[4][1] / jit_s:.2f}x")
     before, after = (xlapy.hlo.parse(paths[i].read_text()) for i in (1, 2))
     fusions = sum(1 for inst in after.entry.instructions if inst.opcode == "fusion")
     print(f"\nHLO of the MLP step: {sum(len(c.instructions) for c in before.computations)} instructions before "

@@ -40,6 +40,7 @@ def test_one_epoch_on_a_subset_trains_and_writes_every_output(tmp_path, capsys):
         assert result["retraces"] == 0, result["name"]
     assert [label for label, _, _ in summary["timing"]][0].startswith("xlapy jit")
     assert all(seconds > 0 for _, seconds, _ in summary["timing"])
+    assert [label for label, _, _ in summary["timing"]][3].startswith("xlapy lazy op-by-op")
 
     names = {p.name for p in out.iterdir()}
     for model in ("mlp", "cnn"):
