@@ -39,6 +39,7 @@ from .array import Array, clear_interned_avals, host_value, is_concrete_array
 from .backend import registry_default
 from .compile_cache import CompileCache, release_freed_memory
 from .eager import build_module, clear_eager_cache
+from .lazy import clear_lazy_cache
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 from .signature import Signature, abstractify
 from .tracer import OPEN_TRACES, Trace, current_trace, thread_traces
@@ -142,6 +143,7 @@ def clear_caches() -> None:
     for jitted in _live_jitted():
         jitted.clear_cache()
     clear_eager_cache()
+    clear_lazy_cache()
     clear_interned_avals()
     release_freed_memory()
 
