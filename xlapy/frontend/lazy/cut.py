@@ -62,6 +62,8 @@ def clear_lazy_cache() -> None:
     _CACHE.clear()
     with _SEEN_LOCK:
         _SEEN.clear()
+    from .grad import clear_derived
+    clear_derived()
 
 
 def materialize(x: LazyArray) -> None:

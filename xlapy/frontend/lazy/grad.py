@@ -37,6 +37,12 @@ _LOCK = threading.Lock()
 STATS = {"derived": 0, "reused": 0, "traced": 0}
 
 
+def clear_derived() -> None:
+    """Forget the derived computations (xlapy.clear_caches)."""
+    with _LOCK:
+        _DERIVED.clear()
+
+
 def _custom_rules_file() -> str:
     from .. import custom_derivatives
     return os.path.abspath(custom_derivatives.__file__)
