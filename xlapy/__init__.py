@@ -29,6 +29,7 @@ from .frontend.jit import disable_jit
 from .frontend.parallel.pmap import pmap
 from .frontend.parallel.mesh import NamedSharding, P, make_mesh
 from .frontend.parallel.shard_map import shard_map
+from .frontend.parallel.sharded_array import device_put    # with shardings (frontend/__init__.py's, extended)
 from . import sharding        # jax.sharding: Mesh, PartitionSpec, NamedSharding (frontend/parallel/mesh.py)
 from .experimental import shard_map as _experimental_shard_map  # noqa: F401  (xlapy.experimental.shard_map)
 from .frontend.autojit import autojit     # auto-clustering; lazy / sync / set_lazy: the lazy eager mode

@@ -48,7 +48,7 @@ from .frontend.lax_more import (AccuracyMode, ConvDimensionNumbers, ConvGeneralD
                                 index_take, mulhi, nextafter, platform_dependent, ragged_dot, ragged_dot_general,
                                 reciprocal, reduce_window_shape_tuple, rng_uniform, scaled_dot, scatter_apply,
                                 scatter_sub, select_n, shape_as_value, sinh, slice_in_dim, split, square, stack,
-                                stage, tile, unstack, with_sharding_constraint)
+                                stage, tile, unstack)
 from .frontend.lax_operands import coerce_same, coerce_same_dtype, convert_element_type
 from .frontend.lax_reduce import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, argmax, argmin,
                                   cummax, cummin, cumprod, cumsum, gather, monoid_computation, reduce, reduce_and,
@@ -65,6 +65,7 @@ from .frontend.tracer import aval
 from .frontend.transforms import stop_gradient
 from .frontend.parallel.collectives import (all_gather, all_to_all, axis_index, axis_size, pbroadcast, pmax, pmean,
                                             pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes)
+from .frontend.parallel.sharded_jit import with_sharding_constraint
 
 # Not lax's API, but reachable as xlapy.lax.<name> before this module became a façade; kept so that no name
 # disappears, and left out of __all__.

@@ -117,6 +117,17 @@ class Array(ArrayOps, metaclass=_ArrayMeta):
     def __dlpack_device__(self) -> tuple[int, int]:
         return (1, 0)       # kDLCPU, device 0
 
+    @property
+    def sharding(self):
+        """jax.Array.sharding: one device (sharded jit and device_put make ShardedArrays: parallel/sharded_array.py)."""
+        from .parallel.sharded_array import default_sharding
+        return default_sharding()
+
+    @property
+    def addressable_shards(self) -> list:
+        from .parallel.sharded_array import Shard
+        return [Shard(self.sharding.device, tuple(slice(None) for _ in self.shape), 0, self)]
+
     def block_until_ready(self) -> "Array":
         return self
 

@@ -155,6 +155,8 @@ class Jitted:
     checks the arguments against that signature in straight-line code and calls the executable; the full
     signature (pytree flattening, avals, static values, the cache lookup) is built only when none matches."""
 
+    _sharded: Any = None        # jit(in_shardings=, out_shardings=): parallel/sharded_jit.ShardedJit
+
     def __init__(self, fun: Callable, static_argnums: int | Iterable[int] = (), static_argnames: str |
                  Iterable[str] = (), donate_argnums: int | Iterable[int] = (), backend: str | None = None,
                  explain: bool = False, donate_argnames: str | Iterable[str] = (), allow_soft_placement: bool = False):
@@ -278,6 +280,8 @@ class Jitted:
     def _call_slow(self, args: tuple, kwargs: dict):
         if current_trace() is not None or _DISABLED[0]:       # jit inside jit: inline; disable_jit: op by op
             return self.fun(*args, **kwargs)
+        if self._sharded is not None:       # partitioned over a mesh, run on its devices
+            return self._sharded.call(self, args, kwargs)
         sig, _, leaves = self._signature(args, kwargs)
         lowered, executable = self._cache.get_or_make(sig, lambda: self._compile(sig, args, kwargs))
         run = self._warm_call(sig, args, kwargs, leaves, lowered, executable)
@@ -421,8 +425,12 @@ def _differences(jitted: Jitted, old: Signature, new: Signature) -> list[str]:
 def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] = (),
         static_argnames: str | Iterable[str] = (), donate_argnums: int | Iterable[int] = (),
         donate_argnames: str | Iterable[str] = (), backend: str | None = None, explain: bool = False,
-        allow_soft_placement: bool = False):
+        allow_soft_placement: bool = False, in_shardings: Any = None, out_shardings: Any = None):
     """Compile `fun` (JAX's jit): usable as `jit(f, ...)` or as a decorator `@jit` / `@partial(jit, ...)`.
+
+    in_shardings / out_shardings: NamedShardings (or tree prefixes of the arguments / results holding them): the
+    function is partitioned over their mesh by the SPMD partitioner and runs on its devices
+    (frontend/parallel/sharded_jit.py).
 
     backend: a registered backend's name (xlapy.backends.names()); None: xlapy.default_backend() at each call.
     allow_soft_placement: ops the backend lacks run on the next backend that has them, with a
@@ -432,10 +440,16 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Iterable[int] = ()
     the xlapy.Arrays passed there are deleted after the call (using one raises XlapyError "Array has been
     deleted (donated to a jitted call)"); pass numpy arrays, or keep the result, to go on using the values."""
     if fun is None:
-        return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames,
-                                allow_soft_placement)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames,
-                  allow_soft_placement)
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums, donate_argnames=donate_argnames, backend=backend,
+                             explain=explain, allow_soft_placement=allow_soft_placement, in_shardings=in_shardings,
+                             out_shardings=out_shardings)
+    jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums, backend, explain, donate_argnames,
+                    allow_soft_placement)
+    if in_shardings is not None or out_shardings is not None:
+        from .parallel.sharded_jit import ShardedJit
+        jitted._sharded = ShardedJit(in_shardings, out_shardings)
+    return jitted
 
 
 _DISABLED = [0]         # open disable_jit contexts (process-wide, as JAX's config flag)

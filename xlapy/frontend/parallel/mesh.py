@@ -150,7 +150,7 @@ def block_index(mesh: Mesh, spec: PartitionSpec, dim: int, coords: dict[str, int
 def positions(mesh: Mesh) -> Iterator[dict[str, int]]:
     """Every mesh position as {axis: coordinate}, row-major (position p is partition p)."""
     for flat in range(mesh.size):
-        yield dict(zip(mesh.axis_names, np.unravel_index(flat, mesh.axis_sizes)))
+        yield dict(zip(mesh.axis_names, (int(c) for c in np.unravel_index(flat, mesh.axis_sizes))))
 
 
 class NamedSharding:
