@@ -59,12 +59,10 @@ def raise_pending() -> None:
         raise ExecutionError(f"collective failed: {type(error).__name__}: {error}") from error
 
 
-def _as_array(pointer: int, dims: tuple, dtype: np.dtype) -> np.ndarray:
-    n = int(np.prod(dims, dtype=np.int64))
-    if n == 0:
+def _as_array(pointer: int, dims: tuple, dtype: np.dtype, nbytes: int) -> np.ndarray:
+    if nbytes == 0:
         return np.zeros(dims, dtype)
-    buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(pointer)
-    return np.frombuffer(buf, dtype=dtype).reshape(dims)
+    return np.frombuffer((ctypes.c_char * nbytes).from_address(pointer), dtype=dtype).reshape(dims)
 
 
 @lru_cache(maxsize=1024)
@@ -72,7 +70,8 @@ def _decode(text: bytes):
     d = json.loads(text)
     spec = collectives.Spec(d["opcode"], d["name"], tuple(tuple(a) for a in d["attrs"]), d["dimension"],
                             d["split_dimension"], d["reducer"], d["in_place"])
-    leaves = [[(tuple(dims), np.dtype(dtype)) for dtype, dims in d[k]] for k in ("operands", "results")]
+    leaves = [[(tuple(dims), np.dtype(dtype), int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize)
+               for dtype, dims in d[k]] for k in ("operands", "results")]
     return spec, leaves[0], leaves[1]
 
 
@@ -81,12 +80,12 @@ def _trampoline(spec_text, operands, results):
         return
     try:
         spec, op_leaves, res_leaves = _decode(spec_text)
-        outs = [_as_array(results[i], dims, dt) for i, (dims, dt) in enumerate(res_leaves)]
+        outs = [_as_array(results[i], *leaf) for i, leaf in enumerate(res_leaves)]
         if spec.opcode in ("replica-id", "partition-id"):
             ctx = rendezvous.current()
             outs[0][...] = ctx.replica if spec.opcode == "replica-id" else ctx.partition
             return
-        args = [_as_array(operands[i], dims, dt) for i, (dims, dt) in enumerate(op_leaves)]
+        args = [_as_array(operands[i], *leaf) for i, leaf in enumerate(op_leaves)]
         collectives.run(spec, args, outs)
     except BaseException as e:          # noqa: BLE001 -- nothing may unwind into machine code
         _PENDING.error = e

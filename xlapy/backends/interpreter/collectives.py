@@ -88,8 +88,7 @@ def _groups(spec: Spec, num_replicas: int, num_partitions: int, assignment: byte
 
 
 def group_for(spec: Spec, ctx: rendezvous.DeviceContext) -> Any:
-    da = None if ctx.assignment is None else np.ascontiguousarray(ctx.assignment, np.int64).tobytes()
-    found = _groups(spec, ctx.num_replicas, ctx.num_partitions, da)
+    found = _groups(spec, ctx.num_replicas, ctx.num_partitions, ctx.assignment_key)
     if spec.family == "collective-permute":
         return found
     for g in found:

@@ -122,6 +122,15 @@ class DeviceContext:
     run_id: int = 0
     counts: dict = field(default_factory=dict)     # occurrences of each collective so far (its meeting key)
 
+    @property
+    def assignment_key(self) -> bytes | None:
+        """The device assignment as bytes (a cache key), computed once."""
+        key = self.__dict__.get("_assignment_key", False)
+        if key is False:
+            key = None if self.assignment is None else np.ascontiguousarray(self.assignment, np.int64).tobytes()
+            self.__dict__["_assignment_key"] = key
+        return key
+
     def next_key(self, op_key: Any) -> tuple:
         n = self.counts.get(op_key, 0)
         self.counts[op_key] = n + 1
