@@ -47,6 +47,7 @@ MODULES = [
     ("jax.scipy.special", "xlapy.scipy.special"),
     ("jax.scipy.linalg", "xlapy.scipy.linalg"),
     ("jax.tree_util", "xlapy.tree_util"),
+    ("jax.sharding", "xlapy.sharding"),
 ]
 
 

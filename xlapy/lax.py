@@ -63,8 +63,8 @@ from .frontend.lax_special_math import (bessel_i0e, bessel_i1e, betainc, digamma
                                         igamma_grad_a, igammac, lgamma, polygamma, random_gamma_grad, zeta)
 from .frontend.tracer import aval
 from .frontend.transforms import stop_gradient
-from .frontend.parallel.collectives import (all_gather, all_to_all, axis_index, axis_size, pbroadcast, pmax, pmean,
-                                            pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes)
+from .frontend.parallel.collectives import (all_gather, all_to_all, axis_index, axis_size, pbroadcast, pcast, pmax,
+                                            pmean, pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes)
 from .frontend.parallel.sharded_jit import with_sharding_constraint
 
 # Not lax's API, but reachable as xlapy.lax.<name> before this module became a façade; kept so that no name
@@ -120,7 +120,7 @@ __all__ = [
     "shape_as_value", "sinh", "slice_in_dim", "split", "square", "stack", "stage", "tile", "unstack",
     "with_sharding_constraint",
     # collectives over named axes (frontend/parallel/collectives.py)
-    "all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pmax", "pmean", "pmin", "ppermute",
+    "all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast", "pmax", "pmean", "pmin", "ppermute",
     "pshuffle", "psum", "psum_scatter", "pswapaxes",
     # xlapy's helpers for writing ops (frontend/__init__.py, "How to add an op")
     "aval", "coerce_same", "coerce_same_dtype", "monoid_computation", "scalar_computation",

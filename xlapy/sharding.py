@@ -1,4 +1,8 @@
-"""xlapy.sharding (jax.sharding): meshes and shardings. Implemented in frontend/parallel/mesh.py."""
-from .frontend.parallel.mesh import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
+"""xlapy.sharding (jax.sharding): meshes and shardings. Implemented in frontend/parallel/mesh.py, reshard in
+frontend/parallel/sharded_jit.py."""
+from .frontend.parallel.mesh import (AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
+                                     get_mesh, set_mesh)
+from .frontend.parallel.sharded_jit import reshard
 
-__all__ = ["Mesh", "NamedSharding", "PartitionSpec", "SingleDeviceSharding"]
+__all__ = ["AxisType", "Mesh", "NamedSharding", "PartitionSpec", "Sharding", "SingleDeviceSharding", "get_mesh",
+           "reshard", "set_mesh"]

@@ -29,7 +29,7 @@ from . import axis_env
 from .axis_env import AxisFrame, axis_names, lookup
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "pshuffle", "all_to_all",
-           "pswapaxes", "axis_index", "axis_size", "pbroadcast"]
+           "pswapaxes", "axis_index", "axis_size", "pbroadcast", "pcast"]
 
 
 def _frames(axis_name: Any, what: str) -> tuple[tuple, list[AxisFrame]]:
@@ -308,3 +308,10 @@ def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
         zero = np.zeros(a.shape, a.dtype)
         return psum(bind("select", [pred, leaf, zero], name="select"), axis_name)
     return _per_leaf(one, x)
+
+
+def pcast(x: Any, axis_name: Any, *, to: Any) -> Any:
+    """x itself (jax.lax.pcast changes JAX's varying-manual-axes type, which xlapy does not track); the axes
+    must be bound."""
+    _frames(axis_name, "pcast")
+    return x

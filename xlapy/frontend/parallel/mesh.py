@@ -14,12 +14,24 @@ partitioned program runs the shard of mesh position p (on the mesh's device at t
 """
 from __future__ import annotations
 
+import enum
 import threading
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from ...errors import XlapyError
+
+
+class Sharding:
+    """The base class of every sharding (jax.sharding.Sharding)."""
+
+
+class AxisType(enum.Enum):
+    """How a mesh axis is used (jax.sharding.AxisType); xlapy treats every axis as Auto."""
+    Auto = "auto"
+    Explicit = "explicit"
+    Manual = "manual"
 
 
 class PartitionSpec(tuple):
@@ -109,6 +121,28 @@ def current_mesh() -> Mesh | None:
     return _CURRENT.stack[-1] if _CURRENT.stack else None
 
 
+def get_mesh() -> Mesh | None:
+    """The mesh of the innermost `with mesh:` / set_mesh (jax.sharding.get_mesh)."""
+    return current_mesh()
+
+
+class set_mesh:        # noqa: N801 -- jax.set_mesh: a function that may also be used as a context manager
+    """Make `mesh` the current mesh (jax.set_mesh): `with set_mesh(mesh):`, or for the rest of the thread."""
+
+    def __init__(self, mesh: Mesh):
+        if not isinstance(mesh, Mesh):
+            raise XlapyError(f"set_mesh needs a Mesh, got {type(mesh).__name__}")
+        self.mesh = mesh
+        _CURRENT.stack.append(mesh)
+
+    def __enter__(self) -> Mesh:
+        return self.mesh
+
+    def __exit__(self, *exc) -> None:
+        if _CURRENT.stack and _CURRENT.stack[-1] is self.mesh:
+            _CURRENT.stack.pop()
+
+
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices: Any = None,
               axis_types: Any = None) -> Mesh:
     """A mesh of the first prod(axis_shapes) devices (jax.make_mesh)."""
@@ -153,7 +187,7 @@ def positions(mesh: Mesh) -> Iterator[dict[str, int]]:
         yield dict(zip(mesh.axis_names, (int(c) for c in np.unravel_index(flat, mesh.axis_sizes))))
 
 
-class NamedSharding:
+class NamedSharding(Sharding):
     """An array placed on a mesh by a PartitionSpec (jax.sharding.NamedSharding)."""
 
     def __init__(self, mesh: Mesh, spec: PartitionSpec | None = None, *, memory_kind: Any = None):
@@ -231,7 +265,7 @@ class NamedSharding:
         return text + (" last_tile_dim_replicate}" if replicate > 1 else "}")
 
 
-class SingleDeviceSharding:
+class SingleDeviceSharding(Sharding):
     """The whole array on one device (jax.sharding.SingleDeviceSharding)."""
 
     def __init__(self, device: Any, *, memory_kind: Any = None):

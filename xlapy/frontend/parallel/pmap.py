@@ -5,6 +5,9 @@ its axis bound as a device axis (collectives become HLO collectives), compiles o
 num_partitions = N (device_program.py, backends/spmd.py), runs it on N devices in parallel with the arguments
 split along in_axes, and stacks the per-device results along out_axes.
 
+Under several processes (xlapy.distributed.initialize), each process maps over its local devices and the axis
+spans every process's devices (JAX's multi-process pmap): collectives go over MPI (backends/spmd.py).
+
 Inside another trace (jit, grad, vmap, or the body of another pmap / shard_map) pmap is vmap with the same
 axis_name: the same values, computed in the enclosing program. That is how grad differentiates through pmap, and
 how a nested pmap runs (the outer axis on the devices, the inner one vectorized on each of them).
@@ -85,15 +88,16 @@ class Pmapped:
         if self.devices is not None and len(self.devices) != n:
             raise XlapyError(f"pmap: the mapped axis has size {n} but devices= lists {len(self.devices)} devices "
                              f"(they must be equal)")
-        check_devices(n, f"pmap of {_name_of(self.fun)} over an axis of size {n}")
+        size = _global_size(n)          # several processes (xlapy.distributed): the axis spans all their devices
+        check_devices(size, f"pmap of {_name_of(self.fun)} over an axis of size {size}")
         in_avals = []
         for x, a in zip(leaves, axes):
             av = aval(x)
             in_avals.append(av if a is None else ShapedArray(av.shape[:a] + av.shape[a + 1:], av.dtype, av.weak_type))
         backend = backend_name(self.backend)
-        key = (tree, tuple(in_avals), tuple(axes), static, n, backend, bool(dtypes.config.enable_x64))
+        key = (tree, tuple(in_avals), tuple(axes), static, size, backend, bool(dtypes.config.enable_x64))
         program = self._cache.get(key, lambda: compile_program(
-            lambda a, k: fun(*a, **k), in_avals, tree, [AxisFrame(self.axis_name, n, "device")],
+            lambda a, k: fun(*a, **k), in_avals, tree, [AxisFrame(self.axis_name, size, "device")],
             self.__name__, backend))
         hosts = [np.asarray(x) if a is not None else x for x, a in zip(leaves, axes)]
         per_device = [[np.take(h, d, axis=a) if a is not None else h for h, a in zip(hosts, axes)] for d in range(n)]
@@ -115,6 +119,19 @@ class Pmapped:
         """The HLO of the per-device program for these arguments (compiling it if needed)."""
         self(*args, **kwargs)
         return next(iter(self._cache._programs.values())).module_text()
+
+
+def _global_size(n: int) -> int:
+    """The axis size of a pmap over n local slices: n, or under several processes every process's devices (each
+    process maps over its local devices, as JAX's pmap does after jax.distributed.initialize)."""
+    from ...backends import devices
+    if devices.process_count() == 1:
+        return n
+    local = devices.local_device_count()
+    if n != local:
+        raise XlapyError(f"pmap: with {devices.process_count()} processes the mapped axis must have this process's "
+                         f"{local} local devices, got size {n}")
+    return devices.device_count()
 
 
 def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,

@@ -203,6 +203,11 @@ def _annotate_outputs(entry: Any, given: list) -> None:
             root.replace_operand_with(i, marked(root.operands[i], s))
 
 
+def reshard(x: Any, out_shardings: Any) -> Any:
+    """x with the sharding `out_shardings` (jax.reshard / jax.sharding.reshard)."""
+    return with_sharding_constraint(x, out_shardings)
+
+
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """x, constrained to `shardings` inside a sharded jit (jax.lax.with_sharding_constraint); outside any trace,
     device_put(x, shardings); inside other traces, x itself (nothing is partitioned there)."""
