@@ -133,21 +133,22 @@ class MpiCommunicator:
         return _communicator(self.world, tuple(group))    # made by prepare() when the module was compiled
 
     def _wait(self, requests, spec, group) -> None:
-        """Poll until every request completes: a pure spin for the first 50 ms (as MPI's own blocking calls
-        spin), then yielding the core, then short sleeps after a second; an ExecutionError at the deadline."""
+        """Poll until every request completes: a pure spin for the first millisecond (as MPI's own blocking calls
+        spin), then yielding the core between polls (the peer may want it: processes can outnumber cores), then
+        short sleeps after a second; an ExecutionError at the deadline."""
         limit = rendezvous.timeout()
         start = time.monotonic()
         spins = 0
         test = self.MPI.Request.Testall
         while not test(requests):
             spins += 1
-            if spins & 1023 == 0:
+            if spins & 127 == 0:
                 waited = time.monotonic() - start
                 if waited > limit:
                     raise ExecutionError(f"{spec.what}: timed out after {limit:g} s waiting over MPI for devices "
                                          f"{list(group)} (another process never reached this collective; MPI "
                                          f"cannot cancel it: end the job)")
-                if waited > 0.05:
+                if waited > 0.001:
                     time.sleep(0 if waited < 1 else 0.0005)
 
     @staticmethod
