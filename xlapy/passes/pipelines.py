@@ -28,6 +28,16 @@ CPU_PIPELINE = [
 ]
 
 
+# XLA's SPMD partitioning (cpu_compiler.cc, when use_spmd_partitioning): run by sharded jit before the CPU pipeline
+# on a module with num_partitions > 1 and sharding annotations (frontend/parallel/sharded_jit.py)
+SPMD_PIPELINE = ["sharding-propagation", "spmd-partitioner"]
+
+
+def spmd_pipeline() -> Pipeline:
+    """Sharding propagation, then the SPMD partitioner: a module for N partitions -> the program of one."""
+    return Pipeline("spmd-partitioning", _passes(SPMD_PIPELINE, False))
+
+
 def _passes(entries, fast_math):
     out = []
     for entry in entries:

@@ -99,6 +99,11 @@ class Partitioner:
             if x.shape.is_tuple and have != want:
                 raise ShardingError(f"{where}: resharding a tuple value is not supported")
             return x
+        for d, t in enumerate(have.tile_dims):      # first the dimensions split differently
+            if t > 1 and want.tile_dims[d] != t:
+                x, have = self.all_gather(x, have, d)
+        if have == want:
+            return x
         for d, t in enumerate(have.tile_dims):
             if t > 1:
                 x, have = self.all_gather(x, have, d)

@@ -112,8 +112,7 @@ class ShardedJit:
     def _compile(self, jitted: Any, sig: Any, args: tuple, kwargs: dict, arg_shardings: list) -> _Program:
         from ...backends import spmd
         from ...passes.optimize import optimize
-        from ...passes.pipeline import Pipeline
-        from ...passes.registry import make_pass
+        from ...passes.pipelines import spmd_pipeline
         from ...passes.sharding_propagation import has_shardings, propagate
         from ...passes.spmd_partitioner import partition_module
         from .device_program import check_devices
@@ -143,8 +142,7 @@ class ShardedJit:
         n_out = lowered.out_tree.num_leaves
         shapes = [entry.root.shape] if n_out == 1 else list(entry.root.shape.tuple_shapes)
         out_avals = [_Result(sh, w) for sh, w in zip(shapes, lowered.out_weak)]
-        optimize(module, Pipeline("spmd-partitioning", [make_pass("sharding-propagation"),
-                                                        make_pass("spmd-partitioner")]), platform="spmd")
+        optimize(module, spmd_pipeline(), platform="spmd")
         if n == 1 and has_shardings(module):       # one partition: the passes skip it; drop the annotations
             partition_module(module)
         exe = spmd.compile(module, backend=sig.backend, num_partitions=n)
