@@ -468,7 +468,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     argument with ints (the mapped axis, negative counting from the end) or None (not mapped) at its leaves;
     keyword arguments are always mapped over axis 0. out_axes: the same for the output (None: the output must
     not depend on the mapped axis). axis_size: the size when no argument is mapped. axis_name names the axis
-    for collectives (psum, all_gather, ...: frontend/parallel; batching/rules_collective.py); spmd_axis_name is accepted and ignored (one device).
+    for collectives (psum, all_gather, ...: frontend/parallel, batching/rules_collective.py); spmd_axis_name is
+    accepted and ignored (one device).
 
     `fun` is traced once per example shape into HLO, the computation is batched by the rule tables of
     frontend/batching (HLO -> HLO), and called: so vmap works eagerly, under jit, and nests with itself, jit,
