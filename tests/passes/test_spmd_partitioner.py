@@ -9,7 +9,7 @@ from xlapy.backends import compile as compile_module, spmd
 from xlapy.filecheck import filecheck
 from xlapy.hlo import parse
 from xlapy.passes.registry import make_pass
-from xlapy.passes.sharding_propagation import propagate
+from xlapy.passes.sharding_propagation import PASS_THROUGH, propagate
 from xlapy.passes.spmd_sharding import ShardingError
 
 ADD = """%add (a: f32[], b: f32[]) -> f32[] {
@@ -31,9 +31,18 @@ def _tile(a: np.ndarray, s, p: int) -> np.ndarray:
     return np.ascontiguousarray(a[tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, local))])
 
 
+def _without_markers(module):
+    """The module with its sharding marker custom-calls replaced by their operands (to run it whole)."""
+    for inst in list(module.entry.instructions):
+        if inst.opcode == "custom-call" and inst.attrs.get("custom_call_target") in PASS_THROUGH:
+            inst.replace_all_uses_with(inst.operands[0])
+            module.entry.remove_instruction(inst)
+    return module
+
+
 def partition_and_run(text: str, *args: np.ndarray) -> str:
     """Partition `text`, run it on its num_partitions devices, compare with the whole module; the new text."""
-    want = compile_module(parse(text), "interpreter")(*args)
+    want = compile_module(_without_markers(parse(text)), "interpreter")(*args)
     module = parse(text)
     n = int(module.attrs["num_partitions"])
     shardings = propagate(module)
@@ -187,3 +196,39 @@ ENTRY %e (x: f32[4]) -> f32[4] {
 }""")
     with pytest.raises(ShardingError, match="x: .* must name each of the 2 partitions once"):
         make_pass("spmd-partitioner").run(module)
+
+
+JAX_MODULE = r"""HloModule jit__lambda, num_partitions=4, entry_computation_layout={(f32[8,6]{1,0}, f32[6,4]{1,0})->f32[4]{0}}, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["x"=2, "y"=2]>}}
+region_0.1 {
+  reduce_sum.3 = f32[] parameter(0)
+  reduce_sum.4 = f32[] parameter(1)
+  ROOT reduce_sum.5 = f32[] add(reduce_sum.3, reduce_sum.4)
+}
+ENTRY main.2 {
+  a.1 = f32[8,6]{1,0} parameter(0), sharding={devices=[2,2]<=[4]}, frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\"x\"}, {\"y\"}]>"}
+  w.1 = f32[6,4]{1,0} parameter(1), sharding={devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}, frontend_attributes={xla.sdy.sharding="#sdy.sharding<@mesh, [{\"y\"}, {}]>"}
+  dot_general.1 = f32[8,4]{1,0} dot(a.1, w.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  tanh.1 = f32[8,4]{1,0} tanh(dot_general.1)
+  constant.1 = f32[] constant(0)
+  reduce_sum.8 = f32[4]{0} reduce(tanh.1, constant.1), dimensions={0}, to_apply=region_0.1
+  reduce_sum.9 = f32[4]{0} custom-call(reduce_sum.8), custom_call_target="xla.sdy.FuncResultSharding", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.sharding="#sdy.sharding_per_value<[<@mesh, [{}]>]>"}
+  tuple.1 = (f32[4]{0}) tuple(reduce_sum.9)
+  ROOT get-tuple-element.1 = f32[4]{0} get-tuple-element(tuple.1), index=0, sharding={replicated}
+}"""
+
+
+def test_a_module_jax_lowered_gets_the_collectives_xla_inserts():
+    """jax.jit(lambda a, w: tanh(a @ w).sum(0)) with a: P('x','y'), w: P('y', None) on a 2x2 mesh (JAX 0.10.2's
+    HLO before partitioning). XLA's partitioned module: f32[4,3] x f32[3,4] dot, all-reduce over {{0,1},{2,3}}
+    (the 'y' contraction), tanh and the reduce, all-reduce over 'x' ({{0,2},{1,3}})."""
+    text = partition_and_run(JAX_MODULE, _rand(8, 6), _rand(6, 4, seed=1))
+    filecheck(text, """
+        CHECK: f32[4,3] parameter(0)
+        CHECK: f32[3,4] parameter(1)
+        CHECK-NOT: all-gather
+        CHECK: %[[D:.*]] = f32[4,4] dot(
+        CHECK-NEXT: all-reduce(f32[4,4] %[[D]]), channel_id={{[0-9]+}}, replica_groups={{[{][{]0,1[}],[{]2,3[}][}]}}
+        CHECK: f32[4] reduce(
+        CHECK-NEXT: all-reduce({{.*}}replica_groups={{[{][{]0,2[}],[{]1,3[}][}]}}
+        CHECK-NOT: all-gather
+    """)

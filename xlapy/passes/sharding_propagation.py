@@ -27,6 +27,10 @@ from .pipeline import Pass
 from .spmd_sharding import Sharding, ShardingError, sharding_of
 
 
+# custom-calls that only mark a value (JAX's with_sharding_constraint; Shardy's result marker): the value itself
+PASS_THROUGH = frozenset({"Sharding", "xla.sdy.FuncResultSharding"})
+
+
 def num_partitions(module: Module) -> int:
     return int(module.attrs.get("num_partitions", 1) or 1)
 
@@ -174,7 +178,7 @@ def propagate(module: Module) -> dict[int, Sharding]:
             out[id(inst)] = given
             continue
         ops = [out[id(o)] for o in inst.operands]
-        if inst.opcode == "custom-call" and inst.attrs.get("custom_call_target") == "Sharding":
+        if inst.opcode == "custom-call" and inst.attrs.get("custom_call_target") in PASS_THROUGH:
             out[id(inst)] = ops[0]
             continue
         try:

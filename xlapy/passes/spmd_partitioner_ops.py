@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..hlo import Instruction, Shape, opinfo
-from .sharding_propagation import dot_dims, dot_output_sharding, replicated_like, reshape_dim_map
+from .sharding_propagation import PASS_THROUGH, dot_dims, dot_output_sharding, replicated_like, reshape_dim_map
 from .spmd_partitioner import Partitioner
 from .spmd_sharding import Sharding, ShardingError
 
@@ -133,7 +133,7 @@ def _tuple(p, inst, ops, want):
 
 
 def _sharding_custom_call(p, inst, ops, want):
-    if inst.attrs.get("custom_call_target") != "Sharding":
+    if inst.attrs.get("custom_call_target") not in PASS_THROUGH:
         return _whole(p, inst, ops, want)
     x, s = ops[0]
     return p.reshard(x, s, want, inst.name)
