@@ -48,8 +48,13 @@ def test_every_collective_across_two_processes():
 
 
 @needs_mpi
-def test_modes_with_two_devices_per_process():
-    launch(2, ["modes"], {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+def test_four_devices_over_two_processes_and_group_modes():
+    launch(2, ["everything", "modes"], {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+
+
+@needs_mpi
+def test_eight_devices_over_two_processes():
+    launch(2, ["everything"], {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
 
 
 def test_initialize_outside_mpirun_is_one_clear_error(monkeypatch):

@@ -17,12 +17,16 @@ one per group of devices, made when the module is compiled: `prepare`):
 
 Each request is polled with a deadline ($XLAPY_COLLECTIVE_TIMEOUT), so a process that never arrives gives an
 ExecutionError naming the op and the group, not a hang (MPI cannot cancel a collective: end the job then).
-A group that crosses processes must hold at most one device per process (several devices per process work
-when each group has one of them, e.g. {0,2},{1,3} over 2 processes x 2 devices, or stays inside the process).
-Reductions over MPI are MPI's, so sums agree with one process up to summation order.
+A group with one device per process is one MPI collective as above; a group with several devices in some
+process (e.g. all 8 devices of 2 processes x 4) is served hierarchically (`_gathered`): the process's devices
+meet in shared memory and one of them allgathers every process's operands over MPI (Iallgatherv of the pickled
+arrays), then each computes its result in rank order; slower, but any collective and any dtype. Reductions over
+MPI's Allreduce are MPI's, so sums agree with one process up to summation order.
 """
 from __future__ import annotations
 
+import pickle
+import threading
 import time
 import zlib
 from typing import Any
@@ -66,8 +70,8 @@ def prepare(module, num_replicas: int, num_partitions: int, assignment) -> None:
             if family is None or family == "collective-permute":
                 continue
             for g in device_groups(inst, num_replicas, num_partitions, assignment):
-                owners = [_devices.owner(d) for d in g]
-                if len(set(owners)) == len(owners) > 1 and me in owners:
+                owners = {_devices.owner(d) for d in g}
+                if len(owners) > 1 and me in owners:
                     wanted.add(tuple(g))
     for g in sorted(wanted):
         _communicator(world_comm, g)
@@ -78,7 +82,7 @@ def _communicator(world_comm, group: tuple):
     # two devices per process, run concurrently on two threads: they must not share one)
     comm = _COMMS.get(group)
     if comm is None:
-        ranks = [_devices.owner(d) for d in group]
+        ranks = list(dict.fromkeys(_devices.owner(d) for d in group))   # its processes, in group order
         tag = zlib.crc32(repr(group).encode()) % 30000      # tells concurrent creations apart
         comm = world_comm.Create_group(world_comm.Get_group().Incl(ranks), tag)
         _COMMS[group] = comm
@@ -108,7 +112,7 @@ class MpiCommunicator:
 
     # the generic meeting (local groups only)
     def meet(self, key, group, device, value, compute, what, after=None):
-        self._require_local(group, what)
+        self._require_local(group, what)        # every family that crosses processes is served above
         return self.local.meet(key, group, device, value, compute, what, after)
 
     def abort(self, why: str) -> None:
@@ -120,14 +124,49 @@ class MpiCommunicator:
                                      f"({list(group)})")
 
     # -- helpers ---------------------------------------------------------------------------------------
-    def _crosses(self, group) -> bool:
+    def _route(self, group) -> str:
+        """"local" (every device here), "mpi" (one device per process: one MPI collective) or "gathered"
+        (several devices in some process: each process's devices meet here, its first one exchanges them all)."""
         owners = [_devices.owner(d) for d in group]
         if all(o == self.rank for o in owners):
-            return False
-        if len(set(owners)) != len(owners):
-            raise UnimplementedError(f"a group that crosses processes must hold one device per process; devices "
-                                     f"{list(group)} belong to processes {owners} (run one device per process)")
-        return True
+            return "local"
+        return "mpi" if len(set(owners)) == len(owners) else "gathered"
+
+    def _gathered(self, spec, ctx, group, operands, outs):
+        """Any collective of a group with several devices in a process: the process's devices of the group meet
+        in the Rendezvous, the first of them allgathers every process's operands over MPI (pickled, so any dtype),
+        and each device computes its own result from all of them (interpreter/collectives.results_from_all)."""
+        local = [d for d in group if _devices.owner(d) == self.rank]
+        comm = self._comm(group)
+        key = ctx.next_key(("gathered", spec.name, spec.opcode, spec.attrs))
+
+        def compute(values, local_rank, shared):
+            with shared["lock"]:
+                done = shared.setdefault("done", threading.Event())
+            if local_rank == 0:
+                try:
+                    shared["all"] = self._allgather_objects(comm, dict(zip(local, values)), spec, group)
+                finally:
+                    done.set()
+            elif not done.wait(rendezvous.timeout()):
+                raise ExecutionError(f"{spec.what}: timed out waiting for this process's exchange over MPI")
+            if "all" not in shared:
+                raise ExecutionError(f"{spec.what}: this process's exchange over MPI failed")
+            everyone = shared["all"]
+            results = semantics.results_from_all(spec, [everyone[d] for d in group], group.index(ctx.device))
+            return [self._finish(outs, k, np.ascontiguousarray(r)) for k, r in enumerate(results)]
+        return self.local.meet(key, local, ctx.device, [np.asarray(x) for x in operands], compute, spec.what)
+
+    def _allgather_objects(self, comm, obj, spec, group) -> dict:
+        data = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
+        sizes = np.empty(comm.Get_size(), np.int64)
+        self._wait([comm.Iallgather(np.asarray([data.size], np.int64), sizes)], spec, group)
+        buf = np.empty(int(sizes.sum()), np.uint8)
+        self._wait([comm.Iallgatherv(data, [buf, sizes])], spec, group)
+        merged: dict = {}
+        for chunk in np.split(buf, np.cumsum(sizes)[:-1]):
+            merged.update(pickle.loads(chunk.tobytes()))
+        return merged
 
     def _comm(self, group):
         return _communicator(self.world, tuple(group))    # made by prepare() when the module was compiled
@@ -167,8 +206,9 @@ class MpiCommunicator:
 
     # -- the families ------------------------------------------------------------------------------------
     def all_reduce(self, spec, ctx, group, operands, outs):
-        if not self._crosses(group):
-            return None
+        route = self._route(group)
+        if route != "mpi":
+            return None if route == "local" else self._gathered(spec, ctx, group, operands, outs)
         comm = self._comm(group)
         results = []
         for k, x in enumerate(operands):
@@ -189,8 +229,9 @@ class MpiCommunicator:
         return buf
 
     def reduce_scatter(self, spec, ctx, group, operands, outs):
-        if not self._crosses(group):
-            return None
+        route = self._route(group)
+        if route != "mpi":
+            return None if route == "local" else self._gathered(spec, ctx, group, operands, outs)
         comm = self._comm(group)
         n = len(group)
         rank = group.index(ctx.device)
@@ -208,8 +249,9 @@ class MpiCommunicator:
         return results
 
     def all_gather(self, spec, ctx, group, operands, outs):
-        if not self._crosses(group):
-            return None
+        route = self._route(group)
+        if route != "mpi":
+            return None if route == "local" else self._gathered(spec, ctx, group, operands, outs)
         comm = self._comm(group)
         n = len(group)
         results = []
@@ -224,8 +266,9 @@ class MpiCommunicator:
         return results
 
     def all_to_all(self, spec, ctx, group, operands, outs):
-        if not self._crosses(group):
-            return None
+        route = self._route(group)
+        if route != "mpi":
+            return None if route == "local" else self._gathered(spec, ctx, group, operands, outs)
         comm = self._comm(group)
         n = len(group)
         if spec.split_dimension is not None:
@@ -250,8 +293,9 @@ class MpiCommunicator:
             self._wait([comm.Ialltoall(send.view(np.uint8), recv.view(np.uint8))], spec, group)
 
     def collective_broadcast(self, spec, ctx, group, operands, outs):
-        if not self._crosses(group):
-            return None
+        route = self._route(group)
+        if route != "mpi":
+            return None if route == "local" else self._gathered(spec, ctx, group, operands, outs)
         comm = self._comm(group)
         results = []
         for k, x in enumerate(operands):

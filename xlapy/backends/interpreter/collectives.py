@@ -158,6 +158,28 @@ def _into(outs: list | None, k: int, value: np.ndarray) -> np.ndarray:
     return outs[k]
 
 
+def results_from_all(spec: Spec, values: list[list[np.ndarray]], rank: int) -> list[np.ndarray]:
+    """What the device of `rank` receives, given every device's operands in group order (values[r][k]); the
+    rule of every family but collective-permute (a communicator that gathers everything uses it too)."""
+    family, n = spec.family, len(values)
+    count = len(values[0])
+    if family in ("all-reduce", "reduce-scatter"):
+        total = [fold([v[k] for v in values], combiner(spec, values[0][k].dtype)) for k in range(count)]
+        if family == "all-reduce":
+            return total
+        return [_pieces(t, spec.dimension, n, spec.what)[rank] for t in total]
+    if family == "all-gather":
+        return [np.concatenate([v[k] for v in values], axis=spec.dimension) for k in range(count)]
+    if family == "all-to-all":
+        if spec.split_dimension is not None:
+            parts = [_pieces(v[0], spec.split_dimension, n, spec.what)[rank] for v in values]
+            return [np.concatenate(parts, axis=spec.dimension)]
+        return [values[j][rank] for j in range(n)]
+    if family == "collective-broadcast":
+        return list(values[0])
+    raise UnimplementedError(f"collectives: no rule for {spec.what}")
+
+
 def run(spec: Spec, operands: list[np.ndarray], outs: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """The results (one per result leaf) of `spec` for this thread's device. outs: buffers to write them into."""
     ctx = rendezvous.current()
@@ -179,23 +201,12 @@ def run(spec: Spec, operands: list[np.ndarray], outs: list[np.ndarray] | None = 
                     for k, r in enumerate(shared["out"])]
         return _meet(spec, ctx, group, operands,
                      lambda v, r, s: (_local_all_reduce(v, r, s, spec), r)[1], after)
-    if family == "all-gather":
-        return _meet(spec, ctx, group, operands, lambda v, r, s: [
-            _into(outs, k, np.concatenate([x[k] for x in v], axis=spec.dimension)) for k in range(len(operands))])
-    if family == "all-to-all":
-        n = len(group)
-        if spec.split_dimension is not None:
-            def compute(v, r, s):
-                parts = [_pieces(x[0], spec.split_dimension, n, spec.what)[r] for x in v]
-                return [_into(outs, 0, np.concatenate(parts, axis=spec.dimension))]
-            return _meet(spec, ctx, group, operands, compute)
-        if len(operands) != n:
-            raise ExecutionError(f"{spec.what}: the tuple form needs one operand per device of the group ({n}), "
-                                 f"got {len(operands)}")
-        return _meet(spec, ctx, group, operands, lambda v, r, s: [_into(outs, j, v[j][r]) for j in range(n)])
-    if family == "collective-broadcast":
+    if family == "all-to-all" and spec.split_dimension is None and len(operands) != len(group):
+        raise ExecutionError(f"{spec.what}: the tuple form needs one operand per device of the group "
+                             f"({len(group)}), got {len(operands)}")
+    if family in ("all-gather", "all-to-all", "collective-broadcast"):
         return _meet(spec, ctx, group, operands,
-                     lambda v, r, s: [_into(outs, k, x) for k, x in enumerate(v[0])])
+                     lambda v, r, s: [_into(outs, k, x) for k, x in enumerate(results_from_all(spec, v, r))])
     if family == "collective-permute":
         return _permute(spec, ctx, group, operands, outs)
     raise UnimplementedError(f"collectives: no rule for {spec.what}")
@@ -278,4 +289,4 @@ HANDLERS = {
     "async-done": lambda inst, args, ev: args[0][1],
 }
 
-__all__ = ["HANDLERS", "Spec", "fold", "group_for", "run", "spec_of"]
+__all__ = ["HANDLERS", "Spec", "fold", "group_for", "results_from_all", "run", "spec_of"]
