@@ -107,6 +107,15 @@ def test_every_collective_on_n_devices_against_numpy_and_vmap(n, backend):
         np.testing.assert_allclose(np.asarray(vmapped[k]), v, rtol=1e-6, atol=1e-6, err_msg=f"vmap {k}")
 
 
+def test_lower_gives_the_per_device_program(backend):
+    text = xlapy.pmap(lambda x: lax.psum(x, "i"), axis_name="i", backend=backend).lower(
+        np.ones((4, 3), np.float32)).as_text()
+    filecheck(text, """
+        CHECK: HloModule {{.*}}num_partitions=4
+        CHECK: f32[3] all-reduce({{.*}}replica_groups={{[{][{]0,1,2,3[}][}]}}, use_global_device_ids=true
+    """)
+
+
 def test_in_axes_out_axes_static_args_and_nested_pmap(backend):
     xs = np.arange(24, dtype=np.float32).reshape(3, 4, 2)      # mapped along axis 1 (size 4)
     f = xlapy.pmap(lambda x, y, scale: (x * scale + y, lax.psum(x, "i")), axis_name="i", in_axes=(1, None, None),

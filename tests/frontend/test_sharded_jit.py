@@ -113,3 +113,18 @@ def test_bad_input_gets_one_clear_error(backend):
         xlapy.jit(lambda a: a, in_shardings=NamedSharding(mesh, P("y")), backend=backend)(np.ones((6, 2), np.float32))
     with pytest.raises(XlapyError, match="bare PartitionSpec"):
         xlapy.device_put(X, P("x"))
+
+
+def test_loops_run_whole_with_their_sharding_marks_dropped(backend):
+    mesh = xlapy.make_mesh((2, 2), ("x", "y"))
+    s = NamedSharding(mesh, P("x"))
+
+    def f(x):
+        def body(c, _):
+            c = lax.with_sharding_constraint(jnp.sin(c) * 0.9, s)
+            return c, c.sum()
+        return lax.scan(body, x, None, length=3)
+    out = xlapy.jit(f, in_shardings=s, backend=backend)(X)
+    want = f(X)
+    np.testing.assert_allclose(np.asarray(out[0]), np.asarray(want[0]), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(out[1]), np.asarray(want[1]), rtol=1e-5)

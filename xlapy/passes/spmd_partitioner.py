@@ -30,7 +30,7 @@ import numpy as np
 from ..hlo import Computation, Instruction, Module, Shape
 from .build import emit, make_constant, new_computation, parameter
 from .pipeline import Pass
-from .sharding_propagation import has_shardings, num_partitions, propagate
+from .sharding_propagation import PASS_THROUGH, has_shardings, num_partitions, propagate
 from .spmd_sharding import Sharding, ShardingError
 
 
@@ -158,6 +158,14 @@ def partition_module(module: Module) -> None:
     module.attrs.pop("entry_computation_layout", None)
     comp.remove_dead()
     module.remove_unreachable_computations()
+    for other in module.computations:       # called computations run whole: their markers are the values
+        for inst in list(other.instructions):
+            if inst.opcode == "custom-call" and inst.attrs.get("custom_call_target") in PASS_THROUGH:
+                inst.replace_all_uses_with(inst.operands[0])
+                if other.root is inst:
+                    other.root = inst.operands[0]
+                other.remove_instruction(inst)
+            inst.attrs.pop("sharding", None)
 
 
 class SpmdPartitioner(Pass):

@@ -25,10 +25,24 @@ def _elementwise(p, inst, ops, want):
     return _clone(p, inst, xs, _local(inst.shape, want, inst))
 
 
+def _replicate(p: Partitioner, x: Instruction, s: Sharding, where: str) -> Instruction:
+    """The whole value of x (a tuple element by element)."""
+    if x.shape.is_tuple:
+        parts = [_replicate(p, p.emit("get-tuple-element", [x], {"index": i}, shape=e), s.elements[i], where)
+                 for i, e in enumerate(x.shape.tuple_shapes)] if s.is_tuple else None
+        if parts is None:
+            return x
+        if all(q.opcode == "get-tuple-element" and q.operands[0] is x for q in parts):
+            return x
+        return p.emit("tuple", parts, shape=Shape.tuple_of([q.shape for q in parts]))
+    if not x.shape.is_array:
+        return x
+    return p.reshard(x, s, Sharding.replicated(x.shape.rank, p.n), where)
+
+
 def _whole(p, inst, ops, want):
     """Operands gathered whole, the op run whole, the result sliced to `want`."""
-    xs = [x if x.shape.is_tuple else p.reshard(x, s, Sharding.replicated(x.shape.rank, p.n) if x.shape.is_array
-                                               else s, inst.name) for x, s in ops]
+    xs = [_replicate(p, x, s, inst.name) for x, s in ops]
     y = _clone(p, inst, xs, inst.shape.without_layout() if inst.shape.is_array else inst.shape)
     if not inst.shape.is_array:
         if want != replicated_like(inst.shape, p.n):

@@ -115,10 +115,23 @@ class Pmapped:
         avals = [ShapedArray((), a.dtype, a.weak_type) for a in program.out_avals]
         return tree_unflatten(program.out_tree, to_arrays(results, avals))
 
-    def lower_text(self, *args, **kwargs) -> str:
-        """The HLO of the per-device program for these arguments (compiling it if needed)."""
+    def lower(self, *args, **kwargs) -> "PmapLowered":
+        """The per-device program for these arguments (compiled): `.as_text()` is its HLO (jax.pmap(f).lower)."""
+        before = set(self._cache._programs)
         self(*args, **kwargs)
-        return next(iter(self._cache._programs.values())).module_text()
+        new = [k for k in self._cache._programs if k not in before] or list(self._cache._programs)
+        return PmapLowered(self._cache._programs[new[-1]])
+
+
+class PmapLowered:
+    def __init__(self, program):
+        self.program = program
+
+    def as_text(self) -> str:
+        return self.program.module_text()
+
+    def compile(self) -> "PmapLowered":
+        return self
 
 
 def _global_size(n: int) -> int:
