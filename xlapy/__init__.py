@@ -39,12 +39,13 @@ from . import numpy     # first: it attaches Array's and Tracer's operators and 
 from . import dlpack, lax, nn, random
 from . import ad_checkpoint, tree
 from . import profiler      # JAX's jax.profiler; XLA_FLAGS=--xla_hlo_profile starts a process-wide trace here
+from . import distributed   # jax.distributed: initialize() under mpirun (MPI imported only there)
 
 __version__ = "0.1.0"
 __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", "UnimplementedError",
            "ConcretizationError", "hlo", "compile", "default_backend", "Array", "config", "device_get", "device_put",
            "explain_recompile", "jit", "clear_caches", "tree_util", "grad", "value_and_grad", "vjp", "jvp", "stop_gradient", "vmap",
-           "dlpack", "lax", "nn", "numpy", "random", "profiler",
+           "dlpack", "lax", "nn", "numpy", "random", "profiler", "distributed",
            # the rest of JAX's transformation and utility API
            "jacfwd", "jacrev", "jacobian", "hessian", "linearize", "linear_transpose", "custom_jvp", "custom_vjp",
            "checkpoint", "remat", "checkpoint_policies", "ad_checkpoint", "eval_shape", "ShapeDtypeStruct",
