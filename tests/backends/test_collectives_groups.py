@@ -248,3 +248,44 @@ def test_host_device_count_from_xla_flags(monkeypatch):
         xlapy.devices()
     monkeypatch.delenv("XLA_FLAGS")
     assert xlapy.device_count() == 1
+
+
+@pytest.mark.parametrize("op, declared, message", [
+    ("all-gather(x), replica_groups={}, dimensions={0}", "s32[6]", r"expected shape s32\[8\]"),
+    ("reduce-scatter(x), replica_groups={}, dimensions={0}, to_apply=add", "s32[2]", r"does not split into 4 pieces"),
+    ("all-to-all(x), replica_groups={}, dimensions={0}", "s32[2]", r"does not split over a group of 4"),
+    ("collective-permute(x), source_target_pairs={{0,1},{0,2}}", "s32[2]", r"a source or a target appears twice"),
+    ("collective-permute(x), source_target_pairs={{0,7}}", "s32[2]", r"an id is out of range for 4 replicas"),
+])
+def test_collective_shape_rules(op, declared, message):
+    text = f"""HloModule shapes, replica_count=4
+{ADD}
+ENTRY e {{
+  x = s32[2] parameter(0)
+  ROOT r = {declared} {op}
+}}
+"""
+    with pytest.raises(HloVerifierError, match=message):
+        verify(parse(text))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_reducer_of_several_ops(backend):
+    text = """HloModule general_reducer, replica_count=2
+
+sum_of_squares {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  bb = f32[] multiply(b, b)
+  ROOT c = f32[] add(a, bb)
+}
+
+ENTRY e {
+  x = f32[3] parameter(0)
+  ROOT r = f32[3] all-reduce(x), replica_groups={}, to_apply=sum_of_squares
+}
+"""
+    x0, x1 = np.asarray([1, 2, 3], np.float32), np.asarray([4, 5, 6], np.float32)
+    outs = spmd.execute(text, [[x0], [x1]], backend=backend)
+    for o in outs:
+        np.testing.assert_array_equal(o, x0 + x1 * x1)           # folded in rank order: f(x0, x1)

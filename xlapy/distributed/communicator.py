@@ -8,7 +8,7 @@ one per group of devices, made when the module is compiled: `prepare`):
 
 | collective | MPI |
 |---|---|
-| all-reduce | Iallreduce into the result buffer (SUM, PROD, MAX, MIN, BAND/LAND, BOR/LOR, BXOR/LXOR); dtypes MPI lacks (f16, bf16, ...): Iallgather, then the rank-order fold |
+| all-reduce | Iallreduce into the result buffer (SUM, PROD, MAX, MIN, BAND/LAND, BOR/LOR, BXOR/LXOR); dtypes MPI lacks (f16, bf16, ...) and reducers of several ops: Iallgather, then the rank-order fold |
 | reduce-scatter | Ireduce_scatter_block over dim 0 (straight into the result buffer); other dims: Iallreduce, then the piece |
 | all-gather | Iallgather (into the result buffer when dim 0) |
 | all-to-all | Ialltoall (into the result buffer when the split dim is 0; the tuple form stacks its operands) |
@@ -213,7 +213,7 @@ class MpiCommunicator:
         results = []
         for k, x in enumerate(operands):
             x = np.ascontiguousarray(x)
-            if x.dtype in _MPI_KINDS:
+            if x.dtype in _MPI_KINDS and spec.reducer is not None:
                 out = self._out(outs, k, x.shape, x.dtype)
                 self._wait([comm.Iallreduce(x, out, _op(self.MPI, spec.reducer, x.dtype))], spec, group)
             else:
@@ -239,7 +239,7 @@ class MpiCommunicator:
         for k, x in enumerate(operands):
             x = np.ascontiguousarray(x)
             d = spec.dimension
-            if d == 0 and x.dtype in _MPI_KINDS:
+            if d == 0 and x.dtype in _MPI_KINDS and spec.reducer is not None:
                 out = self._out(outs, k, (x.shape[0] // n,) + x.shape[1:], x.dtype)
                 self._wait([comm.Ireduce_scatter_block(x, out, _op(self.MPI, spec.reducer, x.dtype))], spec, group)
             else:

@@ -32,7 +32,8 @@ import numpy as np
 from llvmlite import ir
 
 from ...errors import ExecutionError, UnimplementedError
-from ...hlo import Instruction, Shape
+from ...hlo import Instruction, Shape, parse
+from ...hlo.printer import computation_to_text
 from ..interpreter import collectives, rendezvous
 from .buffers import ValueTree
 from .irhelpers import I8, I8P, VOID, alloca_once
@@ -68,8 +69,9 @@ def _as_array(pointer: int, dims: tuple, dtype: np.dtype, nbytes: int) -> np.nda
 @lru_cache(maxsize=1024)
 def _decode(text: bytes):
     d = json.loads(text)
+    comp = parse(d["reducer_hlo"]).entry if d["reducer_hlo"] else None
     spec = collectives.Spec(d["opcode"], d["name"], tuple(tuple(a) for a in d["attrs"]), d["dimension"],
-                            d["split_dimension"], d["reducer"], d["in_place"])
+                            d["split_dimension"], d["reducer"], d["in_place"], comp)
     leaves = [[(tuple(dims), np.dtype(dtype), int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize)
                for dtype, dims in d[k]] for k in ("operands", "results")]
     return spec, leaves[0], leaves[1]
@@ -129,13 +131,13 @@ def _spec_text(inst: Instruction, operands: list, results: list) -> str:
         else collectives.Spec(inst.opcode, inst.name, ())
     if spec.in_place:
         raise UnimplementedError(f"cpu backend: {inst.name}: the in-place (slice) form of collective-permute")
-    if spec.family in ("all-reduce", "reduce-scatter") and spec.reducer is None:
-        raise UnimplementedError(f"cpu backend: {inst.name} ({inst.opcode}) reduces with {inst.attrs['to_apply'].name}"
-                                 f", which is not one elementwise op (add, multiply, maximum, minimum, and, or, xor)")
+    reducer_hlo = None
+    if spec.reducer_comp is not None:       # not one elementwise op: the runtime runs it (the interpreter's way)
+        reducer_hlo = "HloModule reducer\n\nENTRY " + computation_to_text(spec.reducer_comp)
     return json.dumps({
         "opcode": spec.opcode, "name": spec.name, "attrs": [list(a) for a in spec.attrs],
         "dimension": spec.dimension, "split_dimension": spec.split_dimension, "reducer": spec.reducer,
-        "in_place": spec.in_place,
+        "in_place": spec.in_place, "reducer_hlo": reducer_hlo,
         "operands": [[str(r.shape.dtype), list(r.shape.dims)] for r in operands],
         "results": [[str(r.shape.dtype), list(r.shape.dims)] for r in results]}, sort_keys=True)
 

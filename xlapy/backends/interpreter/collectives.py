@@ -29,7 +29,7 @@ from ...errors import ExecutionError, UnimplementedError
 from ...hlo import collectives as groups_of
 from ...hlo.shape_inference_collectives import in_place as permute_in_place
 from . import rendezvous
-from .reducers import COMBINERS, recognise
+from .reducers import COMBINERS, call_lifted, recognise
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Spec:
     split_dimension: int | None = None  # all-to-all's array form only
     reducer: str | None = None          # a COMBINERS row name, or None
     in_place: bool = False              # collective-permute's in-place form (input, output, offsets, offsets)
+    reducer_comp: Any = None            # the to_apply computation, where it is not one COMBINERS op
 
     @property
     def family(self) -> str:
@@ -67,15 +68,15 @@ def spec_of(inst) -> Spec:
     attrs = tuple((k, str(inst.attrs[k])) for k in _GROUP_ATTRS if inst.attrs.get(k) is not None)
     dims = inst.attrs.get("dimensions")
     split = dims[0] if inst.opcode == "all-to-all" and dims else None     # XLA prints it as dimensions={d}
-    reducer = None
+    reducer = reducer_comp = None
     comp = inst.attrs.get("to_apply")
     if comp is not None:
         reducer = recognise(comp)
         if reducer in (None, "assign"):
-            reducer = None
+            reducer, reducer_comp = None, comp
     in_place = groups_of.FAMILY.get(inst.opcode) == "collective-permute" and permute_in_place(inst)
     return Spec(inst.opcode, inst.name, attrs, int(dims[0]) if dims else None,
-                None if split is None else int(split), reducer, in_place)
+                None if split is None else int(split), reducer, in_place, reducer_comp)
 
 
 @lru_cache(maxsize=1024)
@@ -99,11 +100,27 @@ def group_for(spec: Spec, ctx: rendezvous.DeviceContext) -> Any:
 
 # -- the semantics over everyone's operands ---------------------------------------------------------------
 def combiner(spec: Spec, dtype: np.dtype) -> Callable:
-    if spec.reducer is None:
-        raise UnimplementedError(f"{spec.what}: only reducers of one elementwise op ({', '.join(COMBINERS)}) "
-                                 f"are supported in collectives")
-    numbers, preds = COMBINERS[spec.reducer]
-    return preds if np.dtype(dtype) == np.bool_ else numbers
+    """fn(a, b, out=out): the reducer over whole arrays (a numpy ufunc for one COMBINERS op; else the to_apply
+    computation run by the evaluator, lifted to arrays where it can be, element by element otherwise)."""
+    if spec.reducer is not None:
+        numbers, preds = COMBINERS[spec.reducer]
+        return preds if np.dtype(dtype) == np.bool_ else numbers
+    comp = spec.reducer_comp
+    if comp is None:
+        raise ExecutionError(f"{spec.what}: needs a to_apply reducer computation")
+    from .evaluator import Evaluator
+    ev = Evaluator(comp.parent)
+
+    def apply(a, b, out):
+        lifted = call_lifted(ev, comp, [np.asarray(a), np.asarray(b)], np.shape(a))
+        if lifted is None:
+            flat = [np.asarray(ev.call_scalar(comp, x, y)) for x, y in zip(np.asarray(a).reshape(-1),
+                                                                          np.asarray(b).reshape(-1))]
+            out[...] = np.asarray(flat, out.dtype).reshape(np.shape(a))
+        else:
+            out[...] = lifted[0]
+        return out
+    return apply
 
 
 def fold(values: Sequence[np.ndarray], fn: Callable, out: np.ndarray | None = None) -> np.ndarray:
@@ -140,13 +157,16 @@ def _local_all_reduce(values: list, rank: int, shared: dict, spec: Spec) -> None
             fold([v[k].reshape(-1)[lo:hi] for v in values], fn, flat_out[lo:hi])
 
 
+_ALONE = rendezvous.Rendezvous()      # outside a run every group is one device: meetings return at once
+
+
 def _meet(spec: Spec, ctx, group, operands, compute, after=None):
     comm = ctx.communicator
     if comm is None:            # outside a run: a group of one
         if len(group) != 1:
             raise ExecutionError(f"{spec.what}: a group of {len(group)} devices outside a replicated run "
                                  f"(run the module with xlapy.backends.spmd.execute)")
-        comm = rendezvous.Rendezvous()
+        comm = _ALONE
     key = ctx.next_key((spec.name, spec.opcode, spec.attrs))
     return comm.meet(key, group, ctx.device, operands, compute, spec.what, after)
 

@@ -79,6 +79,12 @@ class Rendezvous:
         """Deposit `value` for `device`; once the whole group has, run compute(values in group order, rank,
         shared) (shared: one dict per meeting, with a "lock", for participants that split the work); once every
         participant has computed, return after(that result, shared), or the result itself."""
+        if len(group) == 1:            # nobody to wait for
+            if group[0] != device:
+                raise ExecutionError(f"{what}: device {device} is not in its group {list(group)}")
+            shared = {"lock": threading.Lock()}
+            result = compute([value], 0, shared)
+            return result if after is None else after(result, shared)
         rank = group.index(device)
         full = (key, tuple(group))
         with self._cond:
