@@ -289,3 +289,23 @@ ENTRY e {
     outs = spmd.execute(text, [[x0], [x1]], backend=backend)
     for o in outs:
         np.testing.assert_array_equal(o, x0 + x1 * x1)           # folded in rank order: f(x0, x1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_async_sugar_of_ops_without_their_own_async_form(backend):
+    text = f"""HloModule sugar, replica_count=2
+{ADD}
+ENTRY e {{
+  x = s32[4] parameter(0)
+  rss = ((s32[4]), s32[2]) reduce-scatter-start(x), replica_groups={{}}, dimensions={{0}}, to_apply=add
+  rsd = s32[2] reduce-scatter-done(rss)
+  a2s = ((s32[4]), s32[4]) all-to-all-start(x), replica_groups={{}}, dimensions={{0}}
+  a2d = s32[4] all-to-all-done(a2s)
+  ROOT t = (s32[2], s32[4]) tuple(rsd, a2d)
+}}
+"""
+    x = np.asarray([[1, 2, 3, 4], [10, 20, 30, 40]], np.int32)
+    outs = run(text, list(x), backend)
+    for d, (rs, a2a) in enumerate(outs):
+        np.testing.assert_array_equal(rs, (x[0] + x[1])[2 * d:2 * d + 2])
+        np.testing.assert_array_equal(a2a, np.concatenate([x[0][2 * d:2 * d + 2], x[1][2 * d:2 * d + 2]]))

@@ -100,7 +100,7 @@ CPU_NO_RULE: dict[str, Reason] = {
 _RUN_REPLICATED = set(COLLECTIVES.split()) - {"ragged-all-to-all"}
 for _op in _RUN_REPLICATED | {"async-start", "async-update", "async-done"}:
     del INTERPRETER_NO_RULE[_op]
-for _op in _RUN_REPLICATED | {"partition-id", "replica-id"}:
+for _op in _RUN_REPLICATED | {"partition-id", "replica-id", "async-start", "async-update", "async-done"}:
     del CPU_NO_RULE[_op]
 
 

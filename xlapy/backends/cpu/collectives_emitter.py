@@ -20,6 +20,7 @@ later collectives of the call return at once, and the executable raises it when 
 | all-reduce-start | one runtime call (the value is the result); all-reduce-done: its operand |
 | all-gather-start, collective-permute-start | one runtime call into element 1 of the (operands, results, ...) tuple; -done: element 1 |
 | replica-id, partition-id | one runtime call writing the u32 |
+| async-start(ops), calls=c / async-update / async-done | c emitted in place at the start / its operand / element 1 |
 """
 from __future__ import annotations
 
@@ -184,6 +185,14 @@ def collective_start(em, inst: Instruction, operands: list) -> ValueTree:
     return out
 
 
+def async_start(em, inst: Instruction, operands: list) -> ValueTree:
+    """async-start(ops), calls=c: ((ops), c(ops), contexts...): c runs here, in order (the done reads it)."""
+    value = em.emit_computation(inst.attrs["calls"], operands, timed=True)
+    shape = inst.shape
+    rest = tuple(em.new_tree(s, None) for s in shape.tuple_shapes[2:])
+    return (tuple(operands), value) + rest
+
+
 def device_id(em, inst: Instruction, operands: list) -> ValueTree:
     out = em.new_buffer(inst.shape, inst)
     _call(em, inst, [], [out])
@@ -198,6 +207,10 @@ HANDLERS = {
     "all-gather-done": lambda em, inst, ops: ops[0][1],
     "collective-permute-done": lambda em, inst, ops: ops[0][1],
     "replica-id": device_id, "partition-id": device_id,
+    # the generic async wrappers (XLA's `X-start` sugar for ops without their own async form, e.g.
+    # reduce-scatter-start, all-to-all-start): the wrapped computation runs at the start
+    "async-start": async_start, "async-update": lambda em, inst, ops: ops[0],
+    "async-done": lambda em, inst, ops: ops[0][1],
 }
 
 __all__ = ["HANDLERS", "SYMBOL", "attach", "ensure_symbol", "raise_pending"]
