@@ -163,3 +163,19 @@ def test_bad_input_gets_one_clear_error(backend):
         xlapy.vmap(lambda x: lax.ppermute(x, "i", [(0, 1), (1, 1)]), axis_name="i")(np.ones((2, 2), np.float32))
     with pytest.raises(XlapyError, match="psum_scatter: dimension 0 .* must be equal to the axis size 4"):
         xlapy.vmap(lambda x: lax.psum_scatter(x, "i"), axis_name="i")(np.ones((4, 3), np.float32))
+
+
+def test_vmap_inside_pmap_mixes_device_and_batch_axes(backend):
+    xs = np.random.default_rng(0).standard_normal((4, 3, 2)).astype(np.float32)
+
+    def inner(v):
+        return (lax.psum(v, "i"), lax.psum(v, "j"), lax.all_gather(v, "i"), lax.psum(v, ("i", "j")),
+                lax.axis_index("i") + 10 * lax.axis_index("j"), lax.ppermute(v, "i", [(0, 1), (1, 2), (2, 3), (3, 0)]),
+                lax.psum_scatter(lax.all_gather(v, "i"), "i"))
+    want = [np.broadcast_to(xs.sum(0), xs.shape), np.broadcast_to(xs.sum(1, keepdims=True), xs.shape),
+            np.broadcast_to(np.moveaxis(xs, 0, 1)[None], (4, 3, 4, 2)), np.broadcast_to(xs.sum((0, 1)), xs.shape),
+            np.arange(4)[:, None] + 10 * np.arange(3)[None], np.roll(xs, 1, 0), 4 * xs]
+    for got in (xlapy.pmap(xlapy.vmap(inner, axis_name="j"), axis_name="i", backend=backend)(xs),
+                xlapy.vmap(xlapy.vmap(inner, axis_name="j"), axis_name="i")(xs)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
