@@ -29,7 +29,8 @@ from .frontend.jit import disable_jit
 from .frontend.parallel.pmap import pmap
 from .frontend.parallel.mesh import NamedSharding, P, make_mesh, set_mesh
 from .frontend.parallel.sharded_jit import reshard
-from .frontend.parallel.shard_map import shard_map
+from .frontend.parallel.shard_map import shard_map, smap
+from .frontend.parallel.sharded_array import Shard
 from .frontend.parallel.sharded_array import device_put    # with shardings (frontend/__init__.py's, extended)
 from . import sharding        # jax.sharding: Mesh, PartitionSpec, NamedSharding (frontend/parallel/mesh.py)
 from .experimental import shard_map as _experimental_shard_map  # noqa: F401  (xlapy.experimental.shard_map)
@@ -51,7 +52,7 @@ __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", 
            "checkpoint", "remat", "checkpoint_policies", "ad_checkpoint", "eval_shape", "ShapeDtypeStruct",
            "make_jaxpr", "disable_jit", "ensure_compile_time_eval", "block_until_ready", "devices", "device_count",
            "local_devices", "local_device_count", "process_index", "process_count", "Device", "pmap", "shard_map", "NamedSharding", "P",
-           "make_mesh", "set_mesh", "reshard", "pure_callback",
+           "make_mesh", "set_mesh", "reshard", "smap", "Shard", "pure_callback",
            "tree", "host_count", "host_id", "host_ids", "process_indices", "effects_barrier", "typeof", "float0",
            "named_call", "named_scope", "closure_convert", "custom_gradient", "print_environment_info",
            "fwd_and_bwd", "transfer_guard", "checking_leaks", "live_arrays", "copy_to_host_async",

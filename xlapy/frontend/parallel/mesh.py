@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import threading
+from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -292,3 +293,73 @@ class SingleDeviceSharding(Sharding):
 
     def __repr__(self) -> str:
         return f"SingleDeviceSharding(device={self.device!r})"
+
+
+# -- the rest of jax.sharding's names: abstract meshes and axis-type helpers (xlapy's axes are all Auto) -----------
+@dataclass(frozen=True)
+class AbstractDevice:
+    """The kind of device a mesh is made of (jax.sharding.AbstractDevice)."""
+    device_kind: str
+    num_cores: int | None
+    platform: str
+
+
+class AbstractMesh:
+    """A mesh's axis names and sizes without devices (jax.sharding.AbstractMesh)."""
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None, *,
+                 abstract_device: Any = None):
+        self.axis_sizes, self.axis_names = tuple(axis_sizes), tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise XlapyError(f"AbstractMesh: {len(self.axis_names)} names for {len(self.axis_sizes)} sizes")
+        self.abstract_device = abstract_device
+
+    @property
+    def shape(self) -> dict[str, int]:
+        return dict(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.axis_sizes, dtype=np.int64))
+
+    def __repr__(self) -> str:
+        return f"AbstractMesh({', '.join(f'{n!r}: {s}' for n, s in self.shape.items())})"
+
+
+@dataclass(frozen=True)
+class ManualAxisType:
+    """jax.sharding.ManualAxisType: which manual axes a value varies over (xlapy does not track it)."""
+    varying: frozenset = frozenset()
+    unreduced: frozenset = frozenset()
+    reduced: frozenset = frozenset()
+
+
+def get_abstract_mesh() -> AbstractMesh | None:
+    """The current mesh's AbstractMesh (jax.sharding.get_abstract_mesh); None outside any mesh."""
+    mesh = current_mesh()
+    return None if mesh is None else AbstractMesh(mesh.axis_sizes, mesh.axis_names)
+
+
+def use_abstract_mesh(mesh: Any):
+    """jax.sharding.use_abstract_mesh: a concrete Mesh becomes current; an AbstractMesh changes nothing."""
+    import contextlib
+    return set_mesh(mesh) if isinstance(mesh, Mesh) else contextlib.nullcontext(mesh)
+
+
+def make_single_device_sharding(device: Any, *, memory_kind: Any = None) -> SingleDeviceSharding:
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
+def _same_function(name: str):
+    def decorator(f=None, /, **options):
+        if f is None:
+            return lambda g: g
+        return f
+    decorator.__name__ = name
+    decorator.__doc__ = (f"jax.sharding.{name}: f itself (xlapy's mesh axes are all Auto: sharding in types is not "
+                         f"modelled)")
+    return decorator
+
+
+auto_axes = _same_function("auto_axes")
+explicit_axes = _same_function("explicit_axes")

@@ -162,3 +162,21 @@ def shard_map(f: Callable | None = None, mesh: Mesh | None = None, in_specs: Any
     if f is None:
         return lambda g: ShardMapped(g, mesh, in_specs, out_specs, backend)
     return ShardMapped(f, mesh, in_specs, out_specs, backend)
+
+
+def smap(f: Callable | None = None, /, *, in_axes: Any = 0, out_axes: Any, axis_name: Any) -> Any:
+    """shard_map over one axis of the current mesh (jax.smap): in_axes / out_axes say which dimension of each
+    argument / result that axis splits (an int, None, or a tuple with one entry per argument)."""
+    def spec(axis: Any) -> PartitionSpec:
+        return PartitionSpec() if axis is None else PartitionSpec(*([None] * axis + [axis_name]))
+
+    def specs(axes: Any) -> Any:
+        return tuple(spec(a) for a in axes) if isinstance(axes, (tuple, list)) else spec(axes)
+
+    def wrap(g: Callable) -> Callable:
+        @functools.wraps(g)
+        def run(*args):
+            in_specs = specs(in_axes) if isinstance(in_axes, (tuple, list)) else (spec(in_axes),) * len(args)
+            return shard_map(g, mesh=None, in_specs=in_specs, out_specs=specs(out_axes))(*args)
+        return run
+    return wrap if f is None else wrap(f)
