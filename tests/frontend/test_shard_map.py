@@ -88,3 +88,11 @@ def test_bad_input_gets_one_clear_error(backend):
         xlapy.make_mesh((4, 4), ("x", "y"))
     with pytest.raises(XlapyError, match="tree prefix"):
         xlapy.shard_map(lambda a, b: a, mesh=mesh, in_specs=(P("x"), P(), P()), out_specs=P())(A, B)
+
+
+def test_smap_over_one_axis_of_the_current_mesh(backend):
+    mesh = xlapy.make_mesh((4,), ("d",))
+    with xlapy.set_mesh(mesh):
+        f = xlapy.smap(lambda v: v - lax.pmean(v, "d"), in_axes=0, out_axes=0, axis_name="d")
+        np.testing.assert_allclose(np.asarray(f(A[:4])), A[:4] - A[:4].mean(0), rtol=1e-5, atol=1e-6)
+        assert xlapy.sharding.get_abstract_mesh().shape == {"d": 4}
