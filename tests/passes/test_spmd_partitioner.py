@@ -232,3 +232,18 @@ def test_a_module_jax_lowered_gets_the_collectives_xla_inserts():
         CHECK-NEXT: all-reduce({{.*}}replica_groups={{[{][{]0,2[}],[{]1,3[}][}]}}
         CHECK-NOT: all-gather
     """)
+
+
+def test_the_same_tiles_on_other_devices_move_by_collective_permute():
+    text = partition_and_run("""HloModule m, num_partitions=4
+ENTRY %e (x: f32[8,6], w: f32[6,4]) -> f32[8,4] {
+  %x = f32[8,6] parameter(0), sharding={devices=[2,2]0,1,2,3}
+  %w = f32[6,4] parameter(1), sharding={devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}
+  ROOT %d = f32[8,4] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}
+}""", _rand(8, 6), _rand(6, 4, seed=1))
+    filecheck(text, """
+        CHECK: f32[3,4] collective-permute(f32[3,4] {{.*}}), channel_id=1, source_target_pairs={{[{][{]0,0[}],[{]2,1[}],[{]1,2[}],[{]3,3[}][}]}}
+        CHECK: f32[4,4] dot(
+        CHECK-NEXT: all-reduce({{.*}}replica_groups={{[{][{]0,1[}],[{]2,3[}][}]}}
+        CHECK-NOT: all-gather
+    """)

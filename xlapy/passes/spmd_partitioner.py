@@ -73,6 +73,17 @@ class Partitioner:
         y = self.emit("all-gather", [x], attrs, shape=Shape.array(x.shape.element_type, dims))
         return y, s.fold([dim])
 
+    def collective_permute(self, x: Instruction, have: Sharding, want: Sharding) -> Instruction:
+        """x's tiles moved from the devices of `have` to those of `want` (same tile counts, other devices):
+        each tile's holders under `have` paired one to one with its holders under `want`."""
+        pairs = []
+        for c in np.ndindex(*have.tile_dims):
+            for src, dst in zip(have.tiles[c].reshape(-1).tolist(), want.tiles[c].reshape(-1).tolist()):
+                pairs.append((src, dst))
+        attrs = {"channel_id": next(self._channels),
+                 "source_target_pairs": "{" + ",".join("{%d,%d}" % p for p in sorted(pairs, key=lambda q: q[1])) + "}"}
+        return self.emit("collective-permute", [x], attrs, shape=x.shape.without_layout())
+
     def all_reduce(self, x: Instruction, groups: list[list[int]], reducer: Computation) -> Instruction:
         attrs = dict(self.collective_attrs(groups), to_apply=reducer)
         return self.emit("all-reduce", [x], attrs, shape=x.shape.without_layout())
@@ -99,6 +110,8 @@ class Partitioner:
             if x.shape.is_tuple and have != want:
                 raise ShardingError(f"{where}: resharding a tuple value is not supported")
             return x
+        if have.tiles.shape == want.tiles.shape:   # the same tiles on other devices: send them there
+            return self.collective_permute(x, have, want)
         for d, t in enumerate(have.tile_dims):      # first the dimensions split differently
             if t > 1 and want.tile_dims[d] != t:
                 x, have = self.all_gather(x, have, d)
