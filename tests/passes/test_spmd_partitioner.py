@@ -247,3 +247,18 @@ ENTRY %e (x: f32[8,6], w: f32[6,4]) -> f32[8,4] {
         CHECK-NEXT: all-reduce({{.*}}replica_groups={{[{][{]0,1[}],[{]2,3[}][}]}}
         CHECK-NOT: all-gather
     """)
+
+
+def test_a_dot_of_whole_operands_into_a_split_result_slices_its_operands_first():
+    text = partition_and_run("""HloModule m, num_partitions=4
+ENTRY %e (x: f32[8,6], w: f32[6,4]) -> f32[8,4] {
+  %x = f32[8,6] parameter(0), sharding={replicated}
+  %w = f32[6,4] parameter(1), sharding={replicated}
+  ROOT %d = f32[8,4] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,2]0,1,2,3}
+}""", _rand(8, 6), _rand(6, 4, seed=1))
+    filecheck(text, """
+        CHECK: f32[4,6] dynamic-slice(f32[8,6]
+        CHECK: f32[6,2] dynamic-slice(f32[6,4]
+        CHECK: ROOT {{.*}} = f32[4,2] dot(f32[4,6] {{.*}}, f32[6,2] {{.*}})
+        CHECK-NOT: all-
+    """)

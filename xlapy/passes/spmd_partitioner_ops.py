@@ -94,8 +94,27 @@ def _reduce(p, inst, ops, want):
     return p.reshard(y, out, want, inst.name)
 
 
+def _tile_count(s: Sharding) -> int:
+    return s.num_devices // s.tiles.shape[-1]
+
+
+def _dot_from_output(p, inst, ops, want):
+    """Both operands sliced to the tiles `want` needs (batch and free dimensions): a local dot, no collective."""
+    (lhs, sl), (rhs, sr) = ops
+    lb, lc, lf, rb, rc, rf = dot_dims(inst)
+    out_lhs = {k: d for k, d in enumerate(lb)}
+    out_lhs.update({len(lb) + k: d for k, d in enumerate(lf)})
+    out_rhs = {k: d for k, d in enumerate(rb)}
+    out_rhs.update({len(lb) + len(lf) + k: d for k, d in enumerate(rf)})
+    x = p.reshard(lhs, sl, want.mapped(inst.operands[0].shape.rank, out_lhs), inst.name)
+    y = p.reshard(rhs, sr, want.mapped(inst.operands[1].shape.rank, out_rhs), inst.name)
+    return _clone(p, inst, [x, y], _local(inst.shape, want, inst))
+
+
 def _dot(p, inst, ops, want):
     (lhs, sl), (rhs, sr) = ops
+    if _tile_count(want) > max(_tile_count(sl), _tile_count(sr)):
+        return _dot_from_output(p, inst, ops, want)      # XLA's propagation backward from the result
     lb, lc, lf, rb, rc, rf = dot_dims(inst)
     tiles = [s.num_devices // s.tiles.shape[-1] for s in (sl, sr)]
     side = 0 if tiles[0] >= tiles[1] else 1
