@@ -4,12 +4,14 @@ After ShardingPropagation (run first if the module is not fully annotated) every
 has a sharding. The partitioner emits a new entry computation in which each value is its local tile (the shape
 divided by the tile counts) and inserts the collectives XLA inserts:
 
-    resharding a value       all-gather along each split dimension (to whole), then a dynamic-slice at the
-                             partition's offsets: a constant table of tile indices read at partition-id
+    resharding a value       the same tiles on other devices: collective-permute; otherwise all-gather along
+                             the dimensions split differently, then a dynamic-slice at the partition's
+                             offsets (a constant table of tile indices read at partition-id)
     elementwise              operands resharded to the result's sharding; the op on the tiles
     dot                      the operand with more tiles leads: batch and free splits stay local; a split
                              contracting dimension gives partial sums, all-reduced over its devices; the other
-                             operand is resharded to match (spmd_partitioner_ops.py)
+                             operand is resharded to match; a result split more finely than both operands has
+                             them sliced to its tiles first (spmd_partitioner_ops.py)
     reduce                   the tile reduced, then all-reduce over the devices of the split reduced dims
     broadcast / transpose / reshape   the splits mapped through (a reshape that does not keep a split
                              dimension gathers it first)
