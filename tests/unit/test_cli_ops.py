@@ -70,7 +70,7 @@ def test_ops_without_opcode_prints_the_matrix(capsys):
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:1 + len(OPCODES)]}
     assert list(rows) == list(OPCODES)
     assert rows["dot"] == ["+"] * 6
-    assert rows["batch-norm-grad"][2] == "E" and rows["all-reduce"][1] == "U" and rows["and"][3] == "N"
+    assert rows["batch-norm-grad"][2] == "E" and rows["infeed"][1] == "U" and rows["and"][3] == "N"
     assert "no batching layer" not in out
 
 

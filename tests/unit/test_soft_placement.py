@@ -70,9 +70,8 @@ ENTRY e {
 REPLICA = """HloModule replica
 ENTRY e {
   x = f32[] parameter(0)
-  r = u32[] replica-id()
-  c = f32[] convert(r)
-  ROOT a = f32[] add(x, c)
+  r = f32[] rng(x, x), distribution=rng_uniform
+  ROOT a = f32[] add(x, r)
 }
 """
 
@@ -138,7 +137,7 @@ def test_an_opcode_inside_a_called_computation_is_named_with_its_caller(few):
 
 
 def test_the_error_is_an_unimplemented_error_as_the_cpu_emitters_raise():
-    with pytest.raises(xlapy.UnimplementedError, match="cpu backend: opcode replica-id not supported yet"):
+    with pytest.raises(xlapy.UnimplementedError, match="cpu backend: opcode rng not supported yet"):
         xlapy.compile(REPLICA, backend="cpu")
 
 
@@ -192,8 +191,8 @@ def test_a_while_loop_moves_whole_with_tuple_values_between_parts(few):
 def test_the_interpreter_comes_last_and_runs_what_nothing_else_has(few):
     exe, messages = _soft(REPLICA)
     assert [name for name, _ in exe.parts] == ["interpreter", "few"]
-    np.testing.assert_array_equal(exe(np.float32(2.5)), np.float32(2.5))
-    assert messages == ["soft placement in module replica, backend 'few': it lacks replica-id (instruction r): r "
+    np.testing.assert_array_equal(exe(np.float32(2.5)), np.float32(5.0))      # rng over [x, x] is x
+    assert messages == ["soft placement in module replica, backend 'few': it lacks rng (instruction r): r "
                         "runs on backend 'interpreter'"]
 
 
