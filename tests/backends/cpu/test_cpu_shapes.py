@@ -222,10 +222,11 @@ ENTRY e {
 def test_unsupported_op_names_it():
     text = """HloModule m
 ENTRY e {
-  ROOT s = u32[] partition-id()
+  zero = f32[] constant(0)
+  ROOT s = f32[] rng(zero, zero), distribution=rng_uniform
 }
 """
-    with pytest.raises(UnimplementedError, match="opcode partition-id not supported yet .instruction s"):
+    with pytest.raises(UnimplementedError, match="opcode rng not supported yet .instruction s"):
         xlapy.compile(xlapy.hlo.parse(text), backend="cpu", run_pipeline=False)
 
 
