@@ -262,3 +262,19 @@ ENTRY %e (x: f32[8,6], w: f32[6,4]) -> f32[8,4] {
         CHECK: ROOT {{.*}} = f32[4,2] dot(f32[4,6] {{.*}}, f32[6,2] {{.*}})
         CHECK-NOT: all-
     """)
+
+
+def test_a_reshape_keeps_a_split_major_dimension():
+    text = partition_and_run("""HloModule m, num_partitions=2
+ENTRY %e (x: f32[8,6]) -> (f32[2,4,6], f32[8,6]) {
+  %x = f32[8,6] parameter(0), sharding={devices=[2,1]0,1}
+  %r = f32[2,4,6] reshape(%x)
+  %n = f32[2,4,6] negate(%r)
+  %b = f32[8,6] reshape(%n)
+  ROOT %o = (f32[2,4,6], f32[8,6]) tuple(%r, %b), sharding={{devices=[2,1,1]0,1}, {devices=[2,1]0,1}}
+}""", _rand(8, 6))
+    filecheck(text, """
+        CHECK: f32[1,4,6] reshape(f32[4,6]
+        CHECK: f32[4,6] reshape(f32[1,4,6]
+        CHECK-NOT: all-gather
+    """)

@@ -6,8 +6,9 @@ rules, by opcode (`spmd_sharding.py` has the tile arithmetic):
 
     elementwise             the operand sharding with the most tiles (same rank)
     broadcast / transpose   the operand's, its dimensions mapped / permuted
-    reshape                 the operand's on the dimensions the reshape keeps (same size, same elements
-                            before); the others whole
+    reshape                 a split dimension stays split when it is the major one of its group of equal
+                            element counts and the group's major result dimension divides into its tiles
+                            ([8,6] split 2 -> [2,4,6] split 2 on dimension 0); the others whole
     reduce                  the operand's on the kept dimensions (the reduced ones become replication)
     dot                     batch and free dimensions from the operand with more tiles (contracting tiles
                             become replication: the partitioner all-reduces them)
@@ -20,7 +21,7 @@ use_spmd_partitioning); the shardings are written as `sharding={...}` attributes
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..hlo import Instruction, Module, opinfo
 from .pipeline import Pass
@@ -39,19 +40,42 @@ def has_shardings(module: Module) -> bool:
     return module.entry is not None and any("sharding" in i.attrs for i in module.entry.instructions)
 
 
-def reshape_dim_map(src: tuple, dst: tuple) -> dict[int, int]:
-    """src dim -> dst dim for the dimensions a reshape keeps: same size and the same number of elements before."""
-    out, before = {}, {}
-    acc = 1
-    for j, n in enumerate(dst):
-        before.setdefault((acc, n), j)
-        acc *= n
-    acc = 1
-    for i, n in enumerate(src):
-        j = before.get((acc, n))
-        if j is not None and n > 1:
-            out[i] = j
-        acc *= n
+def reshape_groups(src: Sequence[int], dst: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """The dimensions of a reshape in groups of equal element counts (src dims, dst dims), in order."""
+    groups, i, j = [], 0, 0
+    while i < len(src) or j < len(dst):
+        gi, gj, ps, pd = [], [], 1, 1
+        while True:
+            if ps <= pd and i < len(src) and (ps < pd or not gi or src[i] == 1):
+                gi.append(i); ps *= src[i]; i += 1
+            elif j < len(dst) and (pd < ps or not gj or dst[j] == 1):
+                gj.append(j); pd *= dst[j]; j += 1
+            elif i < len(src) and ps == pd and not gi:
+                gi.append(i); ps *= src[i]; i += 1
+            else:
+                break
+            if ps == pd and gi and gj and (i >= len(src) or src[i] != 1) and (j >= len(dst) or dst[j] != 1):
+                break
+        groups.append((gi, gj))
+        if not gi and not gj:
+            break
+    return groups
+
+
+def reshape_dim_map(src: Sequence[int], dst: Sequence[int], tiles: Sequence[int]) -> dict[int, int]:
+    """src dim -> dst dim for each split dimension a reshape keeps split: the major (first non-1) dimension of
+    its group of equal element counts, the only split one there, onto the group's major dst dimension when that
+    divides into as many tiles (a tile is then the same run of elements on both sides)."""
+    out = {}
+    for gi, gj in reshape_groups(src, dst):
+        split = [d for d in gi if tiles[d] > 1]
+        if len(split) != 1:
+            continue
+        major_src = next((d for d in gi if src[d] != 1), None)
+        major_dst = next((d for d in gj if dst[d] != 1), None)
+        d = split[0]
+        if d == major_src and major_dst is not None and dst[major_dst] % tiles[d] == 0:
+            out[d] = major_dst
     return out
 
 
@@ -102,7 +126,8 @@ def _transpose(inst, ops, n):
 
 
 def _reshape(inst, ops, n):
-    return ops[0].mapped(inst.shape.rank, reshape_dim_map(inst.operands[0].shape.dims, inst.shape.dims))
+    return ops[0].mapped(inst.shape.rank, reshape_dim_map(inst.operands[0].shape.dims, inst.shape.dims,
+                                                          ops[0].tile_dims))
 
 
 def _reduce(inst, ops, n):

@@ -68,7 +68,7 @@ def _transpose(p, inst, ops, want):
 
 def _reshape(p, inst, ops, want):
     x, s = ops[0]
-    kept = reshape_dim_map(inst.operands[0].shape.dims, inst.shape.dims)
+    kept = reshape_dim_map(inst.operands[0].shape.dims, inst.shape.dims, s.tile_dims)
     split = [d for d, t in enumerate(s.tile_dims) if t > 1]
     if any(d not in kept for d in split):
         for d in split:
