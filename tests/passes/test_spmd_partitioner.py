@@ -278,3 +278,23 @@ ENTRY %e (x: f32[8,6]) -> (f32[2,4,6], f32[8,6]) {
         CHECK: f32[4,6] reshape(f32[1,4,6]
         CHECK-NOT: all-gather
     """)
+
+
+def test_slice_concatenate_pad_reverse_stay_local_along_whole_dimensions():
+    text = partition_and_run("""HloModule m, num_partitions=2
+ENTRY %e (x: f32[8,6]) -> f32[8,9] {
+  %x = f32[8,6] parameter(0), sharding={devices=[2,1]0,1}
+  %s = f32[8,3] slice(%x), slice={[0:8], [1:4]}
+  %r = f32[8,3] reverse(%s), dimensions={1}
+  %z = f32[] constant(0)
+  %p = f32[8,5] pad(%r, %z), padding=0_0x1_1
+  %c = f32[8,1] slice(%x), slice={[0:8], [5:6]}
+  ROOT %o = f32[8,9] concatenate(%p, %c, %s), dimensions={1}, sharding={devices=[2,1]0,1}
+}""", _rand(8, 6))
+    filecheck(text, """
+        CHECK: f32[4,3] slice(f32[4,6] {{.*}}), slice={[0:4], [1:4]}
+        CHECK: f32[4,3] reverse(
+        CHECK: f32[4,5] pad(
+        CHECK: f32[4,9] concatenate(
+        CHECK-NOT: all-gather
+    """)

@@ -13,6 +13,7 @@ rules, by opcode (`spmd_sharding.py` has the tile arithmetic):
     dot                     batch and free dimensions from the operand with more tiles (contracting tiles
                             become replication: the partitioner all-reduces them)
     convolution             the input's batch split
+    slice / concatenate / pad / reverse   the operand's split, the dimensions they work along whole
     tuple / get-tuple-elt   element-wise
     anything else           replicated
 
@@ -149,6 +150,25 @@ def _convolution(inst, ops, n):
     return ops[0].mapped(inst.shape.rank, {dn.input_batch: dn.output_batch})
 
 
+def touched_dims(inst: Instruction) -> list[int]:
+    """The dimensions a slice / concatenate / pad / reverse works along (they must be whole); [] otherwise."""
+    op = inst.opcode
+    if op == "slice":
+        dims = inst.operands[0].shape.dims
+        return [d for d, r in enumerate(inst.attrs["slice"]) if (r.start, r.limit, r.stride) != (0, dims[d], 1)]
+    if op == "pad":
+        return [d for d, p in enumerate(inst.attrs["padding"]) if (p.low, p.high, p.interior) != (0, 0, 0)]
+    if op in ("concatenate", "reverse"):
+        return list(inst.attrs.get("dimensions", ()))
+    return []
+
+
+def _along_dims(inst, ops, n):
+    """slice / concatenate / pad / reverse: the operand's split, the dimensions they work along whole."""
+    best = _most_tiled(ops if inst.opcode == "concatenate" else ops[:1], inst.shape.rank, n)
+    return best.fold(touched_dims(inst))
+
+
 def _gte(inst, ops, n):
     return ops[0].elements[inst.attrs["index"]] if ops[0].is_tuple else _replicated(inst, ops, n)
 
@@ -171,6 +191,7 @@ def replicated_like(shape, n: int) -> Sharding:
 RULES: dict[str, Callable] = {
     "broadcast": _broadcast, "transpose": _transpose, "reshape": _reshape, "reduce": _reduce, "dot": _dot,
     "convolution": _convolution, "get-tuple-element": _gte, "tuple": _tuple,
+    "slice": _along_dims, "concatenate": _along_dims, "pad": _along_dims, "reverse": _along_dims,
     "select": _elementwise, "clamp": _elementwise, "convert": _elementwise, "compare": _elementwise,
     "copy": _elementwise, "bitcast-convert": _elementwise, "reduce-precision": _elementwise,
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..hlo import Instruction, Shape, opinfo
-from .sharding_propagation import PASS_THROUGH, dot_dims, dot_output_sharding, replicated_like, reshape_dim_map
+from .sharding_propagation import PASS_THROUGH, touched_dims, dot_dims, dot_output_sharding, replicated_like, reshape_dim_map
 from .spmd_partitioner import Partitioner
 from .spmd_sharding import Sharding, ShardingError
 
@@ -152,6 +152,20 @@ def _convolution(p, inst, ops, want):
     return p.reshard(y, out, want, inst.name)
 
 
+def _along_dims(p, inst, ops, want):
+    """slice / concatenate / pad / reverse on tiles split like `want` but whole along the dimensions they touch."""
+    from ..hlo.attrs import SliceRange
+    touched = touched_dims(inst)
+    here = want.fold(touched)
+    xs = [p.reshard(x, s, here if x.shape.rank else s, inst.name) for x, s in ops]
+    attrs = {k: v for k, v in inst.attrs.items() if k != "sharding"}
+    if inst.opcode == "slice":
+        local = here.local_dims(inst.operands[0].shape.dims, f"{inst.name}: ")
+        attrs["slice"] = tuple(r if d in touched else SliceRange(0, local[d], 1) for d, r in enumerate(attrs["slice"]))
+    y = p.emit(inst.opcode, xs, attrs, shape=_local(inst.shape, here, inst))
+    return p.reshard(y, here, want, inst.name)
+
+
 def _gte(p, inst, ops, want):
     t, s = ops[0]
     i = inst.attrs["index"]
@@ -182,6 +196,7 @@ def _constant(p, inst, ops, want):
 RULES: dict[str, Callable] = {
     "broadcast": _broadcast, "transpose": _transpose, "reshape": _reshape, "reduce": _reduce, "dot": _dot,
     "convolution": _convolution, "get-tuple-element": _gte, "tuple": _tuple, "custom-call": _sharding_custom_call,
+    "slice": _along_dims, "concatenate": _along_dims, "pad": _along_dims, "reverse": _along_dims,
     "constant": _constant,
     "select": _elementwise, "clamp": _elementwise, "convert": _elementwise, "compare": _elementwise,
     "copy": _elementwise, "bitcast-convert": _elementwise, "reduce-precision": _elementwise,
