@@ -16,6 +16,7 @@ divided by the tile counts) and inserts the collectives XLA inserts:
     broadcast / transpose / reshape   the splits mapped through (a reshape that does not keep a split
                              dimension gathers it first)
     convolution              split over the batch only (the kernel replicated); otherwise whole
+    slice / concatenate / pad / reverse   on tiles, whole along the dimensions they work along
     anything else            operands gathered whole, the op run whole, the result sliced to its sharding
 
 Every partition computes; no padding (each split dimension must divide into its tiles: a ShardingError names
