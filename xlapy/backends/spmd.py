@@ -20,7 +20,8 @@ In one process, the local devices are all R * P devices. Under MPI (`xlapy.distr
 process runs the devices it owns (backends/devices.py: process k owns ids first_local_id(k) ...), so
 per_device_args and the result cover only those; collectives between processes go over MPI.
 
-Each device runs on its own thread (the caller's thread runs the first); collectives meet in a Rendezvous
+Each device runs on its own thread (the caller's thread runs the first, the others take idle threads of one
+process-wide set, `_Workers`, which grows to the largest concurrent demand); collectives meet in a Rendezvous
 (interpreter/rendezvous.py): shared memory, no copies of operands. A peer that never arrives raises an
 ExecutionError after $XLAPY_COLLECTIVE_TIMEOUT seconds (default 60); a device that fails aborts the run and its
 error is raised. The CPU code between collectives is compiled as usual (single-threaded per device by default:
@@ -30,7 +31,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import queue
+from concurrent.futures import Future
 from typing import Any, Sequence
 
 import numpy as np
@@ -42,6 +44,39 @@ from . import devices as _devices
 from .interpreter import rendezvous
 
 _RUN_IDS = itertools.count(1)
+
+
+class _Workers:
+    """Device threads shared by every SpmdExecutable: a run takes idle ones (starting more when none is idle),
+    so the process holds as many as its largest concurrent demand, not one pool per compiled program."""
+
+    def __init__(self):
+        self._idle: list[queue.SimpleQueue] = []
+        self._lock = threading.Lock()
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._loop, args=(inbox,), name="xlapy-device", daemon=True).start()
+        inbox.put((fn, args, future))
+        return future
+
+    def _loop(self, inbox: queue.SimpleQueue) -> None:
+        while True:
+            fn, args, future = inbox.get()
+            try:
+                future.set_result(fn(*args))
+            except BaseException as e:      # noqa: BLE001 -- handed to the caller
+                future.set_exception(e)
+            del fn, args, future
+            with self._lock:
+                self._idle.append(inbox)
+
+
+_WORKERS = _Workers()
 
 
 class SpmdExecutable:
@@ -61,7 +96,6 @@ class SpmdExecutable:
         if _devices.process_count() > 1:
             from ..distributed import communicator       # noqa: PLC0415 -- MPI only when initialized
             communicator.prepare(module, num_replicas, num_partitions, assignment)
-        self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
     @property
@@ -81,10 +115,7 @@ class SpmdExecutable:
         with self._lock:            # one run at a time: the instances and their scratch belong to it
             if n == 1:
                 return [self._run(0, contexts[0], per_device_args[0], comm)]
-            pool = self._pool
-            if pool is None:
-                pool = self._pool = ThreadPoolExecutor(n - 1, thread_name_prefix=f"xlapy-device-{self.module.name}")
-            futures = [pool.submit(self._run, i, contexts[i], per_device_args[i], comm) for i in range(1, n)]
+            futures = [_WORKERS.submit(self._run, i, contexts[i], per_device_args[i], comm) for i in range(1, n)]
             outs: list = [None] * n
             errors: list = []
             try:
@@ -111,15 +142,7 @@ class SpmdExecutable:
             raise
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:   # noqa: BLE001 -- interpreter shutdown
-            pass
+        """Nothing to release (device threads are shared); kept so callers may close what they compiled."""
 
 
 def _local_ids(total: int) -> list[int]:
