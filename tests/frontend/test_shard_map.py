@@ -9,6 +9,7 @@ import pytest
 import xlapy
 from xlapy import lax
 from xlapy.errors import XlapyError
+from xlapy.filecheck import filecheck
 from xlapy.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 
@@ -96,3 +97,18 @@ def test_smap_over_one_axis_of_the_current_mesh(backend):
         f = xlapy.smap(lambda v: v - lax.pmean(v, "d"), in_axes=0, out_axes=0, axis_name="d")
         np.testing.assert_allclose(np.asarray(f(A[:4])), A[:4] - A[:4].mean(0), rtol=1e-5, atol=1e-6)
         assert xlapy.sharding.get_abstract_mesh().shape == {"d": 4}
+
+
+def test_shard_map_inside_sharded_jit_is_partitioned_onto_the_mesh(backend, tmp_path, monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_force_host_platform_device_count=8 --xla_dump_to={tmp_path}")
+    mesh = xlapy.make_mesh((2, 2), ("x", "y"))
+    whole = NamedSharding(mesh, P())
+    f = xlapy.jit(_matmul(mesh, backend), in_shardings=(whole, whole), out_shardings=whole, backend=backend)
+    np.testing.assert_allclose(np.asarray(f(A, B)), A @ B, rtol=1e-5)
+    import glob
+    text = open(glob.glob(str(tmp_path / "*spmd_after_optimizations.txt"))[0]).read()
+    filecheck(text, """
+        CHECK: num_partitions=4
+        CHECK: f32[1,1,4,4] dot(
+        CHECK: all-reduce({{.*}}replica_groups={{[{][{]0,1[}],[{]2,3[}][}]}}
+    """)

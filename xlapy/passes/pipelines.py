@@ -30,7 +30,7 @@ CPU_PIPELINE = [
 
 # XLA's SPMD partitioning (cpu_compiler.cc, when use_spmd_partitioning): run by sharded jit before the CPU pipeline
 # on a module with num_partitions > 1 and sharding annotations (frontend/parallel/sharded_jit.py)
-SPMD_PIPELINE = ["sharding-propagation", "spmd-partitioner"]
+SPMD_PIPELINE = ["call-inliner", "sharding-propagation", "spmd-partitioner"]
 
 
 def spmd_pipeline() -> Pipeline:

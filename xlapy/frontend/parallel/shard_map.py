@@ -10,7 +10,9 @@ hold the same value at every position along it; position 0's is taken).
 
 At the top level the program runs on mesh.size devices (device_program.py). Inside another trace (jit, grad)
 shard_map is the same function over the mesh axes as nested vmaps with those axis names (each argument
-reshaped so its split dimensions lead): the same values, in the enclosing program.
+reshaped so its split dimensions lead): the same values, in the enclosing program. Under jit with in_shardings /
+out_shardings the arguments and results are marked with their shard_map shardings, and the SPMD partitioner
+turns the blocks back into one program per device (the psum of a block: an all-reduce).
 """
 from __future__ import annotations
 
@@ -99,6 +101,7 @@ class ShardMapped:
     # -- inside a trace: nested vmaps over the mesh axes ------------------------------------------------------
     def _emulated(self, mesh: Mesh, leaves: list, tree: PyTreeDef, specs: list) -> Any:
         names = list(mesh.axis_names)
+        leaves = [_constrained(x, mesh, spec) for x, spec in zip(leaves, specs)]
         blocked, present = [], []
         for x, spec in zip(leaves, specs):
             a = aval(x)
@@ -126,7 +129,8 @@ class ShardMapped:
         flat = level(0, blocked)
         out_tree = out_tree_box[-1]
         out_specs = spec_leaves("out_specs", self.out_specs, out_tree)
-        return tree_unflatten(out_tree, [self._assemble(mesh, y, spec) for y, spec in zip(flat, out_specs)])
+        return tree_unflatten(out_tree, [_constrained(self._assemble(mesh, y, spec), mesh, spec)
+                                         for y, spec in zip(flat, out_specs)])
 
     @staticmethod
     def _assemble(mesh: Mesh, y: Any, spec: PartitionSpec) -> Any:
@@ -151,6 +155,13 @@ class ShardMapped:
         y = _transpose(y, perm)
         out = [n * t for n, t in zip(shape[k:], tiles(mesh, spec, rank))]
         return _reshape(y, out)
+
+
+def _constrained(x: Any, mesh: Mesh, spec: PartitionSpec) -> Any:
+    """x marked with its shard_map sharding when a sharded jit traces (its partitioner then places the blocks on
+    the mesh); x itself otherwise."""
+    from .sharded_jit import with_sharding_constraint
+    return with_sharding_constraint(x, NamedSharding(mesh, spec))
 
 
 def shard_map(f: Callable | None = None, mesh: Mesh | None = None, in_specs: Any = None, out_specs: Any = None, *,
