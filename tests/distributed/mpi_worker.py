@@ -29,6 +29,10 @@ def case_everything():
     assert [d.id for d in xlapy.devices()] == list(range(n)) and all(d.process_index == r for d in
                                                                        xlapy.local_devices())
     xs = inputs(n)
+    # a module for this process's devices only runs inside the process, as without MPI
+    own = inputs(len(local))
+    inside = spmd.execute(everything(len(local)), [[x] for x in own], backend="interpreter")
+    np.testing.assert_array_equal(inside[0][2], np.concatenate(own))
     for backend in ("interpreter", "cpu"):
         outs = spmd.execute(everything(n), [[xs[d]] for d in local], backend=backend)
         for d, out in zip(local, outs):

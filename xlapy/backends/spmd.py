@@ -16,9 +16,10 @@
 | result | outs[d]: what the instance on local device d returned (an array, or a tuple for a tuple root) |
 
 Devices are ordered replica-major (d = replica * num_partitions + partition) under the default assignment.
-In one process, the local devices are all R * P devices. Under MPI (`xlapy.distributed.initialize()`), each
-process runs the devices it owns (backends/devices.py: process k owns ids first_local_id(k) ...), so
-per_device_args and the result cover only those; collectives between processes go over MPI.
+In one process, the local devices are all R * P devices. Under MPI (`xlapy.distributed.initialize()`), a module
+for every global device runs across the processes: each runs the devices it owns (backends/devices.py: process
+k owns ids first_local_id(k) ...), so per_device_args and the result cover only those, and collectives between
+processes go over MPI; a module for at most this process's device count runs inside the process, as without MPI.
 
 Each device runs on its own thread (the caller's thread runs the first, the others take idle threads of one
 process-wide set, `_Workers`, which grows to the largest concurrent demand); collectives meet in a Rendezvous
@@ -89,11 +90,12 @@ class SpmdExecutable:
         self.num_replicas, self.num_partitions = num_replicas, num_partitions
         self.assignment = assignment
         total = num_replicas * num_partitions
+        self.spans_processes = _spans_processes(total)
         self.local_ids = _local_ids(total)
         logical = {int(assignment[r, p]): (r, p) for r in range(num_replicas) for p in range(num_partitions)}
         self.logical = [logical[d] for d in self.local_ids]
         self._instances = _compile_instances(module, backend, len(self.local_ids), **options)
-        if _devices.process_count() > 1:
+        if self.spans_processes:
             from ..distributed import communicator       # noqa: PLC0415 -- MPI only when initialized
             communicator.prepare(module, num_replicas, num_partitions, assignment)
         self._lock = threading.Lock()
@@ -145,18 +147,27 @@ class SpmdExecutable:
         """Nothing to release (device threads are shared); kept so callers may close what they compiled."""
 
 
-def _local_ids(total: int) -> list[int]:
-    if _devices.process_count() == 1:
-        return list(range(total))
-    first, n = _devices.first_local_id(), _devices.local_device_count()
+def _spans_processes(total: int) -> bool:
+    """Under MPI a module for every global device runs across the processes; one for at most this process's
+    devices runs inside the process, as without MPI (each process its own run, e.g. per-process work)."""
+    if _devices.process_count() == 1 or total <= _devices.local_device_count() < _devices.device_count():
+        return False
     if _devices.device_count() != total:
         raise XlapyError(f"spmd: the module needs {total} devices; the {_devices.process_count()} processes have "
-                         f"{_devices.device_count()} in all")
+                         f"{_devices.device_count()} in all, {_devices.local_device_count()} in this one (a module "
+                         f"runs across all processes' devices or inside one process)")
+    return True
+
+
+def _local_ids(total: int) -> list[int]:
+    if not _spans_processes(total):
+        return list(range(total))
+    first, n = _devices.first_local_id(), _devices.local_device_count()
     return list(range(first, first + n))
 
 
 def _communicator(exe: SpmdExecutable):
-    if _devices.process_count() > 1:
+    if exe.spans_processes:
         from ..distributed import communicator       # noqa: PLC0415 -- MPI only when initialized
         return communicator.for_run()
     return rendezvous.Rendezvous()
