@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,14 +29,21 @@ def mpiexec() -> str | None:
 needs_mpi = pytest.mark.skipif(mpiexec() is None, reason="mpi4py or mpiexec absent (pip install 'xlapy[mpi]')")
 
 
-def launch(n: int, cases: list[str], env: dict | None = None, timeout: float = 120) -> str:
-    env = {**os.environ, **(env or {})}
+def run_job(args: list[str], env: dict | None = None, timeout: float = 120) -> tuple[int, str]:
+    """Run an mpiexec job in its own process group; past `timeout` the whole group is killed (no orphans)."""
+    proc = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        done = subprocess.run([mpiexec(), "-n", str(n), sys.executable, str(WORKER), *cases], env=env,
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"mpiexec -n {n} {cases} hung for {timeout} s: {e.stdout}\n{e.stderr}")
-    out = done.stdout + done.stderr
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"{' '.join(args)} hung for {timeout} s:\n{out}")
+    return proc.returncode, out
+
+
+def launch(n: int, cases: list[str], env: dict | None = None, timeout: float = 120) -> str:
+    _, out = run_job([mpiexec(), "-n", str(n), sys.executable, str(WORKER), *cases], env, timeout)
     for case in cases:
         for rank in range(n):
             assert f"ok {case} rank {rank}" in out, out
@@ -77,9 +85,9 @@ def test_data_parallel_example_matches_one_process(tmp_path):
     finally:
         sys.path.remove(str(example.parent))
     losses = tmp_path / "losses.npy"
-    done = subprocess.run([mpiexec(), "-n", "2", sys.executable, str(example), "--steps", "15", "--quiet",
-                           "--losses", str(losses)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, out = run_job([mpiexec(), "-n", "2", sys.executable, str(example), "--steps", "15", "--quiet",
+                         "--losses", str(losses)])
+    assert code == 0, out
     import numpy as np
     np.testing.assert_allclose(np.load(losses), reference, rtol=1e-5, atol=1e-6)   # up to summation order
     assert reference[-1] < reference[0] * 0.6
