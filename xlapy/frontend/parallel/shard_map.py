@@ -28,7 +28,8 @@ from ..tracer import ShapedArray, aval, bind, current_trace
 from ..transforms import _name_of, vmap
 from .axis_env import AxisFrame
 from .collectives import _reshape, _shape, _transpose
-from .device_program import ProgramCache, backend_name, check_devices, compile_program, to_arrays
+from .device_program import (ProgramCache, backend_name, check_devices, compile_program, single_process,
+                             to_arrays)
 from .mesh import Mesh, NamedSharding, PartitionSpec, check_spec, current_mesh, tiles
 
 
@@ -74,6 +75,7 @@ class ShardMapped:
             shard_avals.append(ShapedArray(shard, a.dtype, a.weak_type))
         if current_trace() is not None:
             return self._emulated(mesh, leaves, tree, specs)
+        single_process("shard_map")
         check_devices(mesh.size, f"shard_map over the mesh {mesh}")
         backend = backend_name(self.backend)
         key = (tree, tuple(shard_avals), tuple(tuple(s) for s in specs), mesh, backend,

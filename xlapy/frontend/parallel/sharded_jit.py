@@ -115,7 +115,8 @@ class ShardedJit:
         from ...passes.pipelines import spmd_pipeline
         from ...passes.sharding_propagation import has_shardings, propagate
         from ...passes.spmd_partitioner import partition_module
-        from .device_program import check_devices
+        from .device_program import check_devices, single_process
+        single_process("jit with in_shardings / out_shardings")
         _TRACING.depth += 1
         try:
             lowered = jitted._trace(sig, args, kwargs)
