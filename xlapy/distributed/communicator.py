@@ -162,7 +162,7 @@ class MpiCommunicator:
         sizes = np.empty(comm.Get_size(), np.int64)
         self._wait([comm.Iallgather(np.asarray([data.size], np.int64), sizes)], spec, group)
         buf = np.empty(int(sizes.sum()), np.uint8)
-        self._wait([comm.Iallgatherv(data, [buf, sizes])], spec, group)
+        self._wait([comm.Iallgatherv(data, [buf, sizes])], spec, group, buf.nbytes)
         merged: dict = {}
         for chunk in np.split(buf, np.cumsum(sizes)[:-1]):
             merged.update(pickle.loads(chunk.tobytes()))
@@ -171,11 +171,13 @@ class MpiCommunicator:
     def _comm(self, group):
         return _communicator(self.world, tuple(group))    # made by prepare() when the module was compiled
 
-    def _wait(self, requests, spec, group) -> None:
-        """Poll until every request completes: a pure spin for the first millisecond (as MPI's own blocking calls
-        spin), then yielding the core between polls (the peer may want it: processes can outnumber cores), then
-        short sleeps after a second; an ExecutionError at the deadline."""
+    def _wait(self, requests, spec, group, nbytes: int = 0) -> None:
+        """Poll until every request completes: a pure spin first (as MPI's own blocking calls spin: each poll
+        drives the transfer) for 1 ms plus the time `nbytes` take at 200 MB/s, then yielding the core between
+        polls (a late peer may want it: processes can outnumber cores), short sleeps after a second; an
+        ExecutionError at the deadline."""
         limit = rendezvous.timeout()
+        spin_s = 0.001 + nbytes / 2e8
         start = time.monotonic()
         spins = 0
         test = self.MPI.Request.Testall
@@ -187,7 +189,7 @@ class MpiCommunicator:
                     raise ExecutionError(f"{spec.what}: timed out after {limit:g} s waiting over MPI for devices "
                                          f"{list(group)} (another process never reached this collective; MPI "
                                          f"cannot cancel it: end the job)")
-                if waited > 0.001:
+                if waited > spin_s:
                     time.sleep(0 if waited < 1 else 0.0005)
 
     @staticmethod
@@ -215,7 +217,7 @@ class MpiCommunicator:
             x = np.ascontiguousarray(x)
             if x.dtype in _MPI_KINDS and spec.reducer is not None:
                 out = self._out(outs, k, x.shape, x.dtype)
-                self._wait([comm.Iallreduce(x, out, _op(self.MPI, spec.reducer, x.dtype))], spec, group)
+                self._wait([comm.Iallreduce(x, out, _op(self.MPI, spec.reducer, x.dtype))], spec, group, x.nbytes)
             else:
                 out = semantics.fold(list(self._gather(comm, x, spec, group)), semantics.combiner(spec, x.dtype))
             results.append(self._finish(outs, k, out))
@@ -225,7 +227,7 @@ class MpiCommunicator:
         n = comm.Get_size()
         buf = np.empty((n,) + x.shape, x.dtype)
         raw = (lambda a: a.view(np.uint8)) if x.dtype not in _MPI_KINDS else (lambda a: a)
-        self._wait([comm.Iallgather(raw(np.ascontiguousarray(x)), raw(buf))], spec, group)
+        self._wait([comm.Iallgather(raw(np.ascontiguousarray(x)), raw(buf))], spec, group, buf.nbytes)
         return buf
 
     def reduce_scatter(self, spec, ctx, group, operands, outs):
@@ -241,7 +243,8 @@ class MpiCommunicator:
             d = spec.dimension
             if d == 0 and x.dtype in _MPI_KINDS and spec.reducer is not None:
                 out = self._out(outs, k, (x.shape[0] // n,) + x.shape[1:], x.dtype)
-                self._wait([comm.Ireduce_scatter_block(x, out, _op(self.MPI, spec.reducer, x.dtype))], spec, group)
+                self._wait([comm.Ireduce_scatter_block(x, out, _op(self.MPI, spec.reducer, x.dtype))], spec, group,
+                           x.nbytes)
             else:
                 total = self.all_reduce(spec, ctx, group, [x], None)[0]
                 out = np.split(total, n, axis=d)[rank]
@@ -259,7 +262,7 @@ class MpiCommunicator:
             d = spec.dimension
             if d == 0 and x.dtype in _MPI_KINDS:
                 out = self._out(outs, k, (x.shape[0] * n,) + x.shape[1:], x.dtype)
-                self._wait([comm.Iallgather(np.ascontiguousarray(x), out)], spec, group)
+                self._wait([comm.Iallgather(np.ascontiguousarray(x), out)], spec, group, out.nbytes)
             else:
                 out = np.concatenate(list(self._gather(comm, x, spec, group)), axis=d)
             results.append(self._finish(outs, k, out))
@@ -288,9 +291,9 @@ class MpiCommunicator:
 
     def _exchange(self, comm, send, recv, spec, group) -> None:
         if send.dtype in _MPI_KINDS:
-            self._wait([comm.Ialltoall(send, recv)], spec, group)
+            self._wait([comm.Ialltoall(send, recv)], spec, group, send.nbytes)
         else:
-            self._wait([comm.Ialltoall(send.view(np.uint8), recv.view(np.uint8))], spec, group)
+            self._wait([comm.Ialltoall(send.view(np.uint8), recv.view(np.uint8))], spec, group, send.nbytes)
 
     def collective_broadcast(self, spec, ctx, group, operands, outs):
         route = self._route(group)
@@ -303,7 +306,7 @@ class MpiCommunicator:
             if group.index(ctx.device) == 0:
                 out[...] = x
             self._wait([comm.Ibcast(out.view(np.uint8) if x.dtype not in _MPI_KINDS else out, root=0)],
-                       spec, group)
+                       spec, group, out.nbytes)
             results.append(self._finish(outs, k, out))
         return results
 
@@ -334,7 +337,7 @@ class MpiCommunicator:
             else:
                 requests.append(self.world.Irecv(raw(out), source=_devices.owner(source), tag=tag(source, me, k)))
             results.append(out)
-        self._wait(requests, spec, members)
+        self._wait(requests, spec, members, sum(np.asarray(x).nbytes for x in operands))
         return [self._finish(outs, k, r) for k, r in enumerate(results)]
 
 

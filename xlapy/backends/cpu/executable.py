@@ -113,6 +113,7 @@ class Executable:
         self.fast_call = None
 
     after_call: tuple = ()      # checks run after each ctypes call (collectives_emitter.attach: raise their errors)
+    result_allocator = None     # (dims, dtype) -> array for the results of ctypes calls; None: np.empty (spmd.py pools)
 
     def instance(self) -> "Executable":
         """Another caller of the same machine code with its own scratch buffer and lock: calls on one Executable
@@ -165,7 +166,7 @@ class Executable:
         results = self._results
         for j, spec in enumerate(self._result_leaves):
             dims = spec.dims if spec.physical_order is None else tuple(spec.dims[d] for d in spec.physical_order)
-            o = np.empty(dims, spec.dtype)
+            o = np.empty(dims, spec.dtype) if self.result_allocator is None else self.result_allocator(dims, spec.dtype)
             results[j] = o.ctypes.data
             outs.append(o if spec.physical_order is None else o.transpose(np.argsort(spec.physical_order)))
         with self._lock:
