@@ -1,0 +1,175 @@
+"""An FX graph of core ATen ops -> one xlapy function, jitted into one HLO module.
+
+`graph_function(gm)` checks the graph (every op has a row in TABLE or RANDOM; every placeholder is a tensor of
+static shape and a dtype xlapy carries), then returns `fn(key, *arrays) -> list of arrays` that walks the nodes
+in order and calls each op's rule on xlapy values. After every node the result is cast to the dtype PyTorch's
+fake tensor recorded for it and its shape is checked against it, so a rule that disagrees with PyTorch fails at
+trace time (and the graph falls back to eager PyTorch) instead of giving a wrong result. Random ops get their
+own key, folded from the `key` argument by node number.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .. import numpy as jnp
+from .. import random
+from ..hlo.tables import merge_rule_tables, module_tables
+from . import aten_attention, aten_elementwise, aten_nn, aten_random, aten_reduce, aten_shapes
+from .dtypes import BOUNDARY, WIDE_FLOATS, computed, x64
+from .errors import TranslationError
+
+TABLE: dict[str, Callable] = merge_rule_tables(
+    "ATen translations", *module_tables("TABLE", aten_elementwise, aten_shapes, aten_reduce, aten_nn,
+                                        aten_attention))
+RANDOM: dict[str, Callable] = dict(aten_random.TABLE)
+
+# keyword arguments that describe where a tensor lives, not what it holds
+_PLACEMENT = {"device", "layout", "pin_memory", "memory_format", "non_blocking"}
+
+
+def op_name(target: Any) -> str:
+    return "getitem" if target is operator.getitem else str(target)
+
+
+def supported(node: torch.fx.Node) -> bool:
+    if node.op != "call_function":
+        return True
+    name = op_name(node.target)
+    return name == "getitem" or name in TABLE or name in RANDOM
+
+
+def _meta(node: torch.fx.Node) -> Any:
+    return node.meta.get("val", node.meta.get("example_value"))
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    torch_dtype: torch.dtype
+    dtype: np.dtype               # what xlapy computes it in
+
+
+def tensor_spec(value: Any, where: str) -> TensorSpec:
+    if isinstance(value, torch.SymInt) or (isinstance(value, torch.Tensor) and any(
+            isinstance(d, torch.SymInt) for d in value.shape)):
+        raise TranslationError("<graph>", f"{where} has a symbolic (dynamic) shape: xlapy compiles static shapes")
+    if not isinstance(value, torch.Tensor):
+        raise TranslationError("<graph>", f"{where} is a {type(value).__name__}, not a tensor")
+    if value.dtype not in BOUNDARY:
+        raise TranslationError("<graph>", f"{where} has dtype {value.dtype}, which cannot cross to xlapy")
+    if value.dtype in WIDE_FLOATS and not x64():
+        raise TranslationError("<graph>", f"{where} is {value.dtype}: enable xlapy's x64 mode "
+                               f"(xlapy.config.update('jax_enable_x64', True)) to compile 64-bit floats")
+    if value.device.type != "cpu":
+        raise TranslationError("<graph>", f"{where} lives on {value.device}; xlapy's arrays live in host memory")
+    return TensorSpec(tuple(int(d) for d in value.shape), value.dtype, computed(value.dtype))
+
+
+@dataclass
+class GraphFunction:
+    fn: Callable                         # fn(key, *arrays) -> list of arrays
+    inputs: list[TensorSpec]
+    outputs: list[tuple[str, Any]]       # per graph output: ("computed", k), ("input", i) or ("const", value)
+    out_specs: list[TensorSpec]          # per computed output
+    uses_rng: bool
+
+
+def graph_function(gm: torch.fx.GraphModule) -> GraphFunction:
+    """Check `gm` and build its xlapy function (raises TranslationError naming the first op it cannot take)."""
+    graph = gm.graph
+    for node in graph.nodes:
+        if not supported(node):
+            raise TranslationError(op_name(node.target), "no xlapy translation")
+        if node.op not in ("placeholder", "call_function", "output"):
+            raise TranslationError("<graph>", f"FX node {node.name} is a {node.op}")
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    inputs = [tensor_spec(_meta(n), f"input {n.name}") for n in placeholders]
+    position = {n: i for i, n in enumerate(placeholders)}
+    (results,) = [n.args[0] for n in graph.nodes if n.op == "output"]
+    outputs, computed_nodes, out_specs = [], [], []
+    for r in (results if isinstance(results, (list, tuple)) else [results]):
+        if isinstance(r, torch.fx.Node) and r in position:
+            outputs.append(("input", position[r]))
+        elif isinstance(r, torch.fx.Node):
+            outputs.append(("computed", len(computed_nodes)))
+            computed_nodes.append(r)
+            out_specs.append(tensor_spec(_meta(r), f"output {r.name}"))
+        else:
+            outputs.append(("const", r))
+    uses_rng = any(n.op == "call_function" and op_name(n.target) in RANDOM for n in graph.nodes)
+
+    def fn(key, *arrays):
+        env = dict(zip(placeholders, arrays))
+        for i, node in enumerate(graph.nodes):
+            if node.op == "call_function":
+                env[node] = _run_node(node, env, key, i)
+        return [env[n] for n in computed_nodes]
+
+    return GraphFunction(fn, inputs, outputs, out_specs, uses_rng)
+
+
+def _value(arg: Any, env: dict) -> Any:
+    if isinstance(arg, torch.fx.Node):
+        return env[arg]
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_value(a, env) for a in arg)
+    if isinstance(arg, torch.dtype):
+        dt = computed(arg)
+        if dt is None:
+            raise TranslationError("<graph>", f"dtype {arg} has no xlapy counterpart")
+        return dt
+    if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise TranslationError("<graph>", "a symbolic scalar argument (dynamic shapes)")
+    if isinstance(arg, torch.Tensor):
+        raise TranslationError("<graph>", "a tensor constant inside the graph")
+    return arg
+
+
+def _run_node(node: torch.fx.Node, env: dict, key: Any, index: int) -> Any:
+    name = op_name(node.target)
+    args = _value(node.args, env)
+    if name == "getitem":
+        return args[0][args[1]]
+    kwargs = {k: _value(v, env) for k, v in node.kwargs.items() if k not in _PLACEMENT}
+    if kwargs.pop("generator", None) is not None:
+        raise TranslationError(name, "an explicit torch.Generator")
+    try:
+        if name in RANDOM:
+            out = RANDOM[name](random.fold_in(key, index), *args, **kwargs)
+        else:
+            out = TABLE[name](*args, **kwargs)
+    except TranslationError:
+        raise
+    except Exception as e:          # noqa: BLE001 - any failure of a rule is that op's translation failure
+        raise TranslationError(name, f"{type(e).__name__}: {e}") from e
+    return _conform(name, out, _meta(node))
+
+
+def _conform(name: str, out: Any, meta: Any) -> Any:
+    """`out` cast to the dtype of PyTorch's fake tensor `meta` and checked against its shape (recursively for
+    tuples); None where the rule left an output out and PyTorch's is a tensor becomes zeros of its shape."""
+    if isinstance(meta, (list, tuple)):
+        if not isinstance(out, (list, tuple)) or len(out) != len(meta):
+            raise TranslationError(name, f"gave {type(out).__name__} for {len(meta)} results")
+        return [_conform(name, o, m) for o, m in zip(out, meta)]
+    if not isinstance(meta, torch.Tensor):
+        return out
+    dtype = computed(meta.dtype)
+    shape = tuple(int(d) for d in meta.shape)
+    if out is None:
+        return jnp.zeros(shape, dtype)
+    out = jnp.asarray(out)
+    if out.dtype != dtype:
+        out = out.astype(dtype)
+    if tuple(out.shape) != shape:
+        raise TranslationError(name, f"gave shape {tuple(out.shape)}, PyTorch's is {shape}")
+    return out
+
+
+def example_arrays(specs: list[TensorSpec]) -> list[np.ndarray]:
+    return [np.zeros(s.shape, s.dtype) for s in specs]
