@@ -96,3 +96,16 @@ def test_compiled_once_runs_many():
         outs = exe([[x] for x in xs])
         np.testing.assert_array_equal(outs[1][0], np.full(16, 2 * seed + 1, np.float32))
     exe.close()
+
+
+def test_large_results_are_reused_only_once_dropped():
+    n = (1 << 20) // 4          # 1 MiB of f32: spmd's ResultPool lends such buffers
+    exe = spmd.compile(everything(1).replace("f32[8]", f"f32[{n}]").replace("f32[8", f"f32[{n}"), backend="cpu")
+    first = exe([[np.full(n, 1, np.float32)]])[0][0]
+    second = exe([[np.full(n, 2, np.float32)]])[0][0]
+    assert not np.shares_memory(first, second) and first[0] == 1 and second[-1] == 2
+    address = second.__array_interface__["data"][0]
+    del second                  # its buffer goes back to the pool; the next result may take it, never first's
+    third = exe([[np.full(n, 3, np.float32)]])[0][0]
+    assert third[0] == 3 and first[0] == 1 and not np.shares_memory(first, third)
+    assert type(third.base).__name__ == "_Pooled" and third.__array_interface__["data"][0] == address
