@@ -27,6 +27,7 @@ process-wide set, `_Workers`, which grows to the largest concurrent demand); col
 ExecutionError after $XLAPY_COLLECTIVE_TIMEOUT seconds (default 60); a device that fails aborts the run and its
 error is raised. The CPU code between collectives is compiled as usual (single-threaded per device by default:
 the devices are the parallelism); each collective calls back into the runtime (cpu/collectives_emitter.py).
+Results of 1 MiB and more come from `ResultPool` (buffers reused once the arrays made from them are garbage).
 """
 from __future__ import annotations
 
