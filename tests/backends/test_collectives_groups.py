@@ -309,3 +309,25 @@ ENTRY e {{
     for d, (rs, a2a) in enumerate(outs):
         np.testing.assert_array_equal(rs, (x[0] + x[1])[2 * d:2 * d + 2])
         np.testing.assert_array_equal(a2a, np.concatenate([x[0][2 * d:2 * d + 2], x[1][2 * d:2 * d + 2]]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ragged_all_to_all(backend):
+    # jax.lax.ragged_all_to_all's docstring example on 2 devices
+    text = """HloModule ragged, replica_count=2
+ENTRY e {
+  x = s32[3] parameter(0)
+  out = s32[4] parameter(1)
+  in_off = s32[2] parameter(2)
+  send = s32[2] parameter(3)
+  out_off = s32[2] parameter(4)
+  recv = s32[2] parameter(5)
+  ROOT r = s32[4] ragged-all-to-all(x, out, in_off, send, out_off, recv), replica_groups={{0,1}}
+}
+"""
+    a = lambda *v: np.asarray(v, np.int32)      # noqa: E731
+    args = [[a(1, 2, 2), a(0, 0, 0, 0), a(0, 1), a(1, 2), a(0, 0), a(1, 1)],
+            [a(3, 4, 0), a(0, 0, 0, 0), a(0, 1), a(1, 1), a(1, 2), a(2, 1)]]
+    outs = spmd.execute(text, args, backend=backend)
+    np.testing.assert_array_equal(outs[0], [1, 3, 0, 0])
+    np.testing.assert_array_equal(outs[1], [2, 2, 4, 0])

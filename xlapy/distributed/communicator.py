@@ -310,6 +310,12 @@ class MpiCommunicator:
             results.append(self._finish(outs, k, out))
         return results
 
+    def ragged_all_to_all(self, spec, ctx, group, operands, outs):
+        route = self._route(group)
+        if route == "local":
+            return None
+        return self._gathered(spec, ctx, group, operands, outs)      # slices of any size: exchanged whole
+
     def collective_permute(self, spec, ctx, pairs, operands, outs):
         members = sorted({d for p in pairs for d in p})
         if all(_devices.owner(d) == self.rank for d in members):

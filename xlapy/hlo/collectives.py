@@ -32,7 +32,7 @@ FAMILY = {
     "all-reduce": "all-reduce", "all-reduce-start": "all-reduce",
     "all-gather": "all-gather", "all-gather-start": "all-gather",
     "reduce-scatter": "reduce-scatter",
-    "all-to-all": "all-to-all",
+    "all-to-all": "all-to-all", "ragged-all-to-all": "ragged-all-to-all",
     "collective-permute": "collective-permute", "collective-permute-start": "collective-permute",
     "collective-broadcast": "collective-broadcast",
 }

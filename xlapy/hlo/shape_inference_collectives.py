@@ -11,6 +11,7 @@
 | collective-permute | the operand; the in-place form (4 operands): operand 1 | |
 | collective-permute-start / -done | (operand, result, u32[], u32[]), combined ((operands), (results)) / element 1 | |
 | collective-broadcast | the operand(s) | |
+| ragged-all-to-all(input, output, input_offsets, send_sizes, output_offsets, recv_sizes) | the output | input and output differ only in dim 0; offsets and sizes s32/s64 of one shape |
 
 Replica groups (every collective with them): ids unique across groups, one group size (all-reduce excepted),
 and where the module runs more than one replica (partition) the groups cover them all, as XLA's verifier asks
@@ -166,6 +167,23 @@ def _all_to_all(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
     return Shape.tuple_of(list(shapes))
 
 
+def _ragged_all_to_all(inst: Instruction, shapes: Sequence[Shape]) -> Shape:
+    """(input, output, input_offsets, send_sizes, output_offsets, recv_sizes) -> the output's shape."""
+    if len(shapes) != 6:
+        fail(inst, f"takes (input, output, input_offsets, send_sizes, output_offsets, recv_sizes), got "
+                   f"{len(shapes)} operands")
+    _same_types(inst, shapes)
+    check_groups(inst)
+    data, out = shapes[0], shapes[1]
+    if data.element_type != out.element_type or data.rank != out.rank or data.dims[1:] != out.dims[1:]:
+        fail(inst, f"the input {text(data)} and the output {text(out)} must differ only in dimension 0")
+    sizes = {s.dims for s in shapes[2:]}
+    if len(sizes) != 1 or any(s.element_type not in ("s32", "s64") for s in shapes[2:]):
+        fail(inst, f"the offsets and sizes must be s32 or s64 arrays of one shape, got "
+                   f"{', '.join(text(s) for s in shapes[2:])}")
+    return out
+
+
 def _check_pairs(inst: Instruction) -> None:
     try:
         pairs = cg.parse_pairs(inst.attrs.get("source_target_pairs"))
@@ -222,7 +240,7 @@ RULES = {
     "all-reduce-done": lambda inst, shapes: shapes[0],
     "all-gather": _all_gather, "all-gather-start": _all_gather_start, "all-gather-done": _element_one,
     "reduce-scatter": _reduce_scatter,
-    "all-to-all": _all_to_all,
+    "all-to-all": _all_to_all, "ragged-all-to-all": _ragged_all_to_all,
     "collective-permute": _collective_permute, "collective-permute-start": _collective_permute_start,
     "collective-permute-done": _element_one,
     "collective-broadcast": _collective_broadcast,

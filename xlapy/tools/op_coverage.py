@@ -97,7 +97,7 @@ CPU_NO_RULE: dict[str, Reason] = {
 
 # collectives run on the devices of a replicated run (backends/spmd.py: interpreter/collectives.py, and on the CPU
 # backend cpu/collectives_emitter.py); the interpreter also runs the generic async-start/-update/-done wrappers
-_RUN_REPLICATED = set(COLLECTIVES.split()) - {"ragged-all-to-all"}
+_RUN_REPLICATED = set(COLLECTIVES.split())
 for _op in _RUN_REPLICATED | {"async-start", "async-update", "async-done"}:
     del INTERPRETER_NO_RULE[_op]
 for _op in _RUN_REPLICATED | {"partition-id", "replica-id", "async-start", "async-update", "async-done"}:

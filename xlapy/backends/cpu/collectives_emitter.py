@@ -201,7 +201,7 @@ def device_id(em, inst: Instruction, operands: list) -> ValueTree:
 
 HANDLERS = {
     **{op: collective for op in ("all-reduce", "all-reduce-start", "all-gather", "reduce-scatter", "all-to-all",
-                                 "collective-permute", "collective-broadcast")},
+                                 "collective-permute", "collective-broadcast", "ragged-all-to-all")},
     "all-gather-start": collective_start, "collective-permute-start": collective_start,
     "all-reduce-done": lambda em, inst, ops: ops[0],
     "all-gather-done": lambda em, inst, ops: ops[0][1],

@@ -9,6 +9,7 @@
 | all-to-all(x_0..x_{n-1}) (tuple form) | the tuple (x_i of rank 0, ..., x_i of rank n-1) |
 | collective-permute(x), source_target_pairs | x of the source paired with it, zeros when none is |
 | collective-broadcast(x) | x of the group's first device |
+| ragged-all-to-all(in, out, in_offsets, send_sizes, out_offsets, recv_sizes) | out, with each sender's slices for it written where the sender's out_offsets say (jax.lax.ragged_all_to_all) |
 | replica-id, partition-id | its replica / partition number (u32) |
 
 The -start forms run the collective (all-reduce-start's value is the result; all-gather-start's and
@@ -197,7 +198,26 @@ def results_from_all(spec: Spec, values: list[list[np.ndarray]], rank: int) -> l
         return [values[j][rank] for j in range(n)]
     if family == "collective-broadcast":
         return list(values[0])
+    if family == "ragged-all-to-all":
+        return [_ragged(values, rank)]
     raise UnimplementedError(f"collectives: no rule for {spec.what}")
+
+
+def _ragged(values: list[list[np.ndarray]], rank: int) -> np.ndarray:
+    """jax.lax.ragged_all_to_all: sender s's slice i (of k per receiver) goes to receiver i // k, at the offset
+    output_offsets[i] of s (an offset in the receiver's output)."""
+    n = len(values)
+    result = np.array(values[rank][1], copy=True)
+    k = values[0][2].reshape(-1).size // n
+    for s, (data, _, in_offsets, send_sizes, out_offsets, _) in enumerate(values):
+        in_offsets, send_sizes, out_offsets = (np.asarray(a).reshape(-1) for a in (in_offsets, send_sizes, out_offsets))
+        for j in range(k):
+            i = rank * k + j
+            size = int(send_sizes[i])
+            start, at = int(in_offsets[i]), int(out_offsets[i])
+            if size:
+                result[at:at + size] = data[start:start + size]
+    return result
 
 
 def run(spec: Spec, operands: list[np.ndarray], outs: list[np.ndarray] | None = None) -> list[np.ndarray]:
@@ -224,7 +244,7 @@ def run(spec: Spec, operands: list[np.ndarray], outs: list[np.ndarray] | None = 
     if family == "all-to-all" and spec.split_dimension is None and len(operands) != len(group):
         raise ExecutionError(f"{spec.what}: the tuple form needs one operand per device of the group "
                              f"({len(group)}), got {len(operands)}")
-    if family in ("all-gather", "all-to-all", "collective-broadcast"):
+    if family in ("all-gather", "all-to-all", "collective-broadcast", "ragged-all-to-all"):
         return _meet(spec, ctx, group, operands,
                      lambda v, r, s: [_into(outs, k, x) for k, x in enumerate(results_from_all(spec, v, r))])
     if family == "collective-permute":
@@ -302,7 +322,7 @@ def _zeros(shape):
 HANDLERS = {
     **{op: _collective for op in ("all-reduce", "all-reduce-start", "all-gather", "all-gather-start",
                                   "reduce-scatter", "all-to-all", "collective-permute", "collective-permute-start",
-                                  "collective-broadcast")},
+                                  "collective-broadcast", "ragged-all-to-all")},
     "all-reduce-done": _done, "all-gather-done": _done, "collective-permute-done": _done,
     "replica-id": _replica_id, "partition-id": _partition_id,
     "async-start": _async_start, "async-update": lambda inst, args, ev: args[0],
