@@ -125,9 +125,13 @@ def combiner(spec: Spec, dtype: np.dtype) -> Callable:
 
 
 def fold(values: Sequence[np.ndarray], fn: Callable, out: np.ndarray | None = None) -> np.ndarray:
-    """values[0] fn values[1] fn ... in rank order, into out (a fresh array when None)."""
-    out = np.array(values[0], copy=True) if out is None else _assign(out, values[0])
-    for v in values[1:]:
+    """((values[0] fn values[1]) fn values[2]) ... in rank order, into out (a fresh array when None)."""
+    if len(values) == 1:
+        return np.array(values[0], copy=True) if out is None else _assign(out, values[0])
+    if out is None:
+        out = np.empty(np.shape(values[0]), np.asarray(values[0]).dtype)
+    fn(values[0], values[1], out=out)          # the first step writes out: no copy of values[0] first
+    for v in values[2:]:
         fn(out, v, out=out)
     return out
 
