@@ -226,6 +226,10 @@ def test_a_failing_device_aborts_its_peers(monkeypatch):
 def test_wrong_argument_count_and_bad_timeout(monkeypatch):
     with pytest.raises(XlapyError, match=r"runs on 2 local devices \(2 replicas x 1 partitions\); got arguments for 1"):
         spmd.execute(_all_reduce("{}", count=2), [[np.zeros(2, np.int32)]], backend="interpreter")
+    with pytest.raises(XlapyError, match=r"per_device_args\[1\] must be a list of device 1's arguments \(module bad "
+                                         r"takes 1\), got ndarray"):
+        spmd.execute(_all_reduce("{}", count=2), [[np.zeros(2, np.int32)], np.zeros(2, np.int32)],
+                     backend="interpreter")
     monkeypatch.setenv("XLAPY_COLLECTIVE_TIMEOUT", "soon")
     with pytest.raises(ExecutionError, match="XLAPY_COLLECTIVE_TIMEOUT='soon' is not a number"):
         run(_all_reduce("{}", count=2), [[1, 2], [3, 4]], "interpreter")

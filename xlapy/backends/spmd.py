@@ -160,6 +160,11 @@ class SpmdExecutable:
             raise XlapyError(f"spmd: module {self.module.name} runs on {n} local devices "
                              f"({self.num_replicas} replicas x {self.num_partitions} partitions); got arguments "
                              f"for {len(per_device_args)}")
+        for d, args in enumerate(per_device_args):
+            if not isinstance(args, (list, tuple)):
+                raise XlapyError(f"spmd: per_device_args[{d}] must be a list of device {self.local_ids[d]}'s arguments "
+                                 f"(module {self.module.name} takes {len(self.module.entry.parameters)}), got "
+                                 f"{type(args).__name__}")
         comm = _communicator(self)
         run_id = next(_RUN_IDS)
         contexts = [rendezvous.DeviceContext(d, r, p, self.num_replicas, self.num_partitions, self.assignment,
