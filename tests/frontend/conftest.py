@@ -41,6 +41,23 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "backends(*names, reason=...): run the test only on these backends")
 
 
+# Lazy mode (XLAPY_LAZY=1 pytest tests/frontend runs the suite with every op outside jit recorded lazily:
+# xlapy/frontend/lazy/). These tests count the eager per-op executable cache itself, which lazy mode bypasses.
+EAGER_CACHE_TESTS = ("test_array.py::test_eager_ops_are_cached",
+                     "test_call_overhead.py::test_eager_cache_hit_prints_no_module",
+                     "test_cache_bounds.py::test_clear_caches_drops_every_executable")
+
+
+def pytest_collection_modifyitems(config, items):
+    from xlapy.frontend.lazy import state
+    if not state._PROCESS[0]:
+        return
+    skip = pytest.mark.skip(reason="counts eager mode's per-op executables (XLAPY_LAZY=1: ops are recorded lazily)")
+    for item in items:
+        if any(item.nodeid.split("[")[0].endswith(name) for name in EAGER_CACHE_TESTS):
+            item.add_marker(skip)
+
+
 def pytest_report_header(config):
     return f"xlapy front-end backends: {', '.join(selected_backends(config))}"
 

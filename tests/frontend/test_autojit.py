@@ -14,11 +14,15 @@ from xlapy.frontend.lazy import state
 
 @pytest.fixture(autouse=True)
 def fresh():
+    was_on = xlapy.set_lazy(False)      # these tests switch lazy mode themselves (XLAPY_LAZY=1 runs too)
     lazy.clear_lazy_cache()
     old = state.COMPILE_AT[0]
     state.COMPILE_AT[0] = 1
-    yield
-    state.COMPILE_AT[0] = old
+    try:
+        yield
+    finally:
+        state.COMPILE_AT[0] = old
+        xlapy.set_lazy(was_on)
 
 
 def line_of(fun, text: str) -> int:

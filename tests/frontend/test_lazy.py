@@ -17,13 +17,17 @@ from xlapy.frontend.lazy import cut, grad as lazy_grad, state
 def fresh():
     """Each test starts with no compiled clusters, nothing pending and structures compiled at their first cut
     (COMPILE_AT 1) unless it says otherwise."""
+    was_on = xlapy.set_lazy(False)      # these tests switch lazy mode themselves (XLAPY_LAZY=1 runs too)
     lazy.sync()
     lazy.clear_lazy_cache()
     old = state.COMPILE_AT[0]
     state.COMPILE_AT[0] = 1
-    yield
-    state.COMPILE_AT[0] = old
-    lazy.sync()
+    try:
+        yield
+    finally:
+        state.COMPILE_AT[0] = old
+        lazy.sync()
+        xlapy.set_lazy(was_on)
 
 
 def stats_delta(before):

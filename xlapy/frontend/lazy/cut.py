@@ -165,9 +165,10 @@ def _resolve_computations(attrs: dict | None) -> dict | None:
 
 
 def build_computation(trace: Trace, nodes: list[Node], leaves: list[Any], slots: list[tuple],
-                      args: dict[int, Any] | None = None) -> None:
+                      args: dict[int, Any] | None = None, constants: dict[int, Any] | None = None) -> None:
     """Record `nodes` into `trace`: each leaf one parameter (after those already made), each node its op,
-    `args` (placeholder node id -> tracer) standing for itself; the root is the tuple of `slots`."""
+    `args` (placeholder node id -> tracer) standing for itself, `constants` (leaf id -> value) as constants;
+    the root is the tuple of `slots`."""
     from ..eager import aval_of_value
     first = len(trace.comp.parameters)
     params = [trace.new_param(aval_of_value(v), f"Arg_{first + i}") for i, v in enumerate(leaves)]
@@ -178,6 +179,8 @@ def build_computation(trace: Trace, nodes: list[Node], leaves: list[Any], slots:
         if type(r) is tuple and type(r[0]) is Node:
             v = values[id(r[0])]
             return v if r[1] == -1 else v[r[1]]
+        if constants and id(r) in constants:
+            return trace.lift(constants[id(r)])
         return leaf_param[id(r)]
 
     for n in nodes:

@@ -89,12 +89,18 @@ def _structure(arg_nodes: list[Node], out_leaves: list[Any], g: state.PendingGra
     arg_number = {id(n): i for i, n in enumerate(arg_nodes)}
     captured: list[Any] = []
     captured_number: dict[int, int] = {}
+    constants: dict[int, Any] = {}
 
     def encode(r: Any) -> Any:
         if type(r) is tuple and type(r[0]) is Node:
             if id(r[0]) in arg_number:
                 return ("arg", arg_number[id(r[0])])
             return (number[id(r[0])], r[1])
+        if np.ndim(r) == 0 and not (type(r) is LazyArray and r._node is not None):
+            # scalars are constants, as tracing makes them (a loop's static bounds)
+            constants[id(r)] = r
+            a = aval(r)
+            return ("const", a.dtype.str, a.weak_type, np.asarray(r).tobytes())
         k = captured_number.get(id(r))
         if k is None:
             k = captured_number[id(r)] = len(captured)
@@ -107,7 +113,7 @@ def _structure(arg_nodes: list[Node], out_leaves: list[Any], g: state.PendingGra
     slots = [(number[id(o._node)], o._index) for o in out_leaves]
     out_avals = tuple((o.aval.shape, o.aval.dtype, o.aval.weak_type) for o in out_leaves)
     cap_avals = tuple((a.shape, a.dtype, a.weak_type) for a in map(aval, captured))
-    return (entries, cap_avals, tuple(slots), out_avals), nodes, captured, slots
+    return (entries, cap_avals, tuple(slots), out_avals), nodes, captured, slots, constants
 
 
 def value_and_grad_lazily(what: str, fun: Callable, argnums, has_aux: bool, args: tuple, kwargs: dict) -> Any:
@@ -136,7 +142,7 @@ def value_and_grad_lazily(what: str, fun: Callable, argnums, has_aux: bool, args
     found = _structure(arg_nodes, out_leaves, g)
     if found is None:
         return NotImplemented
-    body_key, nodes, captured, slots = found
+    body_key, nodes, captured, slots, constants = found
     in_avals = [aval(v) for v in leaves]
     ranges = T._leaf_ranges(in_tree)
     wrt = [i for k in nums for i in ranges[k]]
@@ -154,7 +160,7 @@ def value_and_grad_lazily(what: str, fun: Callable, argnums, has_aux: bool, args
     with _LOCK:
         derived = _DERIVED.get(key)
     if derived is None:
-        derived = _derive(name, nodes, arg_nodes, in_avals, captured, slots, out_leaves, wrt)
+        derived = _derive(name, nodes, arg_nodes, in_avals, captured, slots, out_leaves, wrt, constants)
         with _LOCK:
             if len(_DERIVED) >= _MAX_DERIVED:
                 _DERIVED.pop(next(iter(_DERIVED)))
@@ -178,13 +184,13 @@ def value_and_grad_lazily(what: str, fun: Callable, argnums, has_aux: bool, args
 
 
 def _derive(name: str, nodes: list[Node], arg_nodes: list[Node], in_avals: Sequence, captured: list[Any],
-            slots: list[tuple], out_leaves: list[Any], wrt: list[int]):
+            slots: list[tuple], out_leaves: list[Any], wrt: list[int], constants: dict[int, Any]):
     """(the derivative's computation, weak flags of its outputs): f's recording as a computation whose
     parameters are the arguments then the captured leaves, differentiated as transforms.vjp_call does."""
     from .. import transforms as T
     trace = Trace(name)
     args = {id(n): trace.new_param(a, f"Arg_{i}") for i, (n, a) in enumerate(zip(arg_nodes, in_avals))}
-    build_computation(trace, nodes, captured, slots, args)
+    build_computation(trace, nodes, captured, slots, args, constants)
     out_avals = [o.aval for o in out_leaves]
     traced = T.Traced(trace.comp, [None] * len(in_avals), list(in_avals), None, list(captured), out_avals, None)
 

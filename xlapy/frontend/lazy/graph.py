@@ -76,9 +76,15 @@ def is_pending(x: Any) -> bool:
 
 def _operand_ref(v: Any, g: "state.PendingGraph") -> Any:
     """A node operand: (node, index) for a value pending in `g`, else the leaf object (a value pending in another
-    graph, another thread's or the one around a gradient's recording, is a leaf: read when this graph is cut)."""
-    if type(v) is LazyArray and v._node is not None and v._node.graph is g:
-        return (v._node, v._index)
+    graph, another thread's or the one around a gradient's recording, is a leaf: read when this graph is cut).
+    A deleted (donated) Array raises here, at the op, as in eager mode."""
+    t = type(v)
+    if t is LazyArray:
+        node = v._node
+        if node is not None:
+            return (node, v._index) if node.graph is g else v
+    if t is Array or t is LazyArray:
+        v._value  # noqa: B018 -- raises "Array has been deleted" for a donated one
     return v
 
 
