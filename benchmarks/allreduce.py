@@ -101,15 +101,16 @@ def mpi_worker(sizes: list[int], repeats: int) -> None:
             comm.Allreduce(x, np.empty_like(x))
         calls = (xlapy_call, mpi_call, mpi_fresh_call)
         times: list[list[float]] = [[] for _ in calls]
-        for fn in calls * 2:            # warm up
-            comm.Barrier()
-            fn()
-        for _ in range(repeats):        # interleaved, each after a barrier: all see the same machine state
+        # in blocks (a call right after one that freed a new 16 MiB buffer is slower, whatever it is), the blocks
+        # alternated twice so drift of the shared machine hits all alike; each call after a barrier
+        for _ in range(2):
             for fn, into in zip(calls, times):
-                comm.Barrier()
-                start = time.perf_counter()
-                fn()
-                into.append(time.perf_counter() - start)
+                for k in range(repeats // 2 + 1):
+                    comm.Barrier()
+                    start = time.perf_counter()
+                    fn()
+                    if k:               # the first of a block warms up
+                        into.append(time.perf_counter() - start)
         rows.append((nbytes, *(statistics.median(t) for t in times)))
         exe.close()
     if rank == 0:
