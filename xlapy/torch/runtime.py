@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from ..frontend.jit import jit
-from .translate import GraphFunction, example_arrays, graph_function
+from .errors import TranslationError
+from .translate import GraphFunction, TensorSpec, example_arrays, graph_function
 
 _KEY_SPEC = np.zeros((2,), np.uint32)
 
@@ -29,6 +30,8 @@ class CompiledGraph:
         start = time.perf_counter()
         self.graph: GraphFunction = graph_function(gm)
         g = self.graph
+        self._tensor_specs = [s for s in g.inputs if isinstance(s, TensorSpec)]
+        self._ints = [(i, s) for i, s in enumerate(g.inputs) if not isinstance(s, TensorSpec)]
 
         def traced(key, *arrays):
             return g.fn(key, *arrays)
@@ -36,12 +39,13 @@ class CompiledGraph:
         self.lowered = self.compiled = None
         self._call = lambda *_: ()
         if g.out_specs:             # a graph may only pass inputs through
-            self.lowered = jit(traced).lower(_KEY_SPEC, *example_arrays(g.inputs))
+            self.lowered = jit(traced).lower(_KEY_SPEC, *example_arrays(self._tensor_specs))
             self.compiled = self.lowered.compile()
             exe = self.compiled.executable
             self._call = getattr(exe, "fast_call", None) or exe
         self._n_out = len(g.out_specs)
-        self._casts = [s.dtype if s.dtype != _np(s.torch_dtype) else None for s in g.inputs]
+        self._casts = [(i, s.dtype if s.dtype != _np(s.torch_dtype) else None) for i, s in enumerate(g.inputs)
+                       if isinstance(s, TensorSpec)]
         self._back = [s.torch_dtype if _np(s.torch_dtype) != s.dtype else None for s in g.out_specs]
         self.compile_seconds = time.perf_counter() - start
 
@@ -51,9 +55,13 @@ class CompiledGraph:
 
     def __call__(self, args: list) -> list:
         g = self.graph
+        for i, value in self._ints:
+            if args[i] != value:
+                raise TranslationError("<graph>", f"compiled for the size {value} at input {i}, called with "
+                                       f"{args[i]}")
         arrays = []
-        for t, cast in zip(args, self._casts):
-            a = np.from_dlpack(_plain(t))
+        for i, cast in self._casts:
+            a = np.from_dlpack(_plain(args[i]))
             arrays.append(a if cast is None else a.astype(cast))
         key = _draw_key() if g.uses_rng else _KEY_SPEC
         tensors = args[:]

@@ -70,10 +70,14 @@ def tensor_spec(value: Any, where: str) -> TensorSpec:
     return TensorSpec(tuple(int(d) for d in value.shape), value.dtype, computed(value.dtype))
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @dataclass
 class GraphFunction:
-    fn: Callable                         # fn(key, *arrays) -> list of arrays
-    inputs: list[TensorSpec]
+    fn: Callable                         # fn(key, *arrays) -> list of arrays (one array per TensorSpec input)
+    inputs: list[TensorSpec | int]       # per graph input: its spec, or the int it was specialized to
     outputs: list[tuple[str, Any]]       # per graph output: ("computed", k), ("input", i) or ("const", value)
     out_specs: list[TensorSpec]          # per computed output
     uses_rng: bool
@@ -88,8 +92,12 @@ def graph_function(gm: torch.fx.GraphModule) -> GraphFunction:
         if node.op not in ("placeholder", "call_function", "output"):
             raise TranslationError("<graph>", f"FX node {node.name} is a {node.op}")
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    inputs = [tensor_spec(_meta(n), f"input {n.name}") for n in placeholders]
+    # an int input (a size, when AOTAutograd specialized a symbolic graph to concrete values) is a constant of
+    # this compile; the runtime checks that each call passes the same value
+    inputs = [_meta(n) if _is_int(_meta(n)) else tensor_spec(_meta(n), f"input {n.name}") for n in placeholders]
     position = {n: i for i, n in enumerate(placeholders)}
+    tensor_inputs = [n for n, spec in zip(placeholders, inputs) if isinstance(spec, TensorSpec)]
+    constants = {n: spec for n, spec in zip(placeholders, inputs) if not isinstance(spec, TensorSpec)}
     (results,) = [n.args[0] for n in graph.nodes if n.op == "output"]
     outputs, computed_nodes, out_specs = [], [], []
     for r in (results if isinstance(results, (list, tuple)) else [results]):
@@ -104,7 +112,8 @@ def graph_function(gm: torch.fx.GraphModule) -> GraphFunction:
     uses_rng = any(n.op == "call_function" and op_name(n.target) in RANDOM for n in graph.nodes)
 
     def fn(key, *arrays):
-        env = dict(zip(placeholders, arrays))
+        env = dict(zip(tensor_inputs, arrays))
+        env.update(constants)
         for i, node in enumerate(graph.nodes):
             if node.op == "call_function":
                 env[node] = _run_node(node, env, key, i)
