@@ -305,3 +305,18 @@ def test_deleted_and_switch():
     finally:
         xlapy.set_lazy(previous)
     assert not lazy.enabled()
+
+
+def test_an_op_with_an_unkeyable_attribute_runs_eagerly():
+    from xlapy.frontend.tracer import bind
+
+    class Opaque:                   # identity-hashed: no value-hashable form
+        __hash__ = object.__hash__
+    with xlapy.lazy():
+        x = xnp.ones(3, np.float32) * 2.0
+        assert pending(x)
+        key = lazy.op_key("negate", [x], [x.aval], {"frontend_attributes": Opaque()}, None, None, "cpu")
+        assert key is None
+        y = bind("negate", [x])
+        assert pending(y)
+    np.testing.assert_allclose(np.asarray(y), -2.0)

@@ -142,7 +142,8 @@ def run_eagerly(opcode: str, operands: Sequence[Any], attrs: dict | None, *, sha
     backend = dtypes.config.default_backend or registry_default()
     if lazy_state.enabled():                    # lazy mode: record the op, compute it at the next cut (lazy/)
         key = lazy_graph.op_key(opcode, operands, avals, attrs, shape, name, backend)
-        return lazy_graph.record(opcode, operands, attrs, values, avals, key, shape, name, weak_type)
+        if key is not None:
+            return lazy_graph.record(opcode, operands, attrs, values, avals, key, shape, name, weak_type)
     from .array import Array, host_value
     key = _op_key(opcode, operands, avals, attrs, shape, name, backend)
     exe = _CACHE.get(key) if key is not None else None

@@ -136,7 +136,7 @@ _EAGER: list = []        # eager.py, which imports this module: found on the fir
 
 
 def op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], attrs: dict | None, shape,
-           name: str | None, backend: str) -> tuple:
+           name: str | None, backend: str) -> tuple | None:
     if not _EAGER:
         from .. import eager
         _EAGER.append(eager)
@@ -145,8 +145,11 @@ def op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], a
     if key is not None:
         return key
     base = _op_key(opcode, operands, avals, None, None, name, backend)
-    frozen_shape = None if shape is None else _freeze(shape)
-    return ("with-computations", base, _freeze_computations(attrs or {}), frozen_shape)
+    try:
+        frozen_shape = None if shape is None else _freeze(shape)
+        return ("with-computations", base, _freeze_computations(attrs or {}), frozen_shape)
+    except _EAGER[0]._Unhashable:
+        return None         # an attribute with no value-hashable form: the op runs eagerly (its operands computed)
 
 
 def _infer(key: tuple, opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], attrs, shape,
