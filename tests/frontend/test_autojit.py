@@ -92,16 +92,12 @@ def test_warm_calls_compile_nothing_and_new_values_replay():
     auto = xlapy.autojit(with_unique)
     auto(X)
     before = xlapy.lazy_stats()
-    rng = np.random.default_rng(0)
-    for _ in range(3):
-        x = rng.random(6, dtype=np.float32)
+    for x in (X[::-1].copy(), X + 0.01, np.roll(X, 2)):      # new values, the same unique count: same shapes
         np.testing.assert_allclose(float(auto(x)), CASES["unique"][1](x), rtol=1e-5)
     after = xlapy.lazy_stats()
-    # the unique's output length may change the second cluster's shapes: each new length compiles once
-    lengths = {len(np.unique(np.round(np.tanh(x) * 3.0))) for x in [X]}
-    assert after["compiles"] - before["compiles"] <= 3
-    assert after["hits"] > before["hits"]
-    assert auto.calls == 4 and lengths
+    assert after["compiles"] == before["compiles"]
+    assert after["hits"] - before["hits"] == 6               # two clusters per call, from the cache
+    assert auto.calls == 4
 
 
 def test_branch_outcome_selects_the_cached_continuation():
