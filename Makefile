@@ -9,6 +9,7 @@ $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -e '.[test,demo]'
 	$(BIN)/python -m pip install -q -e '.[mpi]' || echo "mpich/mpi4py could not be installed: tests/distributed will skip"
+	$(BIN)/python -m pip install -q torch==2.13.0 || echo "torch could not be installed: tests/torch will skip"
 	touch $@
 
 # The newcomer's first ten minutes: an HLO module through `xlapy run`, then examples/digits_demo.py trains an

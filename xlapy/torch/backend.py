@@ -39,7 +39,7 @@ def decompositions() -> dict:
 def _graph_compiler(kind: str) -> Callable:
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         try:
-            compiled = CompiledGraph(gm, name=f"torch_{kind}")
+            compiled = CompiledGraph(gm, name=f"torch_{kind}", example_inputs=example_inputs)
         except TranslationError as e:
             record_fallback(e.op, e.reason, kind)
             return make_boxed_func(gm.forward)

@@ -26,9 +26,9 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, gm: torch.fx.GraphModule, name: str = "torch_graph"):
+    def __init__(self, gm: torch.fx.GraphModule, name: str = "torch_graph", example_inputs: list | None = None):
         start = time.perf_counter()
-        self.graph: GraphFunction = graph_function(gm)
+        self.graph: GraphFunction = graph_function(gm, example_inputs)
         g = self.graph
         self._tensor_specs = [s for s in g.inputs if isinstance(s, TensorSpec)]
         self._ints = [(i, s) for i, s in enumerate(g.inputs) if not isinstance(s, TensorSpec)]

@@ -83,8 +83,9 @@ class GraphFunction:
     uses_rng: bool
 
 
-def graph_function(gm: torch.fx.GraphModule) -> GraphFunction:
-    """Check `gm` and build its xlapy function (raises TranslationError naming the first op it cannot take)."""
+def graph_function(gm: torch.fx.GraphModule, example_inputs: list | None = None) -> GraphFunction:
+    """Check `gm` and build its xlapy function (raises TranslationError naming the first op it cannot take).
+    example_inputs (what AOTAutograd passes its compilers) stand in for placeholders without metadata."""
     graph = gm.graph
     for node in graph.nodes:
         if not supported(node):
@@ -94,7 +95,9 @@ def graph_function(gm: torch.fx.GraphModule) -> GraphFunction:
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     # an int input (a size, when AOTAutograd specialized a symbolic graph to concrete values) is a constant of
     # this compile; the runtime checks that each call passes the same value
-    inputs = [_meta(n) if _is_int(_meta(n)) else tensor_spec(_meta(n), f"input {n.name}") for n in placeholders]
+    examples = list(example_inputs) if example_inputs is not None else [None] * len(placeholders)
+    metas = [_meta(n) if _meta(n) is not None else ex for n, ex in zip(placeholders, examples)]
+    inputs = [m if _is_int(m) else tensor_spec(m, f"input {n.name}") for n, m in zip(placeholders, metas)]
     position = {n: i for i, n in enumerate(placeholders)}
     tensor_inputs = [n for n, spec in zip(placeholders, inputs) if isinstance(spec, TensorSpec)]
     constants = {n: spec for n, spec in zip(placeholders, inputs) if not isinstance(spec, TensorSpec)}
