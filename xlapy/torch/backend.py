@@ -4,9 +4,11 @@
         each graph ──translate.graph_function──▶ one xlapy function ──jit──▶ one HLO module ──▶ CPU code
 
 Parameters and buffers arrive as graph inputs; batch norm's running-stat updates come back as extra forward
-outputs that AOTAutograd's runtime copies into the buffers. A graph that cannot be translated (an op without a
-row, a dtype or device xlapy does not take) runs as its FX GraphModule in eager PyTorch instead, and the op is
-recorded (`xlapy.torch.report()`, with a TorchFallbackWarning). Dynamic shapes: a graph that dynamo made
+outputs that AOTAutograd's runtime copies into the buffers. An op without a row in the tables runs in eager
+PyTorch, as a graph break would: the graph is partitioned around it and each supported part compiled by xlapy.
+A graph that fails otherwise (a dtype or device xlapy does not take, a rule that disagrees with PyTorch's fake
+tensors) runs as its FX GraphModule in eager PyTorch. Both are recorded (`xlapy.torch.report()`, with a
+TorchFallbackWarning naming the op). Dynamic shapes: a graph that dynamo made
 symbolic (`mark_dynamic`, or its automatic dynamic shapes after a recompile) is specialized to each concrete
 shape it is called with, one compile per shape; `dynamic=True` does the same, with a warning that says so.
 """
@@ -20,9 +22,13 @@ import torch
 from torch._decomp import core_aten_decompositions
 from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupport
+
 from .errors import TranslationError
 from .report import record_compiled, record_fallback
 from .runtime import CompiledGraph
+from .translate import op_name, supported
 
 _ATEN = torch.ops.aten
 
@@ -38,6 +44,9 @@ def decompositions() -> dict:
 
 def _graph_compiler(kind: str) -> Callable:
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        unsupported = [n for n in gm.graph.nodes if not supported(n)]
+        if unsupported:
+            return _partitioned(gm, kind, unsupported)
         try:
             compiled = CompiledGraph(gm, name=f"torch_{kind}", example_inputs=example_inputs)
         except TranslationError as e:
@@ -49,6 +58,44 @@ def _graph_compiler(kind: str) -> Callable:
         record_compiled()
         return compiled
     return compile_graph
+
+
+class _Support(OperatorSupport):
+    def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
+        return node.op == "call_function" and supported(node)
+
+
+class _XlapyPart(torch.nn.Module):
+    """A partition of a graph, compiled by xlapy, standing in for its fused submodule."""
+
+    def __init__(self, compiled: CompiledGraph, single: bool):
+        super().__init__()
+        self.compiled, self.single = compiled, single
+
+    def forward(self, *args):
+        out = self.compiled(list(args))
+        return out[0] if self.single else tuple(out)
+
+
+def _partitioned(gm: torch.fx.GraphModule, kind: str, unsupported: list) -> Callable:
+    """The graph split around the ops xlapy has no rule for: those run in eager PyTorch (as a graph break
+    would), each maximal supported part is compiled by xlapy."""
+    fused = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True).partition_and_fuse()
+    parts = 0
+    for name, sub in list(fused.named_children()):
+        (result,) = [n.args[0] for n in sub.graph.nodes if n.op == "output"]
+        try:
+            compiled = CompiledGraph(sub, name=f"torch_{kind}_{name}")
+        except Exception:           # noqa: BLE001 - that part stays eager, as the whole graph would
+            continue
+        setattr(fused, name, _XlapyPart(compiled, not isinstance(result, (list, tuple))))
+        parts += 1
+        record_compiled()
+    names = sorted({op_name(n.target) for n in unsupported})
+    for op in names:
+        record_fallback(op, "no xlapy translation", kind,
+                        f"it runs in eager PyTorch, the rest of the graph in {parts} xlapy part(s)")
+    return make_boxed_func(fused.forward)
 
 
 def _static(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

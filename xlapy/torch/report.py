@@ -26,13 +26,13 @@ _LOCK = threading.Lock()
 _COUNTS = {"compiled": 0, "fallback": 0}
 
 
-def record_fallback(op: str, reason: str, graph: str) -> None:
+def record_fallback(op: str, reason: str, graph: str, outcome: str = "that graph runs in eager PyTorch") -> None:
     rec = Fallback(op, reason, graph)
     with _LOCK:
         _RECORDS.append(rec)
         _COUNTS["fallback"] += 1
-    warnings.warn(f"xlapy torch backend: {op} in the {graph} graph is not translated ({reason}); that graph runs "
-                  f"in eager PyTorch", TorchFallbackWarning, stacklevel=3)
+    warnings.warn(f"xlapy torch backend: {op} in the {graph} graph is not translated ({reason}); {outcome}",
+                  TorchFallbackWarning, stacklevel=3)
 
 
 def record_compiled() -> None:
