@@ -59,6 +59,19 @@ def case_modes():
             assert (int(rid), int(pid)) == (r, p)
 
 
+def case_xla():
+    # XLA's compiled shard_map/pmap programs for 4 devices (tests/backends/collectives_data), across processes
+    data_dir = Path(__file__).resolve().parents[1] / "backends" / "collectives_data"
+    local = [d.id for d in xlapy.local_devices()]
+    for path in sorted(data_dir.glob("*.hlo")):
+        data = np.load(path.with_suffix(".npz"))
+        for backend in ("interpreter", "cpu"):
+            outs = spmd.execute(path.read_text(), [[data[f"in_{d}"]] for d in local], backend=backend)
+            for d, got in zip(local, outs):
+                np.testing.assert_allclose(got, data[f"out_{d}"], rtol=1e-6, atol=1e-6,
+                                           err_msg=f"{path.stem} on {backend}, device {d}")
+
+
 def case_timeout():
     os.environ["XLAPY_COLLECTIVE_TIMEOUT"] = "1"
     r = xlapy.process_index()
@@ -70,7 +83,7 @@ def case_timeout():
         assert r == 1, "replica 0 did not time out"
 
 
-CASES = {"everything": case_everything, "modes": case_modes, "timeout": case_timeout}
+CASES = {"everything": case_everything, "modes": case_modes, "timeout": case_timeout, "xla": case_xla}
 
 
 def main() -> None:

@@ -56,8 +56,8 @@ def test_every_collective_across_two_processes():
 
 
 @needs_mpi
-def test_four_devices_over_two_processes_and_group_modes():
-    launch(2, ["everything", "modes"], {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+def test_four_devices_over_two_processes_group_modes_and_xla_programs():
+    launch(2, ["everything", "modes", "xla"], {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
 
 
 @needs_mpi

@@ -37,6 +37,7 @@ from ...hlo import Instruction, Shape, parse
 from ...hlo.printer import computation_to_text
 from ..interpreter import collectives, rendezvous
 from .buffers import ValueTree
+from .indexing import major_to_minor
 from .irhelpers import I8, I8P, VOID, alloca_once
 
 SYMBOL = "xlapy_collective"
@@ -61,10 +62,15 @@ def raise_pending() -> None:
         raise ExecutionError(f"collective failed: {type(error).__name__}: {error}") from error
 
 
-def _as_array(pointer: int, dims: tuple, dtype: np.dtype, nbytes: int) -> np.ndarray:
+def _as_array(pointer: int, dims: tuple, dtype: np.dtype, nbytes: int, order: tuple | None) -> np.ndarray:
+    """The buffer at `pointer` as the logical array (a transposed view where the layout is not row-major:
+    `order` lists the dims major to minor)."""
     if nbytes == 0:
         return np.zeros(dims, dtype)
-    return np.frombuffer((ctypes.c_char * nbytes).from_address(pointer), dtype=dtype).reshape(dims)
+    flat = np.frombuffer((ctypes.c_char * nbytes).from_address(pointer), dtype=dtype)
+    if order is None:
+        return flat.reshape(dims)
+    return flat.reshape([dims[i] for i in order]).transpose(np.argsort(order))
 
 
 @lru_cache(maxsize=1024)
@@ -73,8 +79,8 @@ def _decode(text: bytes):
     comp = parse(d["reducer_hlo"]).entry if d["reducer_hlo"] else None
     spec = collectives.Spec(d["opcode"], d["name"], tuple(tuple(a) for a in d["attrs"]), d["dimension"],
                             d["split_dimension"], d["reducer"], d["in_place"], comp)
-    leaves = [[(tuple(dims), np.dtype(dtype), int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize)
-               for dtype, dims in d[k]] for k in ("operands", "results")]
+    leaves = [[(tuple(dims), np.dtype(dtype), int(np.prod(dims, dtype=np.int64)) * np.dtype(dtype).itemsize,
+                None if order is None else tuple(order)) for dtype, dims, order in d[k]] for k in ("operands", "results")]
     return spec, leaves[0], leaves[1]
 
 
@@ -120,11 +126,10 @@ def _leaves(tree) -> list:
     return [] if tree is None else [tree]
 
 
-def _check_row_major(inst: Instruction, shape: Shape) -> None:
-    layout = shape.layout
-    if layout is not None and tuple(layout.minor_to_major) != tuple(range(shape.rank - 1, -1, -1)):
-        raise UnimplementedError(f"cpu backend: collective {inst.name} on a {shape.to_text()} buffer "
-                                 f"(row-major layouts only)")
+def _physical_order(shape: Shape) -> list | None:
+    """The dims major to minor where the layout is not row-major (the runtime views such buffers transposed)."""
+    order = list(major_to_minor(shape))
+    return None if order == list(range(shape.rank)) else order
 
 
 def _spec_text(inst: Instruction, operands: list, results: list) -> str:
@@ -139,14 +144,13 @@ def _spec_text(inst: Instruction, operands: list, results: list) -> str:
         "opcode": spec.opcode, "name": spec.name, "attrs": [list(a) for a in spec.attrs],
         "dimension": spec.dimension, "split_dimension": spec.split_dimension, "reducer": spec.reducer,
         "in_place": spec.in_place, "reducer_hlo": reducer_hlo,
-        "operands": [[str(r.shape.dtype), list(r.shape.dims)] for r in operands],
-        "results": [[str(r.shape.dtype), list(r.shape.dims)] for r in results]}, sort_keys=True)
+        "operands": [[str(r.shape.dtype), list(r.shape.dims), _physical_order(r.shape)] for r in operands],
+        "results": [[str(r.shape.dtype), list(r.shape.dims), _physical_order(r.shape)] for r in results]},
+        sort_keys=True)
 
 
 def _call(em, inst: Instruction, operands: list, results: list) -> None:
     ensure_symbol()
-    for ref in operands + results:
-        _check_row_major(inst, ref.shape)
     b = em.b
     data = bytearray(_spec_text(inst, operands, results).encode() + b"\0")
     ty = ir.ArrayType(I8, len(data))
