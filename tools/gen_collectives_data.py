@@ -45,6 +45,10 @@ def cases():
                                        line, one), x
     yield "all_to_all", shard_mapped(lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True), line, one), x
     yield "all_to_all_axis1", shard_mapped(lambda v: lax.all_to_all(v, "i", 1, 1, tiled=True), line, one), i32
+    yield "all_to_all_split0_concat1", shard_mapped(lambda v: lax.all_to_all(v, "i", 0, 1, tiled=True), line, one), x
+    yield "psum_scatter_axis1", shard_mapped(lambda v: jnp.tile(lax.psum_scatter(v, "i", scatter_dimension=1,
+                                                                                tiled=True), (1, 4)), line, one), i32
+    yield "pmin_bf16", shard_mapped(lambda v: lax.pmin(v.astype(jnp.bfloat16), "i").astype(jnp.float32), line, one), x
     yield "ppermute", shard_mapped(lambda v: lax.ppermute(v, "i", RING), line, one), x
     yield "axis_index", shard_mapped(lambda v: v + lax.axis_index("i").astype(v.dtype), line, one), x
     yield "psum_rows_of_2x2", shard_mapped(lambda v: lax.psum(v, "a"), square, both), x
