@@ -335,3 +335,36 @@ ENTRY e {
     outs = spmd.execute(text, args, backend=backend)
     np.testing.assert_array_equal(outs[0], [1, 3, 0, 0])
     np.testing.assert_array_equal(outs[1], [2, 2, 4, 0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_combined_collectives_of_several_operands(backend):
+    # XLA's all-reduce and all-gather combiners make one collective of several operands (a tuple result)
+    text = f"""HloModule combined, replica_count=2
+{ADD}
+addf {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}}
+
+ENTRY e {{
+  x = s32[2] parameter(0)
+  i = s32[3] iota(), iota_dimension=0
+  y = f32[3] convert(i)
+  z = s32[2] all-reduce(x), replica_groups={{}}, to_apply=add
+  ys = f32[3] all-reduce(y), replica_groups={{}}, to_apply=addf
+  both = (s32[2], s32[2]) all-reduce(x, z), replica_groups={{}}, to_apply=add
+  gathered = (s32[4], s32[4]) all-gather(x, z), replica_groups={{}}, dimensions={{0}}
+  ROOT t = (f32[3], (s32[2], s32[2]), (s32[4], s32[4])) tuple(ys, both, gathered)
+}}
+"""
+    x = np.asarray([[1, 2], [30, 40]], np.int32)
+    outs = run(text, list(x), backend)
+    total = x[0] + x[1]
+    for ys, (b0, b1), (g0, g1) in outs:
+        np.testing.assert_array_equal(ys, [0, 2, 4])
+        np.testing.assert_array_equal(b0, total)
+        np.testing.assert_array_equal(b1, 2 * total)
+        np.testing.assert_array_equal(g0, x.reshape(-1))
+        np.testing.assert_array_equal(g1, np.concatenate([total, total]))
