@@ -80,7 +80,11 @@ class IrEmitter:
             g.initializer = ir.Constant(ty, bytearray(data))
             self._constants[id(inst)] = g
             self.assignment.record("constant", len(data), f"{inst.name} {inst.shape} (global {g.name})")
-        return self.b.bitcast(g, I8P)
+        # a constant expression, not an instruction: a kernel (kernels.py) or pool worker (parallel.py) that
+        # reads the constant names the global itself instead of taking its address as an argument, so LLVM
+        # sees the values whatever the kernel's linkage (an external kernel, as llvm_parallel.py makes them,
+        # read a 256 KB table of zeros through a pointer and lost its vectorization: 15x slower)
+        return g.bitcast(I8P)
 
     def new_buffer(self, shape: Shape, inst: Instruction | None = None, leaf: int = 0) -> BufferRef:
         target = self.targets.get((id(inst), leaf)) if inst is not None else None

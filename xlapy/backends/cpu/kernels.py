@@ -179,6 +179,8 @@ class KernelCache:
         g = self.module.globals[name]
         if isinstance(g, ir.Function) and not g.blocks or isinstance(g, ir.GlobalVariable) and g.initializer is None:
             digest = "@" + name             # a declaration: its name is what it is
+        elif isinstance(g, ir.GlobalVariable) and isinstance(getattr(g.initializer, "constant", None), bytearray):
+            digest = "bytes:" + hashlib.sha1(g.initializer.constant).hexdigest()   # a constant's data (emitter.py)
         else:
             digest = hashlib.sha1(self._canonical_text(g).encode()).hexdigest()
         self._keys[name] = digest
