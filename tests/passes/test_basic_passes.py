@@ -52,7 +52,21 @@ ENTRY e {
   a = s32[] constant(3)
   b = s32[3] broadcast(a), dimensions={}
   ROOT n = s32[3] negate(b)
-}""", "CHECK: constant({-3, -3, -3})"),
+}""", "CHECK: s32[] constant(-3)\nCHECK: ROOT {{.*}} broadcast(\nCHECK-NOT: negate"),
+    # a uniform result is a broadcast of a scalar, never a big literal (pad of broadcast zeros)
+    ("fold_uniform_to_broadcast", ["constant_folding", "dce"], """HloModule m
+ENTRY e {
+  z = f32[] constant(-0)
+  b = f32[64,64] broadcast(z), dimensions={}
+  ROOT p = f32[64,80] pad(b, z), padding=0_0x8_8
+}""", "CHECK: f32[] constant(-0)\nCHECK: ROOT {{.*}} f32[64,80]{{.*}} broadcast(\nCHECK-NOT: pad"),
+    ("fold_mixed_signed_zeros_stays_literal", ["constant_folding", "dce"], """HloModule m
+ENTRY e {
+  z = f32[] constant(0)
+  n = f32[] constant(-0)
+  b = f32[2] broadcast(z), dimensions={}
+  ROOT p = f32[3] pad(b, n), padding=0_1
+}""", "CHECK: constant({0, 0, -0})"),
     ("layout", ["layout-assignment"], """HloModule m
 ENTRY e {
   p = f32[2,3] parameter(0)

@@ -1,6 +1,10 @@
 """HloConstantFolding: an instruction whose operands are all constants is evaluated (by the interpreter, the
 definition of every op) and replaced by a constant holding the result.
 
+A result whose elements are all equal becomes a broadcast of a scalar constant, never a big literal: pad or
+concatenate of broadcast zeros (conv-base-dilation-decomposition makes them) folded into a 256 KB table of
+zeros that the backend then read element by element.
+
 Like XLA it leaves alone: broadcasts and iotas (folding only makes big constants of small ones), results of
 more than MAX_ELEMENTS elements, ops with side effects or randomness, custom-calls, parameters, tokens, and
 instructions whose evaluation fails (the failure stays a run-time error, where it belongs).
@@ -10,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import XlapyError
-from ..hlo import ELIDED, Instruction, Module
+from ..hlo import ELIDED, Instruction, Module, Shape
 from .pipeline import Pass
 
 MAX_ELEMENTS = 1 << 20
@@ -35,6 +39,13 @@ def _constant_value(op: Instruction):
             shape[d] = inner.shape[i]
         return np.broadcast_to(np.asarray(inner).reshape(shape), op.shape.dims)
     return None
+
+
+def _uniform(result: np.ndarray) -> bool:
+    """Every element has the same bits (so -0.0 differs from 0.0, and NaNs compare by payload)."""
+    flat = np.ascontiguousarray(result).reshape(-1)
+    raw = flat.view(np.uint8).reshape(flat.size, -1)
+    return bool((raw == raw[0]).all())
 
 
 def _leaf_elements(shape) -> int:
@@ -66,7 +77,12 @@ class HloConstantFolding(Pass):
                 result = np.asarray(result)
                 if result.dtype != inst.shape.dtype or result.shape != inst.shape.dims:
                     continue
-                folded = Instruction("constant", inst.shape, (), {}, "constant", literal=np.array(result))
+                if result.size > 1 and _uniform(result):
+                    scalar = comp.add_instruction(Instruction("constant", Shape.scalar(inst.shape.element_type), (),
+                                                              {}, "constant", literal=np.array(result.flat[0])))
+                    folded = Instruction("broadcast", inst.shape, (scalar,), {"dimensions": ()}, "broadcast")
+                else:
+                    folded = Instruction("constant", inst.shape, (), {}, "constant", literal=np.array(result))
                 comp.add_instruction(folded)
                 inst.replace_all_uses_with(folded)
                 changed = True
