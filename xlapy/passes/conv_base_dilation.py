@@ -19,9 +19,10 @@ a plain convolution of x with the sub-kernel w[k0::s], padding -c low, for Q_p =
 | negative padding | the input is sliced instead |
 
 Smaller windows are left alone (`decompose` itself handles any window): the input gradients of ResNet-50's
-strided 1x1 and 3x3 convolutions (phases of one tap, or none) each ran 4-7x faster alone, yet its training step
-ran 1.8x slower with them rewritten (91 ms) — and 40 ms with XLAPY_PARALLEL_LLVM=0: the two-thread LLVM split
-(backends/cpu/llvm_parallel.py) produced the slow code, for a reason not yet found.
+strided 1x1 and 3x3 convolutions (phases of one tap, or none) each ran 4-7x faster alone, but its training step
+as a whole ran no faster with them rewritten (one thread: 62.9 ms against 66.1 ms). (An earlier 2x slowdown
+with them was a backend bug: a phase's zeros were folded into a 256 KB constant that kernels read through a
+pointer; constant folding now makes uniform results broadcasts, and kernels name constants directly.)
 
 Phases are interleaved dim by dim: each padded to ceil(O/s) outputs, given a unit dim after the spatial dim,
 concatenated along it (size s), the two dims merged by a reshape, and the excess sliced off. The sums run over
