@@ -9,8 +9,8 @@ PyTorch, as a graph break would: the graph is partitioned around it and each sup
 A graph that fails otherwise (a dtype or device xlapy does not take, a rule that disagrees with PyTorch's fake
 tensors) runs as its FX GraphModule in eager PyTorch. Both are recorded (`xlapy.torch.report()`, with a
 TorchFallbackWarning naming the op). Dynamic shapes: a graph that dynamo made
-symbolic (`mark_dynamic`, or its automatic dynamic shapes after a recompile) is specialized to each concrete
-shape it is called with, one compile per shape; `dynamic=True` does the same, with a warning that says so.
+symbolic (`mark_dynamic`, `dynamic=True`, or its automatic dynamic shapes after a recompile) is specialized to
+each concrete shape it is called with: AOTAutograd traces it again with those sizes, one compile per shape.
 """
 from __future__ import annotations
 

@@ -120,14 +120,33 @@ def graph_function(gm: torch.fx.GraphModule, example_inputs: list | None = None)
         for i, node in enumerate(graph.nodes):
             if node.op == "call_function":
                 env[node] = _run_node(node, env, key, i)
-        return [env[n] for n in computed_nodes]
+        return [_read(env[n]) for n in computed_nodes]
 
     return GraphFunction(fn, inputs, outputs, out_specs, uses_rng)
 
 
+@dataclass(frozen=True)
+class _Unset:
+    """A result a rule left out (None) where PyTorch's is a tensor (e.g. the empty statistics of batch norm in
+    eval mode): zeros of its shape, made only if a later node or the output reads it."""
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def value(self) -> Any:
+        return jnp.zeros(self.shape, self.dtype)
+
+
+def _read(value: Any) -> Any:
+    if isinstance(value, _Unset):
+        return value.value()
+    if isinstance(value, list):
+        return [_read(v) for v in value]
+    return value
+
+
 def _value(arg: Any, env: dict) -> Any:
     if isinstance(arg, torch.fx.Node):
-        return env[arg]
+        return env[arg] if arg.target is operator.getitem or arg.op != "call_function" else _read(env[arg])
     if isinstance(arg, (list, tuple)):
         return type(arg)(_value(a, env) for a in arg)
     if isinstance(arg, torch.dtype):
@@ -146,7 +165,7 @@ def _run_node(node: torch.fx.Node, env: dict, key: Any, index: int) -> Any:
     name = op_name(node.target)
     args = _value(node.args, env)
     if name == "getitem":
-        return args[0][args[1]]
+        return _read(args[0][args[1]]) if node.users else None
     kwargs = {k: _value(v, env) for k, v in node.kwargs.items() if k not in _PLACEMENT}
     if kwargs.pop("generator", None) is not None:
         raise TranslationError(name, "an explicit torch.Generator")
@@ -174,7 +193,7 @@ def _conform(name: str, out: Any, meta: Any) -> Any:
     dtype = computed(meta.dtype)
     shape = tuple(int(d) for d in meta.shape)
     if out is None:
-        return jnp.zeros(shape, dtype)
+        return _Unset(shape, dtype)
     out = jnp.asarray(out)
     if out.dtype != dtype:
         out = out.astype(dtype)
