@@ -368,3 +368,37 @@ ENTRY e {{
         np.testing.assert_array_equal(b1, 2 * total)
         np.testing.assert_array_equal(g0, x.reshape(-1))
         np.testing.assert_array_equal(g1, np.concatenate([total, total]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_collective_in_a_loop_meets_once_per_iteration(backend):
+    text = f"""HloModule loop, replica_count=2
+{ADD}
+cond {{
+  p = (s32[], s32[2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(i, three), direction=LT
+}}
+
+body {{
+  p = (s32[], s32[2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = s32[2] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  summed = s32[2] all-reduce(x), replica_groups={{}}, to_apply=add
+  ROOT t = (s32[], s32[2]) tuple(next, summed)
+}}
+
+ENTRY e {{
+  x = s32[2] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], s32[2]) tuple(zero, x)
+  w = (s32[], s32[2]) while(init), condition=cond, body=body
+  ROOT r = s32[2] get-tuple-element(w), index=1
+}}
+"""
+    outs = run(text, [[1, 2], [3, 4]], backend)
+    for o in outs:                      # (1+3, 2+4) doubled twice more
+        np.testing.assert_array_equal(o, [16, 24])
