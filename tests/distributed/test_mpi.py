@@ -91,3 +91,12 @@ def test_data_parallel_example_matches_one_process(tmp_path):
     import numpy as np
     np.testing.assert_allclose(np.load(losses), reference, rtol=1e-5, atol=1e-6)   # up to summation order
     assert reference[-1] < reference[0] * 0.6
+
+
+def test_initialize_without_mpi4py_says_how_to_install_it(monkeypatch):
+    monkeypatch.setenv("PMI_RANK", "0")
+    monkeypatch.setenv("PMI_SIZE", "1")
+    monkeypatch.setitem(sys.modules, "mpi4py", None)        # `from mpi4py import MPI` raises ImportError
+    with pytest.raises(distributed.DistributedError, match=r"needs mpi4py and an MPI library: pip install 'xlapy\[mpi\]'"):
+        distributed.initialize()
+    assert not distributed.is_initialized()
