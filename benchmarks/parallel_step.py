@@ -13,10 +13,8 @@ import statistics
 import time
 
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-# each device's program is compiled single-threaded (backends/spmd.py), and its dots are then plain BLAS calls
-# with the BLAS's own threads: several devices at once oversubscribe the cores (100x slower on a loaded 2-core
-# machine), so the BLAS runs one thread per call here, for every variant alike
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# the BLAS keeps its own thread count: replicated runs make it single-threaded while their devices run
+# (backends/spmd_blas.py); before that, its own threads on every device made a 2-device step ~100x slower
 
 import numpy as np  # noqa: E402
 

@@ -109,3 +109,29 @@ def test_large_results_are_reused_only_once_dropped():
     third = exe([[np.full(n, 3, np.float32)]])[0][0]
     assert third[0] == 3 and first[0] == 1 and not np.shares_memory(first, third)
     assert type(third.base).__name__ == "_Pooled" and third.__array_interface__["data"][0] == address
+
+
+def test_blas_is_single_threaded_while_devices_run():
+    """Per-device programs are compiled single-threaded; their BLAS calls must not each start the BLAS's own
+    threads (N devices x the BLAS's threads oversubscribed the cores: a 2-device step ran ~100x slower)."""
+    from xlapy.backends.cpu import runtime
+    before = runtime.get_num_threads()
+    if before is None or not runtime.set_num_threads(2):
+        pytest.skip("the BLAS provider has no thread control")
+    try:
+        exe = spmd.compile(everything(2), backend="cpu")
+        assert exe.serial_blas
+        seen = []
+
+        def watching(instance):
+            def run(*args):
+                seen.append(runtime.get_num_threads())
+                return instance(*args)
+            return run
+        exe._instances = [watching(inst) for inst in exe._instances]
+        outs = exe([[np.full(16, d, np.float32)] for d in range(2)])
+        np.testing.assert_array_equal(outs[0][0], np.full(16, 1, np.float32))
+        assert seen == [1, 1] and runtime.get_num_threads() == 2        # restored after the run
+        assert not spmd.compile(everything(2), backend="cpu", num_threads=2).serial_blas   # the JIT's own rule
+    finally:
+        runtime.set_num_threads(before)

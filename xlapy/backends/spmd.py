@@ -26,11 +26,13 @@ process-wide set, `_Workers`, which grows to the largest concurrent demand); col
 (interpreter/rendezvous.py): shared memory, no copies of operands. A peer that never arrives raises an
 ExecutionError after $XLAPY_COLLECTIVE_TIMEOUT seconds (default 60); a device that fails aborts the run and its
 error is raised. The CPU code between collectives is compiled as usual (single-threaded per device by default:
-the devices are the parallelism); each collective calls back into the runtime (cpu/collectives_emitter.py).
+the devices are the parallelism, so the BLAS runs single-threaded during the run too: spmd_blas.py); each
+collective calls back into the runtime (cpu/collectives_emitter.py).
 Results of 1 MiB and more come from `ResultPool` (buffers reused once the arrays made from them are garbage).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import queue
@@ -43,6 +45,7 @@ from ..errors import XlapyError
 from ..hlo import Module, parse
 from ..hlo.collectives import default_assignment, module_counts
 from . import devices as _devices
+from . import spmd_blas
 from .interpreter import rendezvous
 
 _RUN_IDS = itertools.count(1)
@@ -145,6 +148,7 @@ class SpmdExecutable:
         logical = {int(assignment[r, p]): (r, p) for r in range(num_replicas) for p in range(num_partitions)}
         self.logical = [logical[d] for d in self.local_ids]
         self._instances = _compile_instances(module, backend, len(self.local_ids), **options)
+        self.serial_blas = spmd_blas.wanted(backend, int(options.get("num_threads", 1)))
         if self.spans_processes:
             from ..distributed import communicator       # noqa: PLC0415 -- MPI only when initialized
             communicator.prepare(module, num_replicas, num_partitions, assignment)
@@ -169,7 +173,8 @@ class SpmdExecutable:
         run_id = next(_RUN_IDS)
         contexts = [rendezvous.DeviceContext(d, r, p, self.num_replicas, self.num_partitions, self.assignment,
                                              comm, run_id) for d, (r, p) in zip(self.local_ids, self.logical)]
-        with self._lock:            # one run at a time: the instances and their scratch belong to it
+        blas = spmd_blas.serial() if self.serial_blas else contextlib.nullcontext()
+        with self._lock, blas:      # one run at a time: the instances and their scratch belong to it
             if n == 1:
                 return [self._run(0, contexts[0], per_device_args[0], comm)]
             futures = [_WORKERS.submit(self._run, i, contexts[i], per_device_args[i], comm) for i in range(1, n)]
