@@ -142,6 +142,15 @@ def _addcdiv(x, a, b, value=1):
     return jnp.add(x, _alpha(jnp.true_divide(a, b), value))
 
 
+def _elu(x, alpha=1.0, scale=1.0, input_scale=1.0):
+    neg = jnp.multiply(alpha * scale, jnp.expm1(jnp.multiply(x, input_scale)))
+    return jnp.where(jnp.greater(x, 0), jnp.multiply(x, scale), neg)
+
+
+def _leaky_relu(x, negative_slope=0.01):
+    return jnp.where(jnp.greater(x, 0), x, jnp.multiply(x, negative_slope))
+
+
 def _identity(x, *_, **__):
     return x
 
@@ -186,6 +195,11 @@ TABLE = {
     "aten.tanh.default": jnp.tanh,
     "aten.sinh.default": jnp.sinh,
     "aten.cosh.default": jnp.cosh,
+    "aten.asinh.default": jnp.arcsinh,
+    "aten.acosh.default": jnp.arccosh,
+    "aten.atanh.default": jnp.arctanh,
+    "aten.elu.default": _elu,
+    "aten.leaky_relu.default": _leaky_relu,
     "aten.asin.default": jnp.arcsin,
     "aten.acos.default": jnp.arccos,
     "aten.atan.default": jnp.arctan,
@@ -229,7 +243,7 @@ TABLE = {
     "aten.logical_not.default": jnp.logical_not,
     "aten.bitwise_and.Tensor": jnp.bitwise_and, "aten.bitwise_and.Scalar": jnp.bitwise_and,
     "aten.bitwise_or.Tensor": jnp.bitwise_or, "aten.bitwise_or.Scalar": jnp.bitwise_or,
-    "aten.bitwise_xor.Tensor": jnp.bitwise_xor,
+    "aten.bitwise_xor.Tensor": jnp.bitwise_xor, "aten.bitwise_xor.Scalar": jnp.bitwise_xor,
     "aten.bitwise_not.default": jnp.bitwise_not,
     # casts, copies and creation
     "aten._to_copy.default": _to_copy,

@@ -134,6 +134,55 @@ def native_layer_norm(x, normalized_shape, w, b, eps):
     return out, mean, rstd
 
 
+def _norm_input_grad(g, xhat, rstd, axes):
+    """d/dx of a normalization over `axes` (xhat = (x - mean) * rstd), given g = grad * weight:
+    rstd * (g - mean(g) - xhat * mean(g * xhat))."""
+    mg = jnp.mean(g, axis=axes, keepdims=True)
+    mgx = jnp.mean(jnp.multiply(g, xhat), axis=axes, keepdims=True)
+    return jnp.multiply(rstd, jnp.subtract(jnp.subtract(g, mg), jnp.multiply(xhat, mgx)))
+
+
+def native_layer_norm_backward(grad, x, normalized_shape, mean, rstd, w, b, output_mask):
+    shape = _shape(x)
+    k = len(normalized_shape)
+    axes = tuple(range(len(shape) - k, len(shape)))
+    lead = tuple(range(len(shape) - k))
+    xhat = jnp.multiply(jnp.subtract(x, mean), rstd)
+    g = grad if w is None else jnp.multiply(grad, w)
+    gx = _norm_input_grad(g, xhat, rstd, axes) if output_mask[0] else None
+    gw = jnp.sum(jnp.multiply(grad, xhat), axis=lead) if output_mask[1] and w is not None else None
+    gb = jnp.sum(grad, axis=lead) if output_mask[2] and b is not None else None
+    return gx, gw, gb
+
+
+def native_group_norm(x, w, b, n, c, hw, group, eps):
+    shape = _shape(x)
+    xg = jnp.reshape(x, (n, group, -1))
+    mean = jnp.mean(xg, axis=2, keepdims=True)
+    rstd = lax.rsqrt(jnp.add(jnp.mean(jnp.square(jnp.subtract(xg, mean)), axis=2, keepdims=True), eps))
+    out = jnp.reshape(jnp.multiply(jnp.subtract(xg, mean), rstd), shape)
+    if w is not None:
+        out = jnp.multiply(out, _channel(w, len(shape)))
+    if b is not None:
+        out = jnp.add(out, _channel(b, len(shape)))
+    return out, jnp.reshape(mean, (n, group)), jnp.reshape(rstd, (n, group))
+
+
+def native_group_norm_backward(grad, x, mean, rstd, w, n, c, hw, group, output_mask):
+    shape = _shape(x)
+    mean3, rstd3 = jnp.reshape(mean, (n, group, 1)), jnp.reshape(rstd, (n, group, 1))
+    xhat = jnp.reshape(jnp.multiply(jnp.subtract(jnp.reshape(x, (n, group, -1)), mean3), rstd3), shape)
+    g = grad if w is None else jnp.multiply(grad, _channel(w, len(shape)))
+    gx = None
+    if output_mask[0]:
+        gx = jnp.reshape(_norm_input_grad(jnp.reshape(g, (n, group, -1)), jnp.reshape(xhat, (n, group, -1)),
+                                          rstd3, (2,)), shape)
+    axes = (0,) + tuple(range(2, len(shape)))
+    gw = jnp.sum(jnp.multiply(grad, xhat), axis=axes) if output_mask[1] and w is not None else None
+    gb = jnp.sum(grad, axis=axes) if output_mask[2] else None
+    return gx, gw, gb
+
+
 # -- pooling -------------------------------------------------------------------------------------------------
 def _pool_geometry(size, k, s, p, d, ceil_mode):
     """(output size, high-side padding) of one spatial dimension, with PyTorch's ceil_mode rule."""
@@ -225,6 +274,16 @@ def _window_counts(ones: np.ndarray, kernel, stride) -> np.ndarray:
     return view.sum(axis=tuple(range(-len(kernel), 0)))
 
 
+def avg_pool1d(x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    return _avg_pool(x, kernel, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def _adaptive_avg_pool1d(x, output_size):
+    (out,) = _per_dim(output_size, 1)
+    m = jnp.asarray(_adaptive_matrix(_shape(x)[-1], out).astype(jnp.asarray(x).dtype))
+    return jnp.einsum("...w,pw->...p", x, m)
+
+
 def avg_pool2d(x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
     return _avg_pool(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
@@ -269,6 +328,11 @@ TABLE = {
     "aten._native_batch_norm_legit.no_stats": batch_norm_no_stats,
     "aten.native_batch_norm.default": native_batch_norm,
     "aten.native_layer_norm.default": native_layer_norm,
+    "aten.native_layer_norm_backward.default": native_layer_norm_backward,
+    "aten.native_group_norm.default": native_group_norm,
+    "aten.native_group_norm_backward.default": native_group_norm_backward,
+    "aten.avg_pool1d.default": avg_pool1d,
+    "aten.adaptive_avg_pool1d.default": _adaptive_avg_pool1d,
     "aten.max_pool2d_with_indices.default": max_pool2d_with_indices,
     "aten.max_pool2d_with_indices_backward.default": max_pool2d_with_indices_backward,
     "aten.avg_pool2d.default": avg_pool2d,

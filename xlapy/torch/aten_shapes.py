@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
+from ..frontend.transforms import vjp
 
 _BIG = 1 << 62
 
@@ -191,7 +192,117 @@ def _triu(x, diagonal=0):
     return jnp.triu(x, diagonal)
 
 
+def _slice_key(shape, dim, start=None, end=None, step=1):
+    n = shape[dim]
+    start = 0 if start is None else (start + n if start < 0 else start)
+    end = n if end is None or end >= _BIG else (end + n if end < 0 else end)
+    start, end = builtins.min(builtins.max(start, 0), n), builtins.min(builtins.max(end, 0), n)
+    return tuple(slice(start, end, step) if d == dim else slice(None) for d in range(len(shape)))
+
+
+def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
+    shape = _shape(x)
+    dim = _dim(dim, len(shape))
+    return jnp.asarray(x).at[_slice_key(shape, dim, start, end, step)].set(src)
+
+
+def _select_scatter(x, src, dim, index):
+    shape = _shape(x)
+    dim = _dim(dim, len(shape))
+    index = index + shape[dim] if index < 0 else index
+    key = tuple(index if d == dim else slice(None) for d in range(len(shape)))
+    return jnp.asarray(x).at[key].set(src)
+
+
+_SCATTER_REDUCE = {"sum": "add", "prod": "multiply", "amax": "max", "amin": "min"}
+
+
+def _scatter_reduce(x, dim, index, src, reduce, include_self=True):
+    if reduce not in _SCATTER_REDUCE or not include_self:
+        from .errors import TranslationError
+        raise TranslationError("aten.scatter_reduce.two", f"reduce={reduce!r}, include_self={include_self}")
+    ref = jnp.asarray(x).at[_grids(jnp.asarray(index).astype(np.int32), dim)]
+    return getattr(ref, _SCATTER_REDUCE[reduce])(_slice_to(src, _shape(index)))
+
+
+def _embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+    if scale_grad_by_freq:
+        from .errors import TranslationError
+        raise TranslationError("aten.embedding_dense_backward.default", "scale_grad_by_freq")
+    idx = jnp.reshape(jnp.asarray(indices).astype(np.int32), (-1,))
+    g = jnp.reshape(grad, (-1, _shape(grad)[-1]))
+    if padding_idx is not None and padding_idx >= 0:
+        g = jnp.where(jnp.expand_dims(jnp.equal(idx, padding_idx), 1), 0, g)
+    return jnp.zeros((num_weights, _shape(grad)[-1]), jnp.asarray(grad).dtype).at[idx].add(g)
+
+
+def _pad_mode(mode):
+    def rule(x, padding):
+        n = len(_shape(x))
+        widths = [(0, 0)] * n
+        for i in range(len(padding) // 2):
+            widths[n - 1 - i] = (padding[2 * i], padding[2 * i + 1])
+        return jnp.pad(x, widths, mode=mode)
+    return rule
+
+
+def _pad_mode_backward(mode):
+    forward = _pad_mode(mode)
+
+    def rule(grad, x, padding):
+        _, pullback = vjp(lambda a: forward(a, padding), x)
+        return pullback(grad)[0]
+    return rule
+
+
+def _upsample_nearest(x, output_size, scale_factors=None):
+    shape = _shape(x)
+    spatial = shape[2:]
+    if output_size is None:
+        output_size = [int(s * f) for s, f in zip(spatial, scale_factors)]
+    for axis, (size, out) in enumerate(zip(spatial, output_size), start=2):
+        scale = size / out if scale_factors is None else 1.0 / scale_factors[axis - 2]
+        src = np.minimum(np.floor(np.arange(out) * scale).astype(np.int32), size - 1)
+        x = jnp.take(x, jnp.asarray(src), axis=axis)
+    return x
+
+
+def _sort(x, dim=-1, descending=False, stable=False):
+    x = jnp.asarray(x)
+    dim = _dim(dim, x.ndim)
+    idx = lax.broadcasted_iota(np.int32, _shape(x), dim)
+    keys = jnp.negative(x) if descending else x
+    _, values, indices = lax.sort((keys, x, idx), dimension=dim, is_stable=True, num_keys=1)
+    return values, indices
+
+
+def _topk(x, k, dim=-1, largest=True, sorted=True):
+    x = jnp.asarray(x)
+    dim = _dim(dim, x.ndim)
+    moved = jnp.moveaxis(x, dim, -1)
+    values, indices = lax.top_k(moved if largest else jnp.negative(moved), k)
+    values = values if largest else jnp.negative(values)
+    return jnp.moveaxis(values, -1, dim), jnp.moveaxis(indices, -1, dim)
+
+
 TABLE = {
+    "aten.slice_scatter.default": _slice_scatter,
+    "aten.select_scatter.default": _select_scatter,
+    "aten.scatter_reduce.two": _scatter_reduce,
+    "aten.embedding_dense_backward.default": _embedding_dense_backward,
+    "aten.reflection_pad1d.default": _pad_mode("reflect"),
+    "aten.reflection_pad2d.default": _pad_mode("reflect"),
+    "aten.reflection_pad3d.default": _pad_mode("reflect"),
+    "aten.replication_pad2d.default": _pad_mode("edge"),
+    "aten.replication_pad3d.default": _pad_mode("edge"),
+    "aten.reflection_pad1d_backward.default": _pad_mode_backward("reflect"),
+    "aten.reflection_pad2d_backward.default": _pad_mode_backward("reflect"),
+    "aten.reflection_pad3d_backward.default": _pad_mode_backward("reflect"),
+    "aten.replication_pad2d_backward.default": _pad_mode_backward("edge"),
+    "aten.replication_pad3d_backward.default": _pad_mode_backward("edge"),
+    "aten.upsample_nearest2d.vec": _upsample_nearest,
+    "aten.sort.default": _sort,
+    "aten.topk.default": _topk,
     "aten.view.default": _view,
     "aten._unsafe_view.default": _view,
     "aten.reshape.default": _view,
