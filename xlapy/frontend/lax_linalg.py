@@ -388,3 +388,8 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
     if compute_right_eigenvectors:
         out.append(_not_ok_to_nan(info, vr))
     return out
+
+
+from .lax_linalg_schur import hessenberg, schur  # noqa: E402  (it builds on the helpers above)
+
+__all__ += ["schur", "hessenberg"]

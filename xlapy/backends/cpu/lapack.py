@@ -12,7 +12,8 @@ byte ('U', 'N', ...). AOT objects compiled with BLAS rename `xlapy_f77_<routine>
 (aot.py), so they link against any LAPACK. Routines, by element type: potrf (Cholesky), trsm (triangular
 solve), geqrf (Householder QR), orgqr for real and ungqr for complex types (the product of the reflectors);
 for JAX's `lapack_*_ffi` custom-calls (lapack_ffi_emitter.py) also syevd/heevd (symmetric/Hermitian
-eigensolver), getrf (LU), gesdd (SVD), gtsv (tridiagonal solve) and geev (general eigensolver).
+eigensolver), getrf (LU), gesdd (SVD), gtsv (tridiagonal solve), geev (general eigensolver), gees (Schur)
+and gehrd (Hessenberg).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from . import runtime
 from .irhelpers import I8, alloca_once
 
 LETTERS = {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}
-ROUTINES = ("potrf", "trsm", "geqrf", "orgqr", "syevd", "getrf", "gesdd", "gtsv", "geev")
+ROUTINES = ("potrf", "trsm", "geqrf", "orgqr", "syevd", "getrf", "gesdd", "gtsv", "geev", "gees", "gehrd")
 _COMPLEX_NAMES = {"orgqr": "ungqr", "syevd": "heevd"}
 
 

@@ -10,6 +10,7 @@ BLAS provider's library (lapack.py). The definitions are the interpreter's (back
 | getrf | xGETRF(m, n, a, m, ipiv, info) |
 | gesdd | xGESDD(jobz, m, n, a, m, s, u, m, vt, ldvt, work, lwork, [rwork,] iwork, info) |
 | gtsv | xGTSV(n, nrhs, dl + 1, d, du, b, n, info) |
+| gees, gehrd | lapack_schur_emitter.py |
 | geev | xGEEV(jobvl, jobvr, n, a, n, wr, wi, vl, n, vr, n, work, lwork, info) (real: the packed conjugate pairs are unpacked into the complex results), complex: w, vl, vr, rwork |
 
 Every matrix is copied into a column-major work matrix of its batch element (LAPACK's order; the logical
@@ -399,6 +400,9 @@ EMITTERS = {"potrf": potrf, "trsm": trsm, "geqrf": _geqrf, "orgqr": _orgqr, "ung
 _REAL_ONLY = {"orgqr", "syevd"}
 _COMPLEX_ONLY = {"ungqr", "heevd"}
 
+from .lapack_schur_emitter import EMITTERS as _SCHUR_EMITTERS  # noqa: E402  (gees, gehrd: built on the above)
+
+EMITTERS.update(_SCHUR_EMITTERS)
 TARGETS = {f"lapack_{t}{routine}_ffi": emit for routine, emit in EMITTERS.items() for t in "sdcz"
            if not (routine in _REAL_ONLY and t in "cz" or routine in _COMPLEX_ONLY and t in "sd")}
 

@@ -16,6 +16,7 @@ dimensions; the layouts JAX asks for are column-major, which the interpreter nev
 | gesdd | a -> (a', s, u, vt, info): a = u diag(s) vt, s descending | mode A (full), S (reduced), N (s only) |
 | gtsv | dl, d, du, b -> (dl', d', du', x, info): the tridiagonal solve; A[i,i-1] = dl[i], A[i,i+1] = du[i] | |
 | geev | a -> (wr, wi, vl, vr, info) real, (w, vl, vr, info) complex: eigenvalues, unit-norm eigenvectors (complex) | compute_left, compute_right V/N |
+| gees, gehrd | Schur and Hessenberg decompositions: lapack_schur.py | |
 
 Outputs LAPACK leaves unspecified (a' of gesdd, dl'/d'/du' of gtsv, v under mode N, u/vt under mode N) are
 copies of the inputs or zeros here.
@@ -29,6 +30,7 @@ import numpy as np
 from ...errors import ExecutionError
 from ...hlo import Instruction
 from . import decompositions
+from .lapack_schur import ROUTINES as _SCHUR_ROUTINES
 
 LETTER_DTYPES = {"s": np.float32, "d": np.float64, "c": np.complex64, "z": np.complex128}
 
@@ -264,6 +266,7 @@ def geev(inst: Instruction, args: list, ev) -> tuple:
 ROUTINES = {
     "potrf": potrf, "trsm": _solve_triangular_safe, "geqrf": geqrf, "orgqr": orgqr, "ungqr": orgqr,
     "syevd": syevd, "heevd": syevd, "getrf": getrf, "gesdd": gesdd, "gtsv": gtsv, "geev": geev,
+    **_SCHUR_ROUTINES,                                  # gees, gehrd (lapack_schur.py)
 }
 _REAL_ONLY = {"orgqr", "syevd"}
 _COMPLEX_ONLY = {"ungqr", "heevd"}
