@@ -59,17 +59,8 @@ def check_devices(n: int, what: str) -> None:
                          f"XLA_FLAGS=--xla_force_host_platform_device_count={n} (or more) for {n} host devices")
 
 
-def single_process(what: str) -> None:
-    """shard_map and sharded jit assemble global results from every device: one process only (pmap runs across
-    processes: each maps over its own devices)."""
-    from ...backends import devices
-    if devices.process_count() > 1:
-        raise XlapyError(f"{what} across {devices.process_count()} processes is not supported (its results would need "
-                         f"every process's shards); use pmap, which maps over each process's local devices")
-
-
 def compile_program(fun: Callable, in_avals: Sequence[ShapedArray], in_tree: PyTreeDef, frames: Sequence[AxisFrame],
-                    name: str, backend: str) -> DeviceProgram:
+                    name: str, backend: str, device_assignment: Any = None) -> DeviceProgram:
     from ...backends import spmd
     n = int(np.prod([f.size for f in frames], dtype=np.int64))
     with axis_frames(frames):
@@ -78,7 +69,7 @@ def compile_program(fun: Callable, in_avals: Sequence[ShapedArray], in_tree: PyT
     module = build_module(name, comp)
     module.attrs["num_partitions"] = str(n)
     text = module.to_text()
-    exe = spmd.compile(module, backend=backend, num_partitions=n)
+    exe = spmd.compile(module, backend=backend, num_partitions=n, device_assignment=device_assignment)
     return DeviceProgram(exe, out_tree, [o.aval for o in outs], lambda: text)
 
 

@@ -218,7 +218,10 @@ class NamedSharding(Sharding):
 
     @property
     def addressable_devices(self) -> set:
-        return self.device_set
+        """The mesh's devices this process runs (all of them in one process)."""
+        from ...backends import devices
+        here = devices.process_index()
+        return {d for d in self.device_set if getattr(d, "process_index", here) == here}
 
     def is_fully_replicated_for(self, rank: int) -> bool:
         return all(t == 1 for t in tiles(self.mesh, self.spec, rank))

@@ -8,7 +8,9 @@ dimension, replicated); f sees the per-shard shapes, with every mesh axis bound 
 The results are the per-position outputs put back together by out_specs (an axis out_specs does not name must
 hold the same value at every position along it; position 0's is taken).
 
-At the top level the program runs on mesh.size devices (device_program.py). Inside another trace (jit, grad)
+At the top level the program runs on mesh.size devices (device_program.py); under several processes
+(xlapy.distributed) a mesh of every global device runs each process's positions there, and the results are
+whole in every process (process_shards.py). Inside another trace (jit, grad)
 shard_map is the same function over the mesh axes as nested vmaps with those axis names (each argument
 reshaped so its split dimensions lead): the same values, in the enclosing program. Under jit with in_shardings /
 out_shardings the arguments and results are marked with their shard_map shardings, and the SPMD partitioner
@@ -28,9 +30,9 @@ from ..tracer import ShapedArray, aval, bind, current_trace
 from ..transforms import _name_of, vmap
 from .axis_env import AxisFrame
 from .collectives import _reshape, _shape, _transpose
-from .device_program import (ProgramCache, backend_name, check_devices, compile_program, single_process,
-                             to_arrays)
+from .device_program import ProgramCache, backend_name, check_devices, compile_program, to_arrays
 from .mesh import Mesh, NamedSharding, PartitionSpec, check_spec, current_mesh, tiles
+from .process_shards import assemble, device_assignment, local_args, placement
 
 
 def spec_leaves(what: str, specs: Any, tree: PyTreeDef) -> list[PartitionSpec]:
@@ -75,29 +77,24 @@ class ShardMapped:
             shard_avals.append(ShapedArray(shard, a.dtype, a.weak_type))
         if current_trace() is not None:
             return self._emulated(mesh, leaves, tree, specs)
-        single_process("shard_map")
         check_devices(mesh.size, f"shard_map over the mesh {mesh}")
         backend = backend_name(self.backend)
         key = (tree, tuple(shard_avals), tuple(tuple(s) for s in specs), mesh, backend,
                bool(dtypes.config.enable_x64))
         frames = [AxisFrame(n, s, "device") for n, s in mesh.shape.items()]
         program = self._cache.get(key, lambda: compile_program(
-            lambda *a: self.fun(*a), shard_avals, tree, frames, self.__name__, backend))
-        per_device = [[] for _ in range(mesh.size)]
-        for x, spec in zip(leaves, specs):
-            host = np.asarray(x)
-            for p, index in enumerate(NamedSharding(mesh, spec).indices(host.shape)):
-                per_device[p].append(host[index])
-        outs = program.run(per_device)
+            lambda *a: self.fun(*a), shard_avals, tree, frames, self.__name__, backend, device_assignment(mesh)))
+        place = placement(program.executable)
+        hosts = [np.asarray(x) for x in leaves]
+        outs = program.run(local_args(place, hosts, [NamedSharding(mesh, spec).indices(h.shape)
+                                                     for h, spec in zip(hosts, specs)]))
         out_specs = spec_leaves("out_specs", self.out_specs, program.out_tree)
         results = []
         for k, (spec, oa) in enumerate(zip(out_specs, program.out_avals)):
             check_spec(mesh, spec, oa.ndim, f"shard_map out_specs (result leaf {k} of per-shard shape {oa.shape})")
             shape = tuple(n * t for n, t in zip(oa.shape, tiles(mesh, spec, oa.ndim)))
-            full = np.empty(shape, oa.dtype)
-            for p, index in reversed(list(enumerate(NamedSharding(mesh, spec).indices(shape)))):
-                full[index] = outs[p][k]
-            results.append(full)
+            results.append(assemble(place, shape, oa.dtype, NamedSharding(mesh, spec).indices(shape),
+                                    [o[k] for o in outs]))
         return tree_unflatten(program.out_tree, to_arrays(results, program.out_avals))
 
     # -- inside a trace: nested vmaps over the mesh axes ------------------------------------------------------

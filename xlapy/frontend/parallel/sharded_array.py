@@ -84,9 +84,12 @@ class ShardedArray(Array):
         devices = list(s.mesh.devices.flat) if isinstance(s, NamedSharding) else s.devices
         seen: dict[tuple, int] = {}
         out = []
+        from ...backends import devices as device_table
+        here = device_table.process_index()
         for device, index in zip(devices, s.indices(self.shape)):
             key = tuple((i.start, i.stop) for i in index)
-            out.append(Shard(device, index, seen.get(key, 0), Array(self._value[index])))
+            if getattr(device, "process_index", here) == here:       # under MPI: this process's devices only
+                out.append(Shard(device, index, seen.get(key, 0), Array(self._value[index])))
             seen[key] = seen.get(key, 0) + 1
         return out
 

@@ -7,7 +7,8 @@ inside (`custom-call(x), custom_call_target="Sharding"`, as JAX lowers it). The 
 mesh size) goes through sharding-propagation and spmd-partitioner (passes/; `--xla_dump_to` writes the
 partitioned module as *.spmd_after_optimizations.txt), then backends/spmd.py compiles it once and runs it on
 the mesh's devices, each argument split by its sharding; the results are put back together and carry their
-shardings (ShardedArray).
+shardings (ShardedArray). Under several processes (xlapy.distributed) a mesh of every global device runs each
+process's positions there; the results are whole in every process (process_shards.py).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..array import host_value
 from ..pytree import PyTreeDef, tree_flatten
 from ..tracer import Tracer, bind, current_trace
 from .mesh import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
+from .process_shards import assemble, device_assignment, local_args, placement
 from .sharded_array import ShardedArray, TiledSharding, device_put, resolve
 
 
@@ -76,18 +78,15 @@ class ShardedJit:
             program = self._programs.get(key)
             if program is None:
                 program = self._programs[key] = self._compile(jitted, sig, args, kwargs, arg_shardings)
-        per_device = [[] for _ in range(program.n)]
-        for leaf, tiles in zip(leaves, program.param_tiles):
-            host = np.asarray(host_value(leaf))
-            for p, index in enumerate(tiles.indices(host.shape)):
-                per_device[p].append(np.ascontiguousarray(host[index]) if host.ndim else host)
+        place = placement(program.executable)
+        hosts = [np.asarray(host_value(leaf)) for leaf in leaves]
+        per_device = local_args(place, hosts, [tiles.indices(h.shape) for h, tiles in zip(hosts, program.param_tiles)])
+        per_device = [[np.ascontiguousarray(v) if v.ndim else v for v in args] for args in per_device]
         outs = program.executable(per_device)
         outs = [list(o) if isinstance(o, (tuple, list)) else [o] for o in outs]
         results = []
         for k, (s, a) in enumerate(zip(program.out_shardings, program.out_avals)):
-            full = np.empty(a.shape, a.dtype)
-            for p, index in enumerate(s.indices(a.shape)):
-                full[index] = outs[p][k]
+            full = assemble(place, a.shape, a.dtype, s.indices(a.shape), [o[k] for o in outs])
             results.append(ShardedArray(full, s, weak_type=a.weak_type))
         from ..pytree import tree_unflatten
         return tree_unflatten(program.out_tree, results)
@@ -115,8 +114,7 @@ class ShardedJit:
         from ...passes.pipelines import spmd_pipeline
         from ...passes.sharding_propagation import has_shardings, propagate
         from ...passes.spmd_partitioner import partition_module
-        from .device_program import check_devices, single_process
-        single_process("jit with in_shardings / out_shardings")
+        from .device_program import check_devices
         _TRACING.depth += 1
         try:
             lowered = jitted._trace(sig, args, kwargs)
@@ -146,7 +144,7 @@ class ShardedJit:
         optimize(module, spmd_pipeline(), platform="spmd")
         if n == 1 and has_shardings(module):       # one partition: the passes skip it; drop the annotations
             partition_module(module)
-        exe = spmd.compile(module, backend=sig.backend, num_partitions=n)
+        exe = spmd.compile(module, backend=sig.backend, num_partitions=n, device_assignment=device_assignment(mesh))
         return _Program(exe, n, param_tiles, out_shardings, lowered.out_tree, out_avals, list(mesh.devices.flat))
 
 
