@@ -1,7 +1,7 @@
 """xlapy.scipy.linalg's special matrices and the decompositions built over the existing ones (polar,
 qr_multiply, expm_frechet, eigh_tridiagonal, solve_sylvester) against JAX 0.10.2's outputs
 (scipy_linalg_data/jax_scipy_linalg.npz, from tools/gen_scipy_linalg_data.py), in float32 and float64, on both
-backends; plus the names JAX has and xlapy does not (the ones that need a Schur decomposition)."""
+backends; plus that xlapy has all of JAX's names (the Schur-based ones are tested in test_scipy_linalg_schur.py)."""
 from __future__ import annotations
 
 import json
@@ -21,7 +21,7 @@ JAX_NAMES = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "
              "hadamard", "hankel", "helmert", "hessenberg", "hilbert", "inv", "invhilbert", "invpascal", "leslie",
              "lu", "lu_factor", "lu_solve", "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur", "solve",
              "solve_sylvester", "solve_triangular", "sqrtm", "svd", "toeplitz"]       # dir(jax.scipy.linalg), 0.10.2
-NOT_YET = {"funm", "hessenberg", "rsf2csf", "schur", "sqrtm"}   # need LAPACK gees / gehrd
+NOT_YET: set = set()                 # schur, hessenberg, rsf2csf, sqrtm, funm: test_scipy_linalg_schur.py
 
 SIGN_FREE = {"qr_multiply"}          # Householder signs may differ between LAPACK builds: compare magnitudes
 

@@ -7,10 +7,7 @@ hankel, circulant, leslie, companion, fiedler, fiedler_companion, convolution_ma
 invpascal, helmert, hadamard, dft); polar (through the SVD), qr_multiply, expm_frechet (the JVP of expm, as JAX)
 eigh_tridiagonal (JAX's Sturm-count bisection) and solve_sylvester (method 'eigen' as JAX; 'schur' through
 the Kronecker system, see there). `overwrite_*` and `check_finite` are accepted and ignored, as
-in JAX.
-
-Not here (JAX has them): schur, hessenberg, rsf2csf, sqrtm and funm, which need LAPACK's
-gees / gehrd (not yet among xlapy's LAPACK custom calls).
+in JAX. schur, hessenberg, rsf2csf, sqrtm and funm (over LAPACK's gees / gehrd) are in linalg_schur.py.
 """
 from __future__ import annotations
 
@@ -26,7 +23,7 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "co
            "dft", "eigh", "eigh_tridiagonal", "expm", "expm_frechet", "fiedler", "fiedler_companion", "hadamard",
            "hankel", "helmert", "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve",
            "pascal", "polar", "qr", "qr_multiply", "solve", "solve_sylvester", "solve_triangular", "svd",
-           "toeplitz"]
+           "toeplitz", "schur", "hessenberg", "rsf2csf", "sqrtm", "funm"]
 
 _lin = lax.linalg
 
@@ -663,3 +660,6 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
         near = jnp.any(jnp.abs(jnp.linalg.eigvals(A)[:, None] + jnp.linalg.eigvals(B)[None, :]) < tol)
         return jnp.where(near, jnp.full_like(X, np.nan), X)
     return jnp.vectorize(one, signature="(m,m),(n,n),(m,n)->(m,n)")(A, B, C)
+
+
+from .linalg_schur import funm, hessenberg, rsf2csf, schur, sqrtm  # noqa: E402,F401

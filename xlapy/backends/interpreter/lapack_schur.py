@@ -12,7 +12,8 @@ eigenvalues (real ones as they come, a conjugate pair as the real and imaginary 
 T's order is not LAPACK's (no Schur form is unique); each 2x2 block is then rotated to LAPACK's standard form.
 This needs a diagonalizable matrix: for a defective one (a Jordan block) the eigenvectors are dependent and the
 result is inaccurate; where SciPy is installed its `schur` (LAPACK's gees, the CPU backend's answer) is used
-instead. A non-finite batch element gives info = 1 (JAX turns it into NaNs). sort = S (an eigenvalue
+instead (NaNs then propagate as LAPACK propagates them; without SciPy a non-finite batch element gives info = 1,
+which JAX's lowering turns into NaNs). gehrd lets NaNs propagate (info = 0). sort = S (an eigenvalue
 selection) is not supported (JAX does not either).
 """
 from __future__ import annotations
@@ -82,7 +83,7 @@ def _schur_eig(a: np.ndarray, real: bool) -> tuple[np.ndarray, np.ndarray]:
 
 def _schur_one(a: np.ndarray, real: bool) -> tuple[np.ndarray, np.ndarray]:
     if _scipy_schur is not None:
-        return _scipy_schur(a, output="real" if real else "complex")
+        return _scipy_schur(a, output="real" if real else "complex", check_finite=False)
     return _schur_eig(a, real)
 
 
@@ -110,10 +111,14 @@ def gees(inst: Instruction, args: list, ev) -> tuple:
     ws = np.zeros((len(flat), n), np.result_type(a.dtype, np.complex64))
     info = np.zeros(len(flat), np.int32)
     for i, m in enumerate(flat):
-        if not np.isfinite(m).all():
+        if _scipy_schur is None and not np.isfinite(m).all():
             info[i] = 1
             continue
-        t, q = _schur_one(m, real)
+        try:
+            t, q = _schur_one(m, real)
+        except np.linalg.LinAlgError:       # LAPACK's info > 0 (the QR algorithm failed): JAX's NaNs
+            info[i] = 1
+            continue
         ts[i], qs[i] = t, q
         ws[i] = _eigenvalues(t) if real else np.diag(t)
     if c.get("mode", "V") != "V":
@@ -145,8 +150,7 @@ def gehrd(inst: Instruction, args: list, ev) -> tuple:
         h[..., j + 1, j] = beta
         h[..., j + 2:, j] = v[..., j + 2:]
         taus[..., j] = tau
-    finite = np.isfinite(a).reshape(a.shape[:-2] + (-1,)).all(-1) if a.size else np.ones(a.shape[:-2], bool)
-    return h, taus, np.where(finite, 0, 1).astype(np.int32)
+    return h, taus, np.zeros(a.shape[:-2], np.int32)
 
 
 ROUTINES = {"gees": gees, "gehrd": gehrd}
