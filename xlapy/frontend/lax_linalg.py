@@ -10,6 +10,8 @@
 | svd(x, full_matrices, compute_uv) | `lapack_?gesdd_ffi` (mode A, S or N) |
 | tridiagonal_solve(dl, d, du, b) | `lapack_?gtsv_ffi` |
 | eig(x, compute_left_eigenvectors, compute_right_eigenvectors) | `lapack_?geev_ffi` |
+| schur(x, compute_schur_vectors=True) | `lapack_?gees_ffi` (mode V or N, sort N): (t, vs, wr, wi, sdim, info) real, (t, vs, w, sdim, info) complex |
+| hessenberg(a) | `lapack_?gehrd_ffi` (`{high = n : i32, low = 1 : i32}`): (a', taus[..., n-1], info) |
 | householder_product(a, taus), lu_pivots_to_permutation(pivots, n) | `orgqr` custom-call; a fori_loop |
 
 The custom-calls carry JAX's target names, operands, results and backend_config (`{mode = 86 : ui8, ...}`), so
@@ -18,7 +20,7 @@ an HLO module dumped from JAX and one traced here run through the same backend c
 batch element's results into NaNs, as JAX's lowering does. Batch dimensions lead; the matrices are the two minor
 dimensions. The custom-call decompositions take float32, float64, complex64 and complex128 (as JAX's CPU
 LAPACK does); cholesky and triangular_solve also f16/bf16 (computed in f32). Gradients are HLO rules
-(frontend/autodiff/rules_decompositions.py).
+(frontend/autodiff/rules_decompositions.py); schur and hessenberg have none (as in JAX).
 """
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ from .lax_shapes import (broadcast_in_dim, broadcasted_iota, dynamic_slice, dyna
                          reshape, slice as lax_slice, transpose)
 from .tracer import aval, bind, user_frame
 
-__all__ = ["cholesky", "triangular_solve", "qr", "eigh", "lu", "svd", "tridiagonal_solve", "eig",
-           "householder_product", "lu_pivots_to_permutation", "LinalgError"]
+__all__ = ["cholesky", "triangular_solve", "qr", "eigh", "lu", "svd", "tridiagonal_solve", "eig", "schur",
+           "hessenberg", "householder_product", "lu_pivots_to_permutation", "LinalgError"]
 
 LAPACK_DTYPES = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
                  np.dtype(np.complex128): "z"}
@@ -390,6 +392,38 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
     return out
 
 
-from .lax_linalg_schur import hessenberg, schur  # noqa: E402  (it builds on the helpers above)
 
-__all__ += ["schur", "hessenberg"]
+# -- schur and hessenberg -----------------------------------------------------------------------------------------
+def _call_one(routine: str, x, results: list, config: str):
+    shape = Shape.tuple_of([hlo_shape(dt, dims) for dt, dims in results])
+    attrs = {"custom_call_target": _target(routine, aval(x).dtype), "api_version": "API_VERSION_TYPED_FFI",
+             "backend_config": config}
+    return bind("custom-call", [x], attrs, shape=shape, name=routine)
+
+
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False, select_callable=None):
+    """(t, vs) with x = vs t vs^H (vs unitary; t upper triangular, quasi upper triangular with 2x2 blocks for
+    the conjugate pairs of a real x), or t alone."""
+    a = _check("schur", x, square=True)
+    if sort_eig_vals:
+        raise NotImplementedError("The sort feature of LAPACK's gees routine is not implemented.")
+    batch = a.shape[:-2]
+    ws = [(a.dtype, a.shape[:-1])] * (1 if _is_complex(x) else 2)
+    results = [(a.dtype, a.shape), (a.dtype, a.shape)] + ws + [(np.int32, batch), (np.int32, batch)]
+    outs = _call_one("gees", x, results, _config(mode="V" if compute_schur_vectors else "N", sort="N"))
+    info = outs[-1]
+    t = _not_ok_to_nan(info, outs[0])
+    return (t, _not_ok_to_nan(info, outs[1])) if compute_schur_vectors else t
+
+
+def hessenberg(a):
+    """(a', taus): the upper Hessenberg matrix on and above a''s first subdiagonal, the Householder reflectors
+    below it, their scalar factors taus[..., n-1] (LAPACK gehrd)."""
+    av = _check("hessenberg", a, square=True)
+    n = av.shape[-1]
+    if n == 0:
+        raise _error("hessenberg", f"needs a nonempty matrix, got shape {av.shape}")
+    batch = av.shape[:-2]
+    results = [(av.dtype, av.shape), (av.dtype, batch + (n - 1,)), (np.int32, batch)]
+    h, taus, info = _call_one("gehrd", a, results, f"{{high = {n} : i32, low = 1 : i32}}")
+    return _not_ok_to_nan(info, h), _not_ok_to_nan(info, taus)
