@@ -106,7 +106,7 @@ def test_named_cuts_sync_size_limit_end_of_block_and_jit():
                 b = b * 1.5
             assert not pending(a)
             state.MAX_NODES[0] = old
-            c = xlapy.jit(lambda t: t * 2.0)(a + 1.0)       # a jitted call reads its lazy argument
+            c = xlapy.jit(lambda t: t * 2.0, donate_argnums=0)(a + 1.0)   # a donating jitted call reads it
             d = a - 1.0
         assert not pending(d)                               # leaving the block computes what is pending
     finally:
@@ -320,3 +320,19 @@ def test_an_op_with_an_unkeyable_attribute_runs_eagerly():
         y = bind("negate", [x])
         assert pending(y)
     np.testing.assert_allclose(np.asarray(y), -2.0)
+
+
+def test_a_jitted_call_on_pending_values_joins_the_graph(xlapy_backend):
+    f = xlapy.jit(lambda t, s: (xnp.sin(t) * s, xnp.sum(t)))
+    x = np.linspace(0, 1, 5, dtype=np.float32)
+    want = f(x, 3.0)
+    before = lazy.lazy_stats()
+    with xlapy.lazy():
+        t = xnp.asarray(x) * 1.0
+        out = f(t, 3.0)                                     # inlined: a call node, nothing computed yet
+        assert pending(out[0]) and pending(out[1]) and out[0].weak_type == want[0].weak_type
+        total = out[1] + 1.0
+        xlapy.sync()
+    assert stats_delta(before)["cuts"] == 1 and f.trace_count == 1
+    np.testing.assert_allclose(np.asarray(out[0]), np.asarray(want[0]), rtol=1e-6)
+    np.testing.assert_allclose(float(total), float(want[1]) + 1.0, rtol=1e-6)

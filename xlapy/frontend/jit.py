@@ -40,6 +40,8 @@ from .backend import registry_default
 from .compile_cache import CompileCache, release_freed_memory
 from .eager import build_module, clear_eager_cache
 from .lazy import clear_lazy_cache
+from .lazy import inline as lazy_inline
+from .lazy import state as lazy_state
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 from .signature import Signature, abstractify
 from .tracer import OPEN_TRACES, Trace, current_trace, thread_traces
@@ -284,6 +286,9 @@ class Jitted:
             return self._sharded.call(self, args, kwargs)
         sig, _, leaves = self._signature(args, kwargs)
         lowered, executable = self._cache.get_or_make(sig, lambda: self._compile(sig, args, kwargs))
+        if lazy_state.enabled() and self.backend is None and not (self.donate_argnums or self.donate_argnames) \
+                and lazy_inline.wants_inline(leaves):       # pending arguments: one node of the lazy graph
+            return lazy_inline.call_lowered(lowered, leaves)
         run = self._warm_call(sig, args, kwargs, leaves, lowered, executable)
         if run is not None:
             out = run(args, kwargs)
