@@ -111,15 +111,26 @@ def test_large_results_are_reused_only_once_dropped():
     assert type(third.base).__name__ == "_Pooled" and third.__array_interface__["data"][0] == address
 
 
+DOT_THEN_SUM = """HloModule dot_then_sum, replica_count=2
+""" + ADD + """
+ENTRY e {
+  a = f32[32,32] parameter(0)
+  d = f32[32,32] dot(a, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT s = f32[32,32] all-reduce(d), replica_groups={}, to_apply=add
+}
+"""
+
+
 def test_blas_is_single_threaded_while_devices_run():
     """Per-device programs are compiled single-threaded; their BLAS calls must not each start the BLAS's own
-    threads (N devices x the BLAS's threads oversubscribed the cores: a 2-device step ran ~100x slower)."""
+    threads (N devices x the BLAS's threads oversubscribed the cores: a 2-device step ran ~100x slower). A
+    module without BLAS ops leaves the BLAS alone (no cost on a collective's path)."""
     from xlapy.backends.cpu import runtime
     before = runtime.get_num_threads()
     if before is None or not runtime.set_num_threads(2):
         pytest.skip("the BLAS provider has no thread control")
     try:
-        exe = spmd.compile(everything(2), backend="cpu")
+        exe = spmd.compile(DOT_THEN_SUM, backend="cpu")
         assert exe.serial_blas
         seen = []
 
@@ -129,9 +140,11 @@ def test_blas_is_single_threaded_while_devices_run():
                 return instance(*args)
             return run
         exe._instances = [watching(inst) for inst in exe._instances]
-        outs = exe([[np.full(16, d, np.float32)] for d in range(2)])
-        np.testing.assert_array_equal(outs[0][0], np.full(16, 1, np.float32))
+        a = np.eye(32, dtype=np.float32)
+        outs = exe([[a], [2 * a]])
+        np.testing.assert_array_equal(outs[1], 5 * a)
         assert seen == [1, 1] and runtime.get_num_threads() == 2        # restored after the run
-        assert not spmd.compile(everything(2), backend="cpu", num_threads=2).serial_blas   # the JIT's own rule
+        assert not spmd.compile(DOT_THEN_SUM, backend="cpu", num_threads=2).serial_blas   # the JIT's own rule
+        assert not spmd.compile(everything(2), backend="cpu").serial_blas                  # no BLAS op
     finally:
         runtime.set_num_threads(before)

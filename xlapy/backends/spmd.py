@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import threading
 import queue
 from concurrent.futures import Future
@@ -87,11 +88,11 @@ _WORKERS = _Workers()
 class _Pooled:
     """A result buffer lent by `ResultPool`: the arrays made from it keep it alive (it is their base); when the
     last of them is gone, the buffer goes back to the pool, its pages already touched."""
+    __slots__ = ("_pool", "_raw", "__array_interface__")
 
-    def __init__(self, pool: "ResultPool", raw: np.ndarray, dims: tuple, dtype: np.dtype):
+    def __init__(self, pool: "ResultPool", raw: tuple, dims: tuple, typestr: str):
         self._pool, self._raw = pool, raw
-        self.__array_interface__ = {"data": (raw.ctypes.data, False), "shape": tuple(dims), "typestr": dtype.str,
-                                    "version": 3}
+        self.__array_interface__ = {"data": (raw[1], False), "shape": dims, "typestr": typestr, "version": 3}
 
     def __del__(self):
         self._pool.give_back(self._raw)
@@ -100,19 +101,29 @@ class _Pooled:
 class ResultPool:
     """Large result arrays of replicated runs from reused buffers: a fresh 16 MiB array costs the first touch
     of 4096 pages on every call, as much as the all-reduce that fills it. Buffers return only when the
-    arrays made from them are garbage, so results are never shared; at most LIMIT bytes are kept."""
+    arrays made from them are garbage, so results are never shared; at most LIMIT bytes are kept. A take is on
+    every call's path, so it does little: the buffers' addresses are kept with them, dtypes are looked up once."""
     MIN_BYTES = 1 << 20
     LIMIT = 1 << 29
 
     def __init__(self):
-        self._free: dict[int, list[np.ndarray]] = {}
+        self._free: dict[int, list[tuple]] = {}         # nbytes -> [(raw uint8 array, its address)]
         self._held = 0
         self._lock = threading.Lock()
+        self._dtypes: dict[Any, tuple] = {}             # dtype -> (np.dtype, typestr, itemsize) or None
+
+    def _dtype(self, dtype: Any) -> tuple | None:
+        known = self._dtypes.get(dtype, False)
+        if known is False:
+            d = np.dtype(dtype)
+            known = (d, d.str, d.itemsize) if d.kind in "biufc" and d.type.__module__ == "numpy" else None
+            self._dtypes[dtype] = known
+        return known
 
     def take(self, dims: tuple, dtype: np.dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        nbytes = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
-        if nbytes < self.MIN_BYTES or dtype.kind not in "biufc" or dtype.type.__module__ != "numpy":
+        known = self._dtype(dtype)
+        nbytes = math.prod(dims) * known[2] if known is not None else 0
+        if nbytes < self.MIN_BYTES:
             return np.empty(dims, dtype)
         with self._lock:
             free = self._free.get(nbytes)
@@ -120,14 +131,16 @@ class ResultPool:
             if raw is not None:
                 self._held -= nbytes
         if raw is None:
-            raw = np.empty(nbytes, np.uint8)
-        return np.asarray(_Pooled(self, raw, dims, dtype))
+            buffer = np.empty(nbytes, np.uint8)
+            raw = (buffer, buffer.ctypes.data)
+        return np.asarray(_Pooled(self, raw, tuple(dims), known[1]))
 
-    def give_back(self, raw: np.ndarray) -> None:
+    def give_back(self, raw: tuple) -> None:
+        nbytes = raw[0].nbytes
         with self._lock:
-            if self._held + raw.nbytes <= self.LIMIT:
-                self._free.setdefault(raw.nbytes, []).append(raw)
-                self._held += raw.nbytes
+            if self._held + nbytes <= self.LIMIT:
+                self._free.setdefault(nbytes, []).append(raw)
+                self._held += nbytes
 
 
 _RESULTS = ResultPool()
@@ -148,7 +161,9 @@ class SpmdExecutable:
         logical = {int(assignment[r, p]): (r, p) for r in range(num_replicas) for p in range(num_partitions)}
         self.logical = [logical[d] for d in self.local_ids]
         self._instances = _compile_instances(module, backend, len(self.local_ids), **options)
-        self.serial_blas = spmd_blas.wanted(backend, int(options.get("num_threads", 1)))
+        self.serial_blas = backend == "cpu" and spmd_blas.wanted(backend, int(options.get("num_threads", 1)),
+                                                                 self._instances[0].module)
+        self._assignment_key = np.ascontiguousarray(assignment, np.int64).tobytes()
         if self.spans_processes:
             from ..distributed import communicator       # noqa: PLC0415 -- MPI only when initialized
             communicator.prepare(module, num_replicas, num_partitions, assignment)
@@ -173,6 +188,8 @@ class SpmdExecutable:
         run_id = next(_RUN_IDS)
         contexts = [rendezvous.DeviceContext(d, r, p, self.num_replicas, self.num_partitions, self.assignment,
                                              comm, run_id) for d, (r, p) in zip(self.local_ids, self.logical)]
+        for ctx in contexts:
+            ctx.__dict__["_assignment_key"] = self._assignment_key       # (its cache key, made once)
         blas = spmd_blas.serial() if self.serial_blas else contextlib.nullcontext()
         with self._lock, blas:      # one run at a time: the instances and their scratch belong to it
             if n == 1:

@@ -9,7 +9,8 @@ matmul on other threads meanwhile is single-threaded too, as it is around the GE
 
 | per-device num_threads | BLAS during the run |
 |---|---|
-| 1 (the default) | single-threaded (`serial()` brackets the run) |
+| 1 (the default), the module has an op that may call the BLAS (BLAS_OPCODES) | single-threaded (`serial()` brackets the run) |
+| 1, no such op | untouched (the bracket costs two locked calls per run: nothing to pay for on a collective's path) |
 | > 1 | the JIT's own rule (it already brackets each GEMM it splits) |
 | no thread control (a BLAS without one) | unchanged |
 """
@@ -39,10 +40,20 @@ def _serial_function() -> Callable[[int], None] | None:
         return _serial_fn if available else None
 
 
-def wanted(backend: str, num_threads: int) -> bool:
+# ops the CPU backend may lower to BLAS / LAPACK calls (dots, convolutions rewritten as dots, linalg)
+BLAS_OPCODES = frozenset({"dot", "convolution", "custom-call", "triangular-solve", "cholesky", "fft"})
+
+
+def uses_blas(module) -> bool:
+    return any(inst.opcode in BLAS_OPCODES for comp in module.computations for inst in comp.instructions)
+
+
+def wanted(backend: str, num_threads: int, module=None) -> bool:
     """Whether a run of per-device programs compiled for `backend` with `num_threads` brackets itself (called
-    at compile time)."""
-    return backend == "cpu" and num_threads <= 1 and _serial_function() is not None
+    at compile time; `module`: the optimized module, when known)."""
+    if backend != "cpu" or num_threads > 1 or (module is not None and not uses_blas(module)):
+        return False
+    return _serial_function() is not None
 
 
 @contextlib.contextmanager
@@ -59,4 +70,4 @@ def serial() -> Iterator[None]:
         fn(0)
 
 
-__all__ = ["serial", "wanted"]
+__all__ = ["BLAS_OPCODES", "serial", "uses_blas", "wanted"]

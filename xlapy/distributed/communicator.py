@@ -29,6 +29,7 @@ import pickle
 import threading
 import time
 import zlib
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -89,6 +90,7 @@ def _communicator(world_comm, group: tuple):
     return comm
 
 
+@lru_cache(maxsize=256)
 def _op(MPI, reducer: str, dtype: np.dtype):
     logical = np.dtype(dtype) == np.bool_
     table = {"add": MPI.LOR if logical else MPI.SUM, "multiply": MPI.LAND if logical else MPI.PROD,
@@ -96,6 +98,17 @@ def _op(MPI, reducer: str, dtype: np.dtype):
              "and": MPI.LAND if logical else MPI.BAND, "or": MPI.LOR if logical else MPI.BOR,
              "xor": MPI.LXOR if logical else MPI.BXOR}
     return table[reducer]
+
+
+@lru_cache(maxsize=4096)
+def _route_of(group: tuple, rank: int, counts: tuple) -> str:
+    """"local" (every device here), "mpi" (one device per process: one MPI collective) or "gathered" (several
+    devices in some process: each process's devices meet here, its first one exchanges them all). `counts`:
+    every process's device count (part of the key: a later initialize() may change the devices)."""
+    owners = [_devices.owner(d) for d in group]
+    if all(o == rank for o in owners):
+        return "local"
+    return "mpi" if len(set(owners)) == len(owners) else "gathered"
 
 
 _MPI_KINDS = {np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
@@ -108,7 +121,7 @@ class MpiCommunicator:
     def __init__(self):
         self.local = rendezvous.Rendezvous()
         self.MPI, self.world = world()
-        self.rank = self.world.Get_rank()
+        self.rank = _devices.process_index()        # MPI's rank (initialize() set it)
 
     # the generic meeting (local groups only)
     def meet(self, key, group, device, value, compute, what, after=None):
@@ -125,12 +138,7 @@ class MpiCommunicator:
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _route(self, group) -> str:
-        """"local" (every device here), "mpi" (one device per process: one MPI collective) or "gathered"
-        (several devices in some process: each process's devices meet here, its first one exchanges them all)."""
-        owners = [_devices.owner(d) for d in group]
-        if all(o == self.rank for o in owners):
-            return "local"
-        return "mpi" if len(set(owners)) == len(owners) else "gathered"
+        return _route_of(tuple(group), self.rank, _devices._counts())
 
     def _gathered(self, spec, ctx, group, operands, outs):
         """Any collective of a group with several devices in a process: the process's devices of the group meet
@@ -214,7 +222,8 @@ class MpiCommunicator:
         comm = self._comm(group)
         results = []
         for k, x in enumerate(operands):
-            x = np.ascontiguousarray(x)
+            if type(x) is not np.ndarray or not x.flags.c_contiguous:
+                x = np.ascontiguousarray(x)
             if x.dtype in _MPI_KINDS and spec.reducer is not None:
                 out = self._out(outs, k, x.shape, x.dtype)
                 self._wait([comm.Iallreduce(x, out, _op(self.MPI, spec.reducer, x.dtype))], spec, group, x.nbytes)

@@ -224,12 +224,15 @@ def _ragged(values: list[list[np.ndarray]], rank: int) -> np.ndarray:
     return result
 
 
+_METHODS = {f: f.replace("-", "_") for f in set(groups_of.FAMILY.values())}    # a communicator's method per family
+
+
 def run(spec: Spec, operands: list[np.ndarray], outs: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """The results (one per result leaf) of `spec` for this thread's device. outs: buffers to write them into."""
     ctx = rendezvous.current()
     group = group_for(spec, ctx)
     family = spec.family
-    fast = getattr(ctx.communicator, family.replace("-", "_"), None)
+    fast = getattr(ctx.communicator, _METHODS.get(family) or family.replace("-", "_"), None)
     if fast is not None:            # an MPI communicator's own collective (None: the group is in this process)
         done = fast(spec, ctx, group, operands, outs)
         if done is not None:
