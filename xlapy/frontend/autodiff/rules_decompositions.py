@@ -16,6 +16,8 @@ The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their tra
                   tangent holds R' on and above h's diagonal and the coordinates Qf^T Q' below it (Qf the full
                   orthogonal factor, m x m), which orgqr's rule turns back into Q' (the two rules share this
                   convention; orgqr on any other h is not differentiable)
+  geev            eigenvalues only (as JAX): w_j' = vl_j^H a' vr_j / (vl_j^H vr_j) with a second geev computing
+                  both eigenvector sets (JAX's diag(vr^-1 a' vr)); eigenvector derivatives are an AutodiffError
 Complex decompositions have no rules yet (AutodiffError).
 """
 from __future__ import annotations
@@ -602,11 +604,56 @@ def _host_callback(b, inst, _):
                      "gradients.")
 
 
+# -- geev (real matrices; eigenvalues only) ------------------------------------------------------------------------
+def _geev_vectors(b: Emitter, inst: Instruction):
+    """(conj(vl), vr, c, complex type): both eigenvector sets of the operand (a second geev computing both) and
+    c_j = vl_j^H vr_j."""
+    if inst.operands[0].shape.ptype.is_complex:
+        raise AutodiffError(f"differentiation of {_what(inst)} on complex values is not supported yet "
+                            f"(instruction {inst.name})")
+    c = _config(inst)
+    if "V" in (c.get("compute_left", "N"), c.get("compute_right", "V")):
+        raise AutodiffError("derivatives of non-symmetric eigenvectors are not supported (JAX's: only valid under "
+                            "assumptions on the input it cannot check; see jax-ml/jax#2748); differentiate the "
+                            f"eigenvalues alone (eigvals) (instruction {inst.name})")
+    a = inst.operands[0]
+    ct = inst.shape.tuple_shapes[2].element_type
+    attrs = dict(inst.attrs)
+    attrs["backend_config"] = "{compute_left = 86 : ui8, compute_right = 86 : ui8}"
+    full = b.emit("custom-call", [a], attrs, shape=inst.shape, name="eig.vectors")
+    vlc, vr = _conj(b, b.gte(full, 2)), b.gte(full, 3)
+    return vlc, vr, b.reduce_sum(b.mul(vlc, vr), [vr.shape.rank - 2]), ct
+
+
+def _conj(b: Emitter, x: Instruction) -> Instruction:
+    return b.emit("complex", [b.emit("real", [x]), b.neg(b.emit("imag", [x]))])
+
+
+def _geev_jvp(b, inst, ts):
+    """w_j' = vl_j^H a' vr_j / (vl_j^H vr_j) (JAX's diag(vr^-1 a' vr) for distinct eigenvalues)."""
+    (t,) = ts
+    vlc, vr, c, ct = _geev_vectors(b, inst)
+    dw = b.div(diag_part(b, mm(b, mm(b, T(b, vlc), b.convert(t, ct)), vr)), c)
+    return _tuple_tangent(b, inst, {0: b.emit("real", [dw]), 1: b.emit("imag", [dw])})
+
+
+def _geev_vjp(b, inst, ct):
+    """a_bar = Re(conj(vl) diag(conj(g) / c) vr^T), g = wr_bar + i wi_bar: the transpose of the JVP."""
+    wr_bar, wi_bar = _parts(b, ct, inst.shape)[:2]
+    if wr_bar is None and wi_bar is None:
+        return [None]
+    vlc, vr, c, _ = _geev_vectors(b, inst)
+    zero = b.zeros(inst.shape.tuple_shapes[0])
+    g = b.emit("complex", [wr_bar if wr_bar is not None else zero, wi_bar if wi_bar is not None else zero])
+    inner = b.div(_conj(b, g), c)
+    return [b.emit("real", [mm(b, scale_cols(b, vlc, inner), T(b, vr))])]
+
+
 # -- the custom-call sub-table ----------------------------------------------------------------------------------------
 CUSTOM_CALL_JVP = {"syevd": _syevd_jvp, "gesdd": _svd_jvp, "getrf": _getrf_jvp, "geqrf": _geqrf_jvp,
-                   "orgqr": _orgqr_jvp, "xlapy_host_callback": _host_callback}
+                   "orgqr": _orgqr_jvp, "geev": _geev_jvp, "xlapy_host_callback": _host_callback}
 CUSTOM_CALL_VJP = {"syevd": _syevd_vjp, "gesdd": _svd_vjp, "getrf": _getrf_vjp, "geqrf": _geqrf_vjp,
-                   "orgqr": _orgqr_vjp, "xlapy_host_callback": _host_callback}
+                   "orgqr": _orgqr_vjp, "geev": _geev_vjp, "xlapy_host_callback": _host_callback}
 _COMPLEX_NAMES = {"heevd": "syevd", "ungqr": "orgqr"}
 
 

@@ -1,0 +1,51 @@
+"""Derivatives of the eigenvalues of real non-symmetric matrices (the geev custom-call's rules in
+frontend/autodiff/rules_decompositions.py) against JAX 0.10.2's (eig_grad_data/, from
+tools/gen_eig_grad_data.py): jvp of jnp.linalg.eigvals (matched eigenvalue by eigenvalue: LAPACK builds may order
+them differently) and the gradient of a real function of them; eigenvector derivatives are an error, as in JAX."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xlapy
+from xlapy import numpy as xnp
+from xlapy.frontend.autodiff.rules_common import AutodiffError
+
+DATA = np.load(Path(__file__).parent / "eig_grad_data" / "eig_grads.npz")
+KEYS = [str(k) for k in DATA["__keys__"]]
+
+
+@pytest.fixture
+def x64():
+    old = xlapy.config.enable_x64
+    yield lambda on: xlapy.config.update("jax_enable_x64", on)
+    xlapy.config.update("jax_enable_x64", old)
+
+
+def loss(x):
+    w = xnp.linalg.eigvals(x)
+    return xnp.sum(xnp.real(w) ** 3 + xnp.imag(w) ** 2 * xnp.real(w))
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_eigvals_derivatives_match_jax(key, x64):
+    a, t = DATA[f"{key}.a"], DATA[f"{key}.t"]
+    x64(a.dtype == np.float64)
+    tol = 1e-9 if a.dtype == np.float64 else 2e-4
+    w, dw = (np.asarray(v) for v in xlapy.jit(lambda x, t: xlapy.jvp(xnp.linalg.eigvals, (x,), (t,)))(a, t))
+    want_w, want_dw = DATA[f"{key}.w"], DATA[f"{key}.jvp"]
+    assert dw.dtype == want_dw.dtype and dw.shape == want_dw.shape
+    order = np.argmin(np.abs(w[..., :, None] - want_w[..., None, :]), axis=-1)      # got j is want order[j]
+    np.testing.assert_allclose(w, np.take_along_axis(want_w, order, -1), rtol=tol, atol=tol)
+    np.testing.assert_allclose(dw, np.take_along_axis(want_dw, order, -1), rtol=10 * tol, atol=10 * tol)
+    g = np.asarray(xlapy.jit(xlapy.grad(loss))(a))
+    np.testing.assert_allclose(g, DATA[f"{key}.grad"], rtol=10 * tol, atol=10 * tol)
+
+
+@pytest.mark.backends("cpu", reason="an error raised while tracing: the backend does not matter")
+def test_eigenvector_derivatives_are_an_error():
+    a = DATA["f32.a"]
+    with pytest.raises(AutodiffError, match="eigenvectors"):
+        xlapy.jvp(lambda x: xnp.linalg.eig(x)[0], (a,), (a,))
