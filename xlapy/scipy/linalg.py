@@ -5,8 +5,8 @@ lu_solve, qr (modes full, economic, r), eigh (standard problem), svd, inv, solve
 expm (scaling and squaring with a degree-13 Padé approximant), block_diag; JAX's special matrices (toeplitz,
 hankel, circulant, leslie, companion, fiedler, fiedler_companion, convolution_matrix, hilbert, invhilbert, pascal,
 invpascal, helmert, hadamard, dft); polar (through the SVD), qr_multiply, expm_frechet (the JVP of expm, as JAX)
-eigh_tridiagonal (JAX's Sturm-count bisection) and solve_sylvester (method 'eigen' as JAX; 'schur' through
-the Kronecker system, see there). `overwrite_*` and `check_finite` are accepted and ignored, as
+eigh_tridiagonal (JAX's Sturm-count bisection) and solve_sylvester (JAX's methods: 'schur', Bartels-Stewart,
+and 'eigen'). `overwrite_*` and `check_finite` are accepted and ignored, as
 in JAX. schur, hessenberg, rsf2csf, sqrtm and funm (over LAPACK's gees / gehrd) are in linalg_schur.py.
 """
 from __future__ import annotations
@@ -630,10 +630,9 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a", sel
 def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
     """X with A X + X B = C; NaN where some eigenvalue pair has |lambda_A + lambda_B| < tol (as JAX).
 
-    method='eigen' is JAX's: diagonalize A and B with eig. method='schur' (JAX's default, Bartels-Stewart over
-    LAPACK's gees) is computed here by solving the Kronecker system (I (x) A + B^T (x) I) vec(X) = vec(C), which
-    has the same unique solution: xlapy has no Schur decomposition yet, and the system is m n x m n, so this is
-    for small matrices."""
+    Both methods are JAX's: 'eigen' diagonalizes A and B with eig; 'schur' (the default) is Bartels-Stewart:
+    complex Schur forms A = U R U^H, B^H = V S V^H, then R Y + Y S^H = U^H C V by a scan over Y's entries from
+    the bottom-right corner, X = U Y V^H."""
     A, B, C = _inexact(A, B, C)
     m, n = aval(C).shape[-2:]
     if aval(A).shape[-2:] != (m, m) or aval(B).shape[-2:] != (n, n):
@@ -651,10 +650,10 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
             Y = F / (RA[:, None] + RB[None, :])
             X = UA[:m, :m] @ Y[:m, :n] @ inv(UB)[:n, :n]
         else:
-            dt = aval(C).dtype
-            K = jnp.kron(jnp.eye(n, dtype=dt), A) + jnp.kron(B.T, jnp.eye(m, dtype=dt))
-            x = jnp.linalg.solve(K, C.T.reshape(m * n))          # vec stacks columns
-            X = x.reshape(n, m).T
+            R, U = schur(A, output="complex")
+            S, V = schur(jnp.conj(B).T, output="complex")
+            F = jnp.conj(U).T @ C.astype(aval(R).dtype) @ V
+            X = U @ _sylvester_triangular(R, jnp.conj(S).T, F) @ jnp.conj(V).T
         if real_c:
             X = jnp.real(X)
         near = jnp.any(jnp.abs(jnp.linalg.eigvals(A)[:, None] + jnp.linalg.eigvals(B)[None, :]) < tol)
@@ -663,3 +662,20 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
 
 
 from .linalg_schur import funm, hessenberg, rsf2csf, schur, sqrtm  # noqa: E402,F401
+
+
+def _sylvester_triangular(R, S, F):
+    """Y with R Y + Y S = F for upper triangular R and lower triangular S (JAX's scan from the last entry)."""
+    m, n = aval(F).shape
+    zero = jnp.zeros((), aval(F).dtype)
+
+    def step(Y_flat, idx):
+        i, j = idx // n, idx % n
+        Y = Y_flat.reshape((m, n))
+        row = jnp.sum(jnp.where(jnp.arange(m) > i, R[i, :] * Y[:, j], zero))
+        col = jnp.sum(jnp.where(jnp.arange(n) > j, Y[i, :] * S[:, j], zero))
+        val = (F[i, j] - (row + col)) / (R[i, i] + S[j, j])
+        return Y_flat.at[i * n + j].set(val), None
+
+    Y_flat, _ = lax.scan(step, jnp.zeros((m * n,), aval(F).dtype), jnp.arange(m * n - 1, -1, -1))
+    return Y_flat.reshape((m, n))
