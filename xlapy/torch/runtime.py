@@ -44,9 +44,12 @@ class CompiledGraph:
             exe = self.compiled.executable
             self._call = getattr(exe, "fast_call", None) or exe
         self._n_out = len(g.out_specs)
-        self._casts = [(i, s.dtype if s.dtype != _np(s.torch_dtype) else None) for i, s in enumerate(g.inputs)
-                       if isinstance(s, TensorSpec)]
-        self._back = [s.torch_dtype if _np(s.torch_dtype) != s.dtype else None for s in g.out_specs]
+        self._casts = [(i, s.dtype if s.dtype != _np(s.torch_dtype) else None, s.permutation)
+                       for i, s in enumerate(g.inputs) if isinstance(s, TensorSpec)]
+        self._permuted: dict[int, tuple] = {}      # input index -> (data_ptr, _version, permuted copy)
+        self._back = [(s.torch_dtype if _np(s.torch_dtype) != s.dtype else None,
+                       None if s.permutation is None else tuple(np.argsort(s.permutation).tolist()))
+                      for s in g.out_specs]
         self.compile_seconds = time.perf_counter() - start
 
     def as_text(self) -> str:
@@ -60,8 +63,11 @@ class CompiledGraph:
                 raise TranslationError("<graph>", f"compiled for the size {value} at input {i}, called with "
                                        f"{args[i]}")
         arrays = []
-        for i, cast in self._casts:
-            a = np.from_dlpack(_plain(args[i]))
+        for i, cast, perm in self._casts:
+            t = args[i]
+            if perm is not None:
+                t = self._permute(i, t, perm)
+            a = np.from_dlpack(_plain(t))
             arrays.append(a if cast is None else a.astype(cast))
         key = _draw_key() if g.uses_rng else _KEY_SPEC
         tensors = args[:]
@@ -70,11 +76,25 @@ class CompiledGraph:
         if self._n_out == 1:
             out = (out,)
         results = []
-        for o, back in zip(out, self._back):
+        for o, (back, perm) in zip(out, self._back):
             t = torch.from_dlpack(o)
-            results.append(t if back is None else t.to(back))
+            if back is not None:
+                t = t.to(back)
+            results.append(t if perm is None else t.permute(*perm))
         return [results[v] if kind == "computed" else tensors[v] if kind == "input" else v
                 for kind, v in g.outputs]
+
+
+    def _permute(self, i: int, t: torch.Tensor, perm: tuple) -> torch.Tensor:
+        """`t` permuted and made contiguous, reused while `t` holds the same data (in-place updates such as an
+        optimizer step bump its version counter)."""
+        key = (t.data_ptr(), t._version, tuple(t.shape))
+        cached = self._permuted.get(i)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        out = t.detach().permute(*perm).contiguous()
+        self._permuted[i] = (key, out)
+        return out
 
 
 def _np(dtype: torch.dtype) -> np.dtype:

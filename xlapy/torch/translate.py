@@ -52,6 +52,47 @@ class TensorSpec:
     shape: tuple[int, ...]
     torch_dtype: torch.dtype
     dtype: np.dtype               # what xlapy computes it in
+    permutation: tuple[int, ...] | None = None     # the input crosses as tensor.permute(*permutation)
+
+
+# A 2-d convolution's weight (O, I, H, W) crosses as (H, W, I, O), the layout of the CPU convolution kernel
+# (passes/conv_canonicalization.py): the graph transposes it back, and that transpose cancels against the
+# canonicalization's, so no transpose of the weight runs per call. The runtime caches the permuted copy while the
+# weight is unchanged (tensor._version), so inference permutes each weight once.
+CONV_WEIGHT_LAYOUT = (2, 3, 1, 0)
+# a weight gradient leaves in the kernel's layout too, (H, W, I, O). (Its own layout, (I, H, W, O), would spare
+# one transpose, but xlapy's convolution writing that layout is slower than the transpose: measured.)
+WEIGHT_GRAD_LAYOUT = CONV_WEIGHT_LAYOUT
+_CONV_OPS = {"aten.convolution.default": 1, "aten.convolution_backward.default": 2}
+
+
+def _is_conv_weight_grad(node: torch.fx.Node) -> bool:
+    """A graph output that is the weight gradient of a 2-d convolution_backward: it leaves as WEIGHT_GRAD_LAYOUT
+    and the runtime hands PyTorch a permuted view, (O, I, H, W) again, without a transpose in xlapy."""
+    if node.target is not operator.getitem or node.args[1] != 1:
+        return False
+    src = node.args[0]
+    meta = _meta(node)
+    return (isinstance(src, torch.fx.Node) and src.op == "call_function"
+            and op_name(src.target) == "aten.convolution_backward.default" and not src.args[7]
+            and isinstance(meta, torch.Tensor) and meta.dim() == 4)
+
+
+def _conv_weight_only(node: torch.fx.Node) -> bool:
+    """Whether every use of `node` is as the weight of a non-transposed 2-d convolution (or its backward)."""
+    if not any(u.op == "call_function" for u in node.users):
+        return False
+    for user in node.users:
+        if user.op == "output":         # passed through: the runtime returns the torch tensor itself
+            continue
+        slot = _CONV_OPS.get(op_name(user.target)) if user.op == "call_function" else None
+        if slot is None or len(user.args) <= slot or user.args[slot] is not node:
+            return False
+        transposed = user.args[6] if slot == 1 else user.args[7]
+        if transposed or any(a is node for i, a in enumerate(user.args) if i != slot):
+            return False
+    meta = _meta(node)
+    return isinstance(meta, torch.Tensor) and meta.dim() == 4
 
 
 def tensor_spec(value: Any, where: str) -> TensorSpec:
@@ -98,6 +139,10 @@ def graph_function(gm: torch.fx.GraphModule, example_inputs: list | None = None)
     examples = list(example_inputs) if example_inputs is not None else [None] * len(placeholders)
     metas = [_meta(n) if _meta(n) is not None else ex for n, ex in zip(placeholders, examples)]
     inputs = [m if _is_int(m) else tensor_spec(m, f"input {n.name}") for n, m in zip(placeholders, metas)]
+    for k, (n, spec) in enumerate(zip(placeholders, inputs)):
+        if isinstance(spec, TensorSpec) and _conv_weight_only(n):
+            inputs[k] = TensorSpec(tuple(spec.shape[d] for d in CONV_WEIGHT_LAYOUT), spec.torch_dtype, spec.dtype,
+                                   CONV_WEIGHT_LAYOUT)
     position = {n: i for i, n in enumerate(placeholders)}
     tensor_inputs = [n for n, spec in zip(placeholders, inputs) if isinstance(spec, TensorSpec)]
     constants = {n: spec for n, spec in zip(placeholders, inputs) if not isinstance(spec, TensorSpec)}
@@ -109,18 +154,26 @@ def graph_function(gm: torch.fx.GraphModule, example_inputs: list | None = None)
         elif isinstance(r, torch.fx.Node):
             outputs.append(("computed", len(computed_nodes)))
             computed_nodes.append(r)
-            out_specs.append(tensor_spec(_meta(r), f"output {r.name}"))
+            spec = tensor_spec(_meta(r), f"output {r.name}")
+            if _is_conv_weight_grad(r):
+                spec = TensorSpec(tuple(spec.shape[d] for d in WEIGHT_GRAD_LAYOUT), spec.torch_dtype, spec.dtype,
+                                  WEIGHT_GRAD_LAYOUT)
+            out_specs.append(spec)
         else:
             outputs.append(("const", r))
     uses_rng = any(n.op == "call_function" and op_name(n.target) in RANDOM for n in graph.nodes)
 
     def fn(key, *arrays):
         env = dict(zip(tensor_inputs, arrays))
+        for n, spec in zip(placeholders, inputs):
+            if isinstance(spec, TensorSpec) and spec.permutation is not None:
+                env[n] = jnp.transpose(env[n], tuple(np.argsort(spec.permutation)))
         env.update(constants)
         for i, node in enumerate(graph.nodes):
             if node.op == "call_function":
                 env[node] = _run_node(node, env, key, i)
-        return [_read(env[n]) for n in computed_nodes]
+        return [_read(env[n]) if spec.permutation is None else jnp.transpose(_read(env[n]), spec.permutation)
+                for n, spec in zip(computed_nodes, out_specs)]
 
     return GraphFunction(fn, inputs, outputs, out_specs, uses_rng)
 
