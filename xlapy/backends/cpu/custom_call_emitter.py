@@ -4,7 +4,7 @@
 |---|---|---|
 | Qr | Householder QR in LAPACK's compact form (XLA's QrExpander semantics) | qr_emitter.qr (geqrf) |
 | ProductOfElementaryHouseholderReflectors | Q from the compact form | qr_emitter.householder_product (orgqr/ungqr) |
-| lapack_{s,d,c,z}{potrf,trsm,geqrf,orgqr/ungqr,syevd/heevd,getrf,gesdd,gtsv,geev}_ffi | JAX's CPU linear algebra | lapack_ffi_emitter.TARGETS (LAPACK calls) |
+| lapack_{s,d,c,z}{potrf,trsm,geqrf,orgqr/ungqr,syevd/heevd,getrf,gesdd,gtsv,geev,gees,gehrd}_ffi | JAX's CPU linear algebra | lapack_ffi_emitter.TARGETS (LAPACK calls) |
 | SliceToDynamic | XLA's marker: a padded buffer and sizes as a dynamic-shaped result | a copy of the data |
 | PadToStatic | the inverse: a dynamic value as (padded data, size per dimension) | the data, each dimension's bound |
 | xlapy_host_callback | a Python function on the host (pure_callback) | host_callback_emitter.emit (a ctypes trampoline) |
