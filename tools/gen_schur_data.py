@@ -42,7 +42,7 @@ CASES = sum([
     case("rsf2csf", "rsf2csf", [T_RSF, Z_RSF]),
     case("sqrtm", "sqrtm", [SPD]),
     case("sqrtm_general", "sqrtm", [A4], x64=(True,)),
-    case("funm_exp", "funm", [A4], func="exp"),
+    case("funm_exp", "funm", [A4], func="exp", x64=(False,)),
     case("funm_log", "funm", [A4], func="log", x64=(True,)),
     case("funm_err", "funm", [SPD], {"disp": False}, func="exp", x64=(True,)),
 ], [])
