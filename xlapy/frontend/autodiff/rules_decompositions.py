@@ -8,7 +8,8 @@ The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their tra
                   diagonal; VJP: S_bar = L^-T Phi(L^T L_bar) L^-1, folded back onto the lower triangle
   triangular-solve x' = op(T)^-1 (b' - op(T') x) (left; right likewise); VJP: b_bar = op(T)^-T x_bar,
                   a_bar = -(b_bar x^T) on T's triangle (transposed for op = T)
-  syevd/heevd     w' = diag(V^T S' V), V' = V (F o V^T S' V), F_ij = 1/(w_j - w_i) off the diagonal
+  syevd/heevd     w' = Re diag(V^H S' V), V' = V (F o V^H S' V), F_ij = 1/(w_j - w_i) off the diagonal, S' the
+                  Hermitian matrix the op reads from a''s triangle (heevd: complex, the VJP by JAX's convention)
   gesdd           JAX's svd_jvp_rule (reduced, or full for square matrices; mode N computes U and V with a
                   second, reduced gesdd); the VJP is its transpose
   getrf           JAX's lu_jvp_rule: L^-1 P a' U^-1 split into L' and U'; P from the pivots (a counted loop)
@@ -18,7 +19,7 @@ The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their tra
                   convention; orgqr on any other h is not differentiable)
   geev            eigenvalues only (as JAX): w_j' = vl_j^H a' vr_j / (vl_j^H vr_j) with a second geev computing
                   both eigenvector sets (JAX's diag(vr^-1 a' vr)); eigenvector derivatives are an AutodiffError
-Complex decompositions have no rules yet (AutodiffError).
+The other complex decompositions have no rules yet (AutodiffError).
 """
 from __future__ import annotations
 
@@ -245,33 +246,60 @@ def _eig_f(b, w, like):
     return _safe_reciprocal(b, b.sub(wj, wi))
 
 
+def _cj(b: Emitter, x: Instruction) -> Instruction:
+    """conj(x) for complex x, x itself for real."""
+    return _conj(b, x) if x.shape.ptype.is_complex else x
+
+
+def _herm(b: Emitter, t: Instruction, lower: bool) -> Instruction:
+    """The Hermitian matrix a reader of t's lower (upper) triangle sees (sym_lower/sym_upper when real)."""
+    part = tril(b, t, -1) if lower else triu(b, t, 1)
+    return b.add(b.add(part, _cj(b, T(b, part))), diag_only(b, t))
+
+
+def _herm_adjoint(b: Emitter, y: Instruction, lower: bool) -> Instruction:
+    """The transpose of _herm (JAX's convention: no conjugation of the cotangent itself)."""
+    other = _cj(b, T(b, y))
+    return b.add(tril(b, y), tril(b, other, -1)) if lower else b.add(triu(b, y), triu(b, other, 1))
+
+
+def _eig_f_as(b, w, like):
+    """_eig_f for real eigenvalues w, in like's element type (complex for heevd)."""
+    real_shape = Shape.array(w.shape.element_type, like.shape.dims)
+    nb = len(like.shape.dims) - 2
+    bd = list(range(nb))
+    wj, wi = b.broadcast(w, bd + [nb + 1], real_shape), b.broadcast(w, bd + [nb], real_shape)
+    return b.convert(_safe_reciprocal(b, b.sub(wj, wi)), like.shape.element_type)
+
+
 def _syevd_jvp(b, inst, ts):
-    _real_only(inst)
+    """Also heevd: M = V^H S' V, w' = Re diag(M), V' = V (F o M)."""
     (t,) = ts
     lower = _config(inst).get("uplo", "L") == "L"
     v, w = b.gte(inst, 0), b.gte(inst, 1)
-    s = sym_lower(b, t) if lower else sym_upper(b, t)
-    m = mm(b, mm(b, T(b, v), s), v)
+    m = mm(b, mm(b, _cj(b, T(b, v)), _herm(b, t, lower)), v)
     dw = diag_part(b, m)
-    dv = mm(b, v, b.mul(_eig_f(b, w, m), m))
+    if dw.shape.ptype.is_complex:
+        dw = b.emit("real", [dw])
+    dv = mm(b, v, b.mul(_eig_f_as(b, w, m), m))
     return _tuple_tangent(b, inst, {0: dv, 1: dw})
 
 
 def _syevd_vjp(b, inst, ct):
-    _real_only(inst)
+    """The JVP's transpose: M_bar = F o (V^T V_bar) + diag(w_bar), S_bar = conj(V) M_bar V^T."""
     lower = _config(inst).get("uplo", "L") == "L"
     v_bar, w_bar, _ = _parts(b, ct, inst.shape)
     v, w = b.gte(inst, 0), b.gte(inst, 1)
     inner = None
     if v_bar is not None:
-        inner = b.mul(_eig_f(b, w, v), mm(b, T(b, v), v_bar))
+        inner = b.mul(_eig_f_as(b, w, v), mm(b, T(b, v), v_bar))
     if w_bar is not None:
-        d = embed_diag(b, w_bar, v)
+        d = embed_diag(b, b.convert(w_bar, v.shape.element_type), v)
         inner = d if inner is None else b.add(inner, d)
     if inner is None:
         return [None]
-    y = mm(b, mm(b, v, inner), T(b, v))
-    return [sym_lower_adjoint(b, y) if lower else sym_upper_adjoint(b, y)]
+    y = mm(b, mm(b, _cj(b, v), inner), T(b, v))
+    return [_herm_adjoint(b, y, lower)]
 
 
 # -- gesdd --------------------------------------------------------------------------------------------------------
