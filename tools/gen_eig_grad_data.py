@@ -1,13 +1,13 @@
 """Regenerates tests/frontend/eig_grad_data/eig_grads.npz: JAX's derivatives of jnp.linalg.eigvals (the geev
 custom-call's eigenvalue JVP, and the gradient of a real function of the eigenvalues) on real matrices with
 real and complex-conjugate eigenvalues, and of a real function of a complex Hermitian eigh (heevd: eigenvalues
-and eigenvectors) built from two real matrices, for tests/frontend/test_linalg_eig_grads.py (which needs no JAX).
+and eigenvectors) and of a complex matrix's eigvals (geev on complex input), built from two real matrices, for tests/frontend/test_linalg_eig_grads.py (which needs no JAX).
 
     .venv-models/bin/python tools/gen_eig_grad_data.py
 
 Per case KEY: `KEY.a`, `KEY.t` (the tangent), `KEY.jvp`, `KEY.grad`; "__keys__" lists the cases. Per
 Hermitian case KEY: `KEY.x`, `KEY.y`, `KEY.tx`, `KEY.ty`, `KEY.value`, `KEY.jvp`, `KEY.gx`, `KEY.gy`
-("__herm__" lists them).
+("__herm__" lists them; the `ceig_*` ones are eigvals of x + i y).
 """
 from __future__ import annotations
 
@@ -28,13 +28,20 @@ def loss(jnp, x):
 
 
 HERM = {"herm_f32": (rs.randn(3, 3).astype(np.float32), rs.randn(3, 3).astype(np.float32)),
-        "herm_batch_f64": (rs.randn(2, 4, 4), rs.randn(2, 4, 4))}
+        "herm_batch_f64": (rs.randn(2, 4, 4), rs.randn(2, 4, 4)),
+        "ceig_f32": (rs.randn(3, 3).astype(np.float32), rs.randn(3, 3).astype(np.float32))}
 
 
 def herm_loss(jnp, lax, x, y):
     """Eigenvalues and (phase-free) eigenvector moduli of the Hermitian matrix x + i y symmetrized."""
     w, v = jnp.linalg.eigh(lax.complex(x, y))
     return jnp.sum(w ** 2) + jnp.sum(jnp.abs(v[..., 0, :]) ** 2 * w)
+
+
+def ceig_loss(jnp, lax, x, y):
+    """The eigenvalues of the complex matrix x + i y (geev on complex input)."""
+    w = jnp.linalg.eigvals(lax.complex(x, y))
+    return jnp.sum(jnp.real(w) ** 3 + jnp.imag(w) ** 2 * jnp.real(w))
 
 
 def main():
@@ -48,8 +55,9 @@ def main():
         arrays[f"{key}.w"], arrays[f"{key}.jvp"] = (np.asarray(v) for v in jax.jvp(jnp.linalg.eigvals, (a,), (t,)))
         arrays[f"{key}.grad"] = np.asarray(jax.grad(lambda x: loss(jnp, x))(a))
     arrays["__keys__"] = np.asarray(list(CASES))
-    f = lambda x, y: herm_loss(jnp, jax.lax, x, y)          # noqa: E731
     for key, (x, y) in HERM.items():
+        loss_fn = ceig_loss if key.startswith("ceig") else herm_loss
+        f = lambda x, y, g=loss_fn: g(jnp, jax.lax, x, y)          # noqa: E731
         tx, ty = rs.randn(*x.shape).astype(x.dtype), rs.randn(*x.shape).astype(x.dtype)
         value, tangent = jax.jvp(f, (x, y), (tx, ty))
         gx, gy = jax.grad(f, argnums=(0, 1))(x, y)

@@ -2,7 +2,7 @@
 frontend/autodiff/rules_decompositions.py) against JAX 0.10.2's (eig_grad_data/, from
 tools/gen_eig_grad_data.py): jvp of jnp.linalg.eigvals (matched eigenvalue by eigenvalue: LAPACK builds may order
 them differently) and the gradient of a real function of them; eigenvector derivatives are an error, as in JAX;
-and the complex Hermitian eigh's (heevd) inside a real function."""
+and the complex Hermitian eigh's (heevd) and a complex matrix's eigvals inside a real function."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -57,14 +57,21 @@ def herm_loss(x, y):
     return xnp.sum(w ** 2) + xnp.sum(xnp.abs(v[..., 0, :]) ** 2 * w)
 
 
+def ceig_loss(x, y):
+    w = xnp.linalg.eigvals(xlapy.lax.complex(x, y))
+    return xnp.sum(xnp.real(w) ** 3 + xnp.imag(w) ** 2 * xnp.real(w))
+
+
 @pytest.mark.parametrize("key", [str(k) for k in DATA["__herm__"]])
 def test_complex_eigh_derivatives_match_jax(key, x64):
-    """heevd's rules: a real function of the eigenvalues and eigenvector moduli of a complex Hermitian matrix."""
+    """heevd's rules: a real function of the eigenvalues and eigenvector moduli of a complex Hermitian matrix;
+    geev's on complex input (ceig_*): a real function of a complex matrix's eigenvalues."""
     x, y, tx, ty = (DATA[f"{key}.{n}"] for n in ("x", "y", "tx", "ty"))
     x64(x.dtype == np.float64)
     tol = 1e-9 if x.dtype == np.float64 else 2e-4
-    value, tangent = xlapy.jit(lambda *a: xlapy.jvp(herm_loss, a[:2], a[2:]))(x, y, tx, ty)
-    gx, gy = xlapy.jit(xlapy.grad(herm_loss, argnums=(0, 1)))(x, y)
+    loss = ceig_loss if key.startswith("ceig") else herm_loss
+    value, tangent = xlapy.jit(lambda *a: xlapy.jvp(loss, a[:2], a[2:]))(x, y, tx, ty)
+    gx, gy = xlapy.jit(xlapy.grad(loss, argnums=(0, 1)))(x, y)
     for got, name in ((value, "value"), (tangent, "jvp"), (gx, "gx"), (gy, "gy")):
         np.testing.assert_allclose(np.asarray(got), DATA[f"{key}.{name}"], rtol=20 * tol, atol=20 * tol,
                                    err_msg=name)

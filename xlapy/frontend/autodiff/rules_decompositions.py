@@ -17,8 +17,9 @@ The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their tra
                   tangent holds R' on and above h's diagonal and the coordinates Qf^T Q' below it (Qf the full
                   orthogonal factor, m x m), which orgqr's rule turns back into Q' (the two rules share this
                   convention; orgqr on any other h is not differentiable)
-  geev            eigenvalues only (as JAX): w_j' = vl_j^H a' vr_j / (vl_j^H vr_j) with a second geev computing
-                  both eigenvector sets (JAX's diag(vr^-1 a' vr)); eigenvector derivatives are an AutodiffError
+  geev            eigenvalues only (as JAX), real or complex: w_j' = vl_j^H a' vr_j / (vl_j^H vr_j) with a second
+                  geev computing both eigenvector sets (JAX's diag(vr^-1 a' vr)); eigenvector derivatives are an
+                  AutodiffError
 The other complex decompositions have no rules yet (AutodiffError).
 """
 from __future__ import annotations
@@ -632,24 +633,22 @@ def _host_callback(b, inst, _):
                      "gradients.")
 
 
-# -- geev (real matrices; eigenvalues only) ------------------------------------------------------------------------
+# -- geev (eigenvalues only) ------------------------------------------------------------------------------------------
 def _geev_vectors(b: Emitter, inst: Instruction):
     """(conj(vl), vr, c, complex type): both eigenvector sets of the operand (a second geev computing both) and
     c_j = vl_j^H vr_j."""
-    if inst.operands[0].shape.ptype.is_complex:
-        raise AutodiffError(f"differentiation of {_what(inst)} on complex values is not supported yet "
-                            f"(instruction {inst.name})")
     c = _config(inst)
     if "V" in (c.get("compute_left", "N"), c.get("compute_right", "V")):
         raise AutodiffError("derivatives of non-symmetric eigenvectors are not supported (JAX's: only valid under "
                             "assumptions on the input it cannot check; see jax-ml/jax#2748); differentiate the "
                             f"eigenvalues alone (eigvals) (instruction {inst.name})")
     a = inst.operands[0]
-    ct = inst.shape.tuple_shapes[2].element_type
+    n_out = len(inst.shape.tuple_shapes)
+    ct = inst.shape.tuple_shapes[n_out - 3].element_type
     attrs = dict(inst.attrs)
     attrs["backend_config"] = "{compute_left = 86 : ui8, compute_right = 86 : ui8}"
     full = b.emit("custom-call", [a], attrs, shape=inst.shape, name="eig.vectors")
-    vlc, vr = _conj(b, b.gte(full, 2)), b.gte(full, 3)
+    vlc, vr = _conj(b, b.gte(full, n_out - 3)), b.gte(full, n_out - 2)
     return vlc, vr, b.reduce_sum(b.mul(vlc, vr), [vr.shape.rank - 2]), ct
 
 
@@ -658,15 +657,25 @@ def _conj(b: Emitter, x: Instruction) -> Instruction:
 
 
 def _geev_jvp(b, inst, ts):
-    """w_j' = vl_j^H a' vr_j / (vl_j^H vr_j) (JAX's diag(vr^-1 a' vr) for distinct eigenvalues)."""
+    """w_j' = vl_j^H a' vr_j / (vl_j^H vr_j) (JAX's diag(vr^-1 a' vr) for distinct eigenvalues); a real a's
+    results are (wr, wi, ...): their tangents are Re w', Im w'."""
     (t,) = ts
     vlc, vr, c, ct = _geev_vectors(b, inst)
     dw = b.div(diag_part(b, mm(b, mm(b, T(b, vlc), b.convert(t, ct)), vr)), c)
+    if inst.operands[0].shape.ptype.is_complex:
+        return _tuple_tangent(b, inst, {0: dw})
     return _tuple_tangent(b, inst, {0: b.emit("real", [dw]), 1: b.emit("imag", [dw])})
 
 
 def _geev_vjp(b, inst, ct):
-    """a_bar = Re(conj(vl) diag(conj(g) / c) vr^T), g = wr_bar + i wi_bar: the transpose of the JVP."""
+    """The JVP's transpose: a_bar = conj(vl) diag(w_bar / c) vr^T, w_bar = wr_bar - i wi_bar for a real a (whose
+    a_bar is the real part)."""
+    if inst.operands[0].shape.ptype.is_complex:
+        w_bar = _parts(b, ct, inst.shape)[0]
+        if w_bar is None:
+            return [None]
+        vlc, vr, c, _ = _geev_vectors(b, inst)
+        return [mm(b, scale_cols(b, vlc, b.div(w_bar, c)), T(b, vr))]
     wr_bar, wi_bar = _parts(b, ct, inst.shape)[:2]
     if wr_bar is None and wi_bar is None:
         return [None]
