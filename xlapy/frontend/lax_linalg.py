@@ -372,8 +372,10 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
 
 # -- eig ------------------------------------------------------------------------------------------------------------
 def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
-        use_magma=None, implementation=None):
-    """[w, vl?, vr?]: eigenvalues (complex) and left/right eigenvectors (unit norm, largest component real)."""
+        enable_eigvec_derivs: bool = False, use_magma=None, implementation=None):
+    """[w, vl?, vr?]: eigenvalues (complex) and left/right eigenvectors (unit norm, largest component real).
+    Derivatives: of the eigenvalues alone (both eigenvector flags False, as eigvals); enable_eigvec_derivs
+    (JAX's opt-in to eigenvector derivatives) is accepted, but those derivatives are not implemented here."""
     a = _check("eig", x, square=True)
     n = a.shape[-1]
     batch = a.shape[:-2]
