@@ -298,3 +298,29 @@ ENTRY %e (x: f32[8,6]) -> f32[8,9] {
         CHECK: f32[4,9] concatenate(
         CHECK-NOT: all-gather
     """)
+
+
+def test_elementwise_takes_its_users_sharding_backward():
+    """x replicated, exp and negate unannotated, the root split: exp and negate run on tiles (x sliced, no
+    collective), as XLA's backward propagation makes them; `w` (also used whole by a reduce) stays whole."""
+    text = partition_and_run("""HloModule m, num_partitions=4
+""" + ADD + """
+ENTRY %e (x: f32[8,4]) -> (f32[8,4], f32[]) {
+  %x = f32[8,4] parameter(0), sharding={replicated}
+  %ex = f32[8,4] exponential(%x)
+  %ng = f32[8,4] negate(%ex)
+  %w = f32[8,4] tanh(%x)
+  %s = f32[8,4] add(%ng, %w), sharding={devices=[4,1]0,1,2,3}
+  %z = f32[] constant(0)
+  %r = f32[] reduce(%w, %z), dimensions={0,1}, to_apply=%add
+  ROOT %t = (f32[8,4], f32[]) tuple(%s, %r), sharding={{devices=[4,1]0,1,2,3}, {replicated}}
+}""", _rand(8, 4))
+    filecheck(text, """
+        CHECK: ENTRY
+        CHECK: f32[8,4] parameter(0)
+        CHECK: f32[2,4] exponential(
+        CHECK: f32[2,4] negate(
+        CHECK: f32[8,4] tanh(
+        CHECK-NOT: all-gather
+        CHECK-NOT: all-reduce
+    """)

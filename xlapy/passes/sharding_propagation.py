@@ -1,8 +1,9 @@
 """ShardingPropagation: give every instruction of the entry computation a sharding, from the annotated ones
 (parameters, the root, `custom-call(x), custom_call_target="Sharding"` from with_sharding_constraint).
 
-Forward, in post order; an annotated instruction keeps its annotation (the partitioner reshards into it). The
-rules, by opcode (`spmd_sharding.py` has the tile arithmetic):
+Forward, in post order; an annotated instruction keeps its annotation (the partitioner reshards into it). Then
+backward, users first: an elementwise op forward left replicated takes the split sharding all its users want
+(`_backward`). The forward rules, by opcode (`spmd_sharding.py` has the tile arithmetic):
 
     elementwise             the operand sharding with the most tiles (same rank)
     broadcast / transpose   the operand's, its dimensions mapped / permuted
@@ -214,11 +215,42 @@ def annotated(inst: Instruction, n: int) -> Sharding | None:
         raise ShardingError(f"{inst.name}: {e}") from None
 
 
+def _wants(user: Instruction, shardings: dict[int, Sharding], rank: int) -> Sharding | None:
+    """The sharding `user` wants an operand of this rank in, where it takes the operand in its own sharding (an
+    elementwise op, a sharding marker); None where it takes it otherwise."""
+    s = shardings[id(user)]
+    marker = user.opcode == "custom-call" and user.attrs.get("custom_call_target") in PASS_THROUGH
+    if not (marker or rule_for(user.opcode) is _elementwise) or s.is_tuple or s.rank != rank:
+        return None
+    return s
+
+
+def _backward(order: list[Instruction], out: dict[int, Sharding], n: int) -> None:
+    """XLA's propagation from users, for elementwise ops: an unannotated one that forward left replicated takes
+    the split sharding every one of its users wants it in (users first, so a chain takes it back to its
+    annotated inputs). It then computes only its tile (its replicated operands sliced: no collective) instead of
+    the whole value sliced after it."""
+    users: dict[int, list[Instruction]] = {}
+    for inst in order:
+        for o in inst.operands:
+            users.setdefault(id(o), []).append(inst)
+    for inst in reversed(order):
+        s = out[id(inst)]
+        if "sharding" in inst.attrs or not inst.shape.is_array or not s.is_replicated or \
+                rule_for(inst.opcode) is not _elementwise or id(inst) not in users:
+            continue
+        wants = [_wants(u, out, inst.shape.rank) for u in users[id(inst)]]
+        if wants[0] is not None and not wants[0].is_replicated and all(w == wants[0] for w in wants):
+            out[id(inst)] = wants[0]
+
+
 def propagate(module: Module) -> dict[int, Sharding]:
-    """id(instruction) -> its sharding, for every instruction of the entry computation."""
+    """id(instruction) -> its sharding, for every instruction of the entry computation: forward, then backward
+    for elementwise ops (`_backward`)."""
     n = num_partitions(module)
     out: dict[int, Sharding] = {}
-    for inst in module.entry.post_order():
+    order = module.entry.post_order()
+    for inst in order:
         given = annotated(inst, n)
         if given is not None:
             out[id(inst)] = given
@@ -231,6 +263,7 @@ def propagate(module: Module) -> dict[int, Sharding]:
             out[id(inst)] = rule_for(inst.opcode)(inst, ops, n)
         except (ShardingError, KeyError, IndexError, ValueError):
             out[id(inst)] = replicated_like(inst.shape, n)
+    _backward(order, out, n)
     return out
 
 
