@@ -7,7 +7,8 @@ and eigenvectors) and of a complex matrix's eigvals (geev on complex input), bui
 
 Per case KEY: `KEY.a`, `KEY.t` (the tangent), `KEY.jvp`, `KEY.grad`; "__keys__" lists the cases. Per
 Hermitian case KEY: `KEY.x`, `KEY.y`, `KEY.tx`, `KEY.ty`, `KEY.value`, `KEY.jvp`, `KEY.gx`, `KEY.gy`
-("__herm__" lists them; the `ceig_*` ones are eigvals of x + i y).
+("__herm__" lists them; `ceig_*`: eigvals of x + i y; `ceigvec_*`: eig with enable_eigvec_derivs). Per
+real eigenvector case KEY (`__eigvec__`): `KEY.a`, `KEY.t`, `KEY.value`, `KEY.jvp`, `KEY.grad` of eigvec_loss.
 """
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ def loss(jnp, x):
 
 HERM = {"herm_f32": (rs.randn(3, 3).astype(np.float32), rs.randn(3, 3).astype(np.float32)),
         "herm_batch_f64": (rs.randn(2, 4, 4), rs.randn(2, 4, 4)),
-        "ceig_f32": (rs.randn(3, 3).astype(np.float32), rs.randn(3, 3).astype(np.float32))}
+        "ceig_f32": (rs.randn(3, 3).astype(np.float32), rs.randn(3, 3).astype(np.float32)),
+        "ceigvec_f64": (rs.randn(3, 3), rs.randn(3, 3))}
+EIGVEC = {"eigvec_f64": rs.randn(4, 4), "eigvec_f32": rs.randn(3, 3).astype(np.float32)}
 
 
 def herm_loss(jnp, lax, x, y):
@@ -44,6 +47,17 @@ def ceig_loss(jnp, lax, x, y):
     return jnp.sum(jnp.real(w) ** 3 + jnp.imag(w) ** 2 * jnp.real(w))
 
 
+def eigvec_loss(jnp, lax, x, y=None):
+    """Eigenvalues and both eigenvector sets of lax.linalg.eig(enable_eigvec_derivs=True), summed so that the
+    order of the eigenvalues does not matter."""
+    if y is not None:
+        x = lax.complex(x, y)
+    w, vl, vr = lax.linalg.eig(x, enable_eigvec_derivs=True)
+    rows = jnp.arange(vr.shape[-2])[:, None]
+    return (jnp.sum(jnp.real(vr) * rows) + jnp.sum(jnp.imag(vl) ** 2) + jnp.sum(jnp.imag(vr))
+            + jnp.sum(jnp.real(w) ** 2))
+
+
 def main():
     import jax
     import jax.numpy as jnp
@@ -56,7 +70,7 @@ def main():
         arrays[f"{key}.grad"] = np.asarray(jax.grad(lambda x: loss(jnp, x))(a))
     arrays["__keys__"] = np.asarray(list(CASES))
     for key, (x, y) in HERM.items():
-        loss_fn = ceig_loss if key.startswith("ceig") else herm_loss
+        loss_fn = {"ceig": ceig_loss, "ceigvec": eigvec_loss, "herm": herm_loss}[key.split("_")[0]]
         f = lambda x, y, g=loss_fn: g(jnp, jax.lax, x, y)          # noqa: E731
         tx, ty = rs.randn(*x.shape).astype(x.dtype), rs.randn(*x.shape).astype(x.dtype)
         value, tangent = jax.jvp(f, (x, y), (tx, ty))
@@ -65,6 +79,13 @@ def main():
                        f"{key}.value": np.asarray(value), f"{key}.jvp": np.asarray(tangent),
                        f"{key}.gx": np.asarray(gx), f"{key}.gy": np.asarray(gy)})
     arrays["__herm__"] = np.asarray(list(HERM))
+    for key, a in EIGVEC.items():
+        t = rs.randn(*a.shape).astype(a.dtype)
+        f = lambda x: eigvec_loss(jnp, jax.lax, x)          # noqa: E731
+        value, tangent = jax.jvp(f, (a,), (t,))
+        arrays.update({f"{key}.a": a, f"{key}.t": t, f"{key}.value": np.asarray(value),
+                       f"{key}.jvp": np.asarray(tangent), f"{key}.grad": np.asarray(jax.grad(f)(a))})
+    arrays["__eigvec__"] = np.asarray(list(EIGVEC))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     np.savez(OUT, **arrays)
     print(f"wrote {len(CASES)} cases to {OUT}")

@@ -374,16 +374,17 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
 def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
         enable_eigvec_derivs: bool = False, use_magma=None, implementation=None):
     """[w, vl?, vr?]: eigenvalues (complex) and left/right eigenvectors (unit norm, largest component real).
-    Derivatives: of the eigenvalues alone (both eigenvector flags False, as eigvals); enable_eigvec_derivs
-    (JAX's opt-in to eigenvector derivatives) is accepted, but those derivatives are not implemented here."""
+    Derivatives: of the eigenvalues; of the eigenvectors only with enable_eigvec_derivs=True (JAX's opt-in: they
+    assume distinct eigenvalues; it is recorded in the custom-call's backend_config, which LAPACK ignores)."""
     a = _check("eig", x, square=True)
     n = a.shape[-1]
     batch = a.shape[:-2]
     cdt = np.dtype(np.complex128 if a.dtype in (np.float64, np.complex128) else np.complex64)
     results = [(cdt, batch + (n,))] if _is_complex(x) else [(a.dtype, batch + (n,)), (a.dtype, batch + (n,))]
     results += [(cdt, a.shape), (cdt, a.shape), (np.int32, batch)]
+    flags = {"enable_eigvec_derivs": chr(1)} if enable_eigvec_derivs else {}     # for the derivative rules
     outs = _custom_call("geev", a.dtype, [x], results, compute_left="V" if compute_left_eigenvectors else "N",
-                        compute_right="V" if compute_right_eigenvectors else "N")
+                        compute_right="V" if compute_right_eigenvectors else "N", **flags)
     *w, vl, vr, info = outs
     w = w[0] if len(w) == 1 else make_complex(w[0], w[1])
     out = [_not_ok_to_nan(info, w)]

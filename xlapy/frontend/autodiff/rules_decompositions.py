@@ -17,9 +17,10 @@ The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their tra
                   tangent holds R' on and above h's diagonal and the coordinates Qf^T Q' below it (Qf the full
                   orthogonal factor, m x m), which orgqr's rule turns back into Q' (the two rules share this
                   convention; orgqr on any other h is not differentiable)
-  geev            eigenvalues only (as JAX), real or complex: w_j' = vl_j^H a' vr_j / (vl_j^H vr_j) with a second
-                  geev computing both eigenvector sets (JAX's diag(vr^-1 a' vr)); eigenvector derivatives are an
-                  AutodiffError
+  geev            JAX's eig_jvp_rule, real or complex: w' = diag(P), P = vr^-1 a' vr = diag(1/c) vl^H a' vr
+                  (c_j = vl_j^H vr_j; a second geev computes both eigenvector sets when the op did not); the
+                  eigenvectors' (JAX's _eig_vec_jvp) only when lax.linalg.eig had enable_eigvec_derivs=True
+                  (recorded in backend_config), else an AutodiffError, as JAX
 The other complex decompositions have no rules yet (AutodiffError).
 """
 from __future__ import annotations
@@ -633,57 +634,134 @@ def _host_callback(b, inst, _):
                      "gradients.")
 
 
-# -- geev (eigenvalues only) ------------------------------------------------------------------------------------------
+# -- geev ------------------------------------------------------------------------------------------------------------
 def _geev_vectors(b: Emitter, inst: Instruction):
-    """(conj(vl), vr, c, complex type): both eigenvector sets of the operand (a second geev computing both) and
-    c_j = vl_j^H vr_j."""
-    c = _config(inst)
-    if "V" in (c.get("compute_left", "N"), c.get("compute_right", "V")):
-        raise AutodiffError("derivatives of non-symmetric eigenvectors are not supported (JAX's: only valid under "
-                            "assumptions on the input it cannot check; see jax-ml/jax#2748); differentiate the "
-                            f"eigenvalues alone (eigvals) (instruction {inst.name})")
+    """(conj(vl), vr, c, w, complex type): both eigenvector sets of the operand (the op's own results when it
+    computed both, else a second geev), c_j = vl_j^H vr_j, and the complex eigenvalues."""
+    cfg = _config(inst)
+    left, right = cfg.get("compute_left", "N") == "V", cfg.get("compute_right", "V") == "V"
+    if (left or right) and cfg.get("enable_eigvec_derivs") != chr(1):
+        raise AutodiffError("derivatives of non-symmetric eigenvectors are only valid under assumptions on the "
+                            "input that cannot be checked (JAX's rule): pass enable_eigvec_derivs=True to "
+                            "lax.linalg.eig to opt in, or differentiate the eigenvalues alone (eigvals); see "
+                            f"jax-ml/jax#2748 (instruction {inst.name})")
     a = inst.operands[0]
     n_out = len(inst.shape.tuple_shapes)
     ct = inst.shape.tuple_shapes[n_out - 3].element_type
-    attrs = dict(inst.attrs)
-    attrs["backend_config"] = "{compute_left = 86 : ui8, compute_right = 86 : ui8}"
-    full = b.emit("custom-call", [a], attrs, shape=inst.shape, name="eig.vectors")
+    full = inst
+    if not (left and right):
+        attrs = dict(inst.attrs)
+        attrs["backend_config"] = "{compute_left = 86 : ui8, compute_right = 86 : ui8}"
+        full = b.emit("custom-call", [a], attrs, shape=inst.shape, name="eig.vectors")
     vlc, vr = _conj(b, b.gte(full, n_out - 3)), b.gte(full, n_out - 2)
-    return vlc, vr, b.reduce_sum(b.mul(vlc, vr), [vr.shape.rank - 2]), ct
+    w = b.gte(full, 0) if n_out == 4 else b.emit("complex", [b.gte(full, 0), b.gte(full, 1)])
+    return vlc, vr, b.reduce_sum(b.mul(vlc, vr), [vr.shape.rank - 2]), w, ct
 
 
 def _conj(b: Emitter, x: Instruction) -> Instruction:
     return b.emit("complex", [b.emit("real", [x]), b.neg(b.emit("imag", [x]))])
 
 
+def _reduce(b: Emitter, x: Instruction, dim: int, opcode: str, init) -> Instruction:
+    et = x.shape.element_type
+    return b.emit("reduce", [x, b.scalar(init, et)], {"dimensions": (dim,), "to_apply": b.reducer(opcode, et)})
+
+
+def _largest_mask(b: Emitter, v: Instruction) -> Instruction:
+    """1 at each column's first largest-magnitude entry (JAX's argmax of |v| over the rows), 0 elsewhere."""
+    nb = v.shape.rank - 2
+    n = v.shape.dims[-2]
+    mag = b.emit("abs", [v])
+    top = b.broadcast(_reduce(b, mag, nb, "maximum", float("-inf")), list(range(nb)) + [nb + 1], mag.shape)
+    rows = b.emit("iota", [], {"iota_dimension": nb}, shape=Shape.array("s32", v.shape.dims))
+    first = b.select(b.compare(mag, top, "EQ"), rows, b.full(rows.shape, n))
+    k = b.broadcast(_reduce(b, first, nb, "minimum", n), list(range(nb)) + [nb + 1], rows.shape)
+    return b.convert(b.compare(rows, k, "EQ"), v.shape.element_type)
+
+
+def _eigvec_tangent(b: Emitter, v: Instruction, u: Instruction) -> Instruction:
+    """JAX's _eig_vec_jvp ending: dv = U + v diag(c), c_j = -Re(v_j^H U_j) - i Im(U_kj) / Re(v_kj)."""
+    nb = v.shape.rank - 2
+    mask = _largest_mask(b, v)
+    s = b.reduce_sum(b.mul(_conj(b, v), u), [nb])
+    t = b.reduce_sum(b.mul(mask, u), [nb])
+    r = b.emit("real", [b.reduce_sum(b.mul(mask, v), [nb])])
+    c = b.emit("complex", [b.neg(b.emit("real", [s])), b.neg(b.div(b.emit("imag", [t]), r))])
+    return b.add(u, scale_cols(b, v, c))
+
+
+def _eigvec_tangent_t(b: Emitter, v: Instruction, dv_bar: Instruction) -> Instruction:
+    """The transpose of _eigvec_tangent in U (JAX's convention): U_bar."""
+    nb = v.shape.rank - 2
+    mask = _largest_mask(b, v)
+    r = b.emit("real", [b.reduce_sum(b.mul(mask, v), [nb])])
+    c_bar = b.reduce_sum(b.mul(v, dv_bar), [nb])
+    s_bar = b.emit("complex", [b.neg(b.emit("real", [c_bar])), b.zeros(r.shape)])
+    t_bar = b.emit("complex", [b.zeros(r.shape), b.neg(b.div(b.emit("imag", [c_bar]), r))])
+    return b.add(dv_bar, b.add(scale_cols(b, _conj(b, v), s_bar), scale_cols(b, mask, t_bar)))
+
+
 def _geev_jvp(b, inst, ts):
-    """w_j' = vl_j^H a' vr_j / (vl_j^H vr_j) (JAX's diag(vr^-1 a' vr) for distinct eigenvalues); a real a's
-    results are (wr, wi, ...): their tangents are Re w', Im w'."""
+    """JAX's eig_jvp_rule: P = vr^-1 a' vr = diag(1/c) vl^H a' vr (distinct eigenvalues), w' = diag(P); with
+    enable_eigvec_derivs, vr' = vr (F o P) + vr diag(c) (LAPACK's normalization; _eigvec_tangent), and vl' the
+    same on a^H. A real a's results are (wr, wi, ...): their tangents are Re w', Im w'."""
     (t,) = ts
-    vlc, vr, c, ct = _geev_vectors(b, inst)
-    dw = b.div(diag_part(b, mm(b, mm(b, T(b, vlc), b.convert(t, ct)), vr)), c)
-    if inst.operands[0].shape.ptype.is_complex:
-        return _tuple_tangent(b, inst, {0: dw})
-    return _tuple_tangent(b, inst, {0: b.emit("real", [dw]), 1: b.emit("imag", [dw])})
+    vlc, vr, c, w, ct = _geev_vectors(b, inst)
+    da = b.convert(t, ct)
+    p = scale_rows(b, mm(b, mm(b, T(b, vlc), da), vr), b.div(b.full(c.shape, 1), c))
+    dw = diag_part(b, p)
+    cfg = _config(inst)
+    n_out = len(inst.shape.tuple_shapes)
+    parts = {0: dw} if n_out == 4 else {0: b.emit("real", [dw]), 1: b.emit("imag", [dw])}
+    if cfg.get("compute_right", "V") == "V":
+        parts[n_out - 2] = _eigvec_tangent(b, vr, mm(b, vr, b.mul(_eig_f(b, w, p), p)))
+    if cfg.get("compute_left", "N") == "V":
+        vl = _conj(b, vlc)
+        # a^H's right eigenvectors are vl, its left ones vr, its eigenvalues conj(w): P_l = vl^-1 a'^H vl
+        pl = scale_rows(b, mm(b, mm(b, _conj(b, T(b, vr)), _conj(b, T(b, da))), vl), b.div(b.full(c.shape, 1),
+                                                                                          _conj(b, c)))
+        parts[n_out - 3] = _eigvec_tangent(b, vl, mm(b, vl, b.mul(_eig_f(b, _conj(b, w), pl), pl)))
+    return _tuple_tangent(b, inst, parts)
 
 
 def _geev_vjp(b, inst, ct):
-    """The JVP's transpose: a_bar = conj(vl) diag(w_bar / c) vr^T, w_bar = wr_bar - i wi_bar for a real a (whose
-    a_bar is the real part)."""
-    if inst.operands[0].shape.ptype.is_complex:
-        w_bar = _parts(b, ct, inst.shape)[0]
-        if w_bar is None:
-            return [None]
-        vlc, vr, c, _ = _geev_vectors(b, inst)
-        return [mm(b, scale_cols(b, vlc, b.div(w_bar, c)), T(b, vr))]
-    wr_bar, wi_bar = _parts(b, ct, inst.shape)[:2]
-    if wr_bar is None and wi_bar is None:
+    """The JVP's transpose: P_bar = diag(w_bar) + F o (vr^T U_bar) (+ the left vectors' share), a_bar =
+    conj(vl) diag(1/c) P_bar vr^T; w_bar = wr_bar - i wi_bar for a real a (whose a_bar is the real part)."""
+    parts = _parts(b, ct, inst.shape)
+    n_out = len(inst.shape.tuple_shapes)
+    real = n_out == 5
+    if real:
+        wr_bar, wi_bar = parts[:2]
+        w_bar = None
+        if wr_bar is not None or wi_bar is not None:
+            zero = b.zeros(inst.shape.tuple_shapes[0])
+            w_bar = _conj(b, b.emit("complex", [wr_bar if wr_bar is not None else zero,
+                                                wi_bar if wi_bar is not None else zero]))
+    else:
+        w_bar = parts[0]
+    vl_bar, vr_bar = parts[n_out - 3], parts[n_out - 2]
+    if w_bar is None and vl_bar is None and vr_bar is None:
         return [None]
-    vlc, vr, c, _ = _geev_vectors(b, inst)
-    zero = b.zeros(inst.shape.tuple_shapes[0])
-    g = b.emit("complex", [wr_bar if wr_bar is not None else zero, wi_bar if wi_bar is not None else zero])
-    inner = b.div(_conj(b, g), c)
-    return [b.emit("real", [mm(b, scale_cols(b, vlc, inner), T(b, vr))])]
+    vlc, vr, c, w, _ = _geev_vectors(b, inst)
+    inv_c = b.div(b.full(c.shape, 1), c)
+    p_bar = embed_diag(b, w_bar, vr) if w_bar is not None else None
+    if vr_bar is not None:
+        u_bar = _eigvec_tangent_t(b, vr, vr_bar)
+        term = b.mul(_eig_f(b, w, vr), mm(b, T(b, vr), u_bar))
+        p_bar = term if p_bar is None else b.add(p_bar, term)
+    a_bar = None
+    if p_bar is not None:
+        a_bar = mm(b, scale_cols(b, vlc, inv_c), mm(b, p_bar, T(b, vr)))
+    if vl_bar is not None:
+        vl = _conj(b, vlc)
+        ul_bar = _eigvec_tangent_t(b, vl, vl_bar)
+        pl_bar = b.mul(_eig_f(b, _conj(b, w), vl), mm(b, T(b, vl), ul_bar))
+        # P_l = diag(1/conj(c)) vr^H a'^H vl: a'^H's cotangent is conj(vr) diag(1/conj(c)) P_l_bar vl^T, and
+        # a''s the conjugate transpose of that
+        dh = mm(b, scale_cols(b, _conj(b, vr), _conj(b, inv_c)), mm(b, pl_bar, T(b, vl)))
+        term = _conj(b, T(b, dh))
+        a_bar = term if a_bar is None else b.add(a_bar, term)
+    return [b.emit("real", [a_bar]) if real else a_bar]
 
 
 # -- the custom-call sub-table ----------------------------------------------------------------------------------------
