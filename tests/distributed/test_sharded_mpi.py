@@ -50,6 +50,12 @@ assert [s.device.id for s in y.addressable_shards] == [2 * r, 2 * r + 1] and row
 assert np.array_equal(np.asarray(y.addressable_shards[1].data), np.asarray(y0)[(2 * r + 1) * 2:(2 * r + 2) * 2])
 cols = xlapy.jit(lambda x: x * 3, in_shardings=NamedSharding(mesh2, P(None, ("a", "b"))))(x)
 assert np.array_equal(np.asarray(cols), x * 3), cols
+three = xlapy.sharding.Mesh(np.array(xlapy.devices()[:3]), ("d",))       # neither every device nor one process's
+try:
+    xlapy.shard_map(lambda b: b, mesh=three, in_specs=P("d"), out_specs=P("d"))(np.zeros(3, np.float32))
+    raise AssertionError("a mesh of 3 of the 4 devices of 2 processes ran")
+except xlapy.errors.XlapyError as e:
+    assert "needs 3 devices" in str(e) and "across all processes' devices or inside one process" in str(e), e
 print(f"ok sharded rank {r}", flush=True)
 """
 
