@@ -161,8 +161,9 @@ class SpmdExecutable:
         logical = {int(assignment[r, p]): (r, p) for r in range(num_replicas) for p in range(num_partitions)}
         self.logical = [logical[d] for d in self.local_ids]
         self._instances = _compile_instances(module, backend, len(self.local_ids), **options)
-        self.serial_blas = backend == "cpu" and spmd_blas.wanted(backend, int(options.get("num_threads", 1)),
-                                                                 self._instances[0].module)
+        # the module as given (its dots, convolutions and linalg calls are still there; reading the optimized one
+        # back would parse it on every persistent-cache hit)
+        self.serial_blas = spmd_blas.wanted(backend, int(options.get("num_threads", 1)), module)
         self._assignment_key = np.ascontiguousarray(assignment, np.int64).tobytes()
         if self.spans_processes:
             from ..distributed import communicator       # noqa: PLC0415 -- MPI only when initialized
