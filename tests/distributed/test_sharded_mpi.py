@@ -50,6 +50,10 @@ assert [s.device.id for s in y.addressable_shards] == [2 * r, 2 * r + 1] and row
 assert np.array_equal(np.asarray(y.addressable_shards[1].data), np.asarray(y0)[(2 * r + 1) * 2:(2 * r + 2) * 2])
 cols = xlapy.jit(lambda x: x * 3, in_shardings=NamedSharding(mesh2, P(None, ("a", "b"))))(x)
 assert np.array_equal(np.asarray(cols), x * 3), cols
+inner = xlapy.shard_map(lambda b: lax.psum(b, "d"), mesh=mesh, in_specs=P("d"), out_specs=P())
+summed = xlapy.jit(inner, in_shardings=rows, out_shardings=rep)(x)      # shard_map inside a sharded jit
+assert np.array_equal(np.asarray(summed), x.reshape(4, 2, 4).sum(0)), summed
+
 three = xlapy.sharding.Mesh(np.array(xlapy.devices()[:3]), ("d",))       # neither every device nor one process's
 try:
     xlapy.shard_map(lambda b: b, mesh=three, in_specs=P("d"), out_specs=P("d"))(np.zeros(3, np.float32))
