@@ -314,7 +314,8 @@ class Module:
         if base not in self._names:
             self._names.add(base)
             return base
-        stem = re.sub(r"\.\d+$", "", base)
+        head, dot, tail = base.rpartition(".")
+        stem = head if dot and tail.isdigit() and tail.isascii() else base     # base less a `.N` suffix
         # names are only ever added, so the smallest free N never decreases: resume from the last one found
         # per stem (probing from 1 every time made building a module of n instructions O(n^2))
         hints = self._name_hints

@@ -75,8 +75,13 @@ def contains_expensive(comp: Computation) -> bool:
 
 def is_fusible(inst: Instruction) -> bool:
     """May `inst` be a fusion producer or consumer at all (XLA's IsFusible, minus control flow)?"""
-    return (inst.opcode not in NEVER_FUSE and not inst.has_side_effect and not inst.control_predecessors
-            and not any(inst in u.control_predecessors for u in inst.users))
+    if inst.opcode in NEVER_FUSE or inst.has_side_effect or inst.control_predecessors:
+        return False
+    for user in inst.users:              # a plain loop: this runs for every candidate pair
+        preds = user.control_predecessors
+        if preds and inst in preds:
+            return False
+    return True
 
 
 def can_be_loop_fused(inst: Instruction) -> bool:

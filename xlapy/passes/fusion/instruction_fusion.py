@@ -135,10 +135,12 @@ REFUSALS: list[tuple[str, Rule]] = [
 ]
 
 
-# refusals that depend on the producer alone: they stand while the consumer grows (InstructionFusion._run_on
-# asks each producer once per consumer, instead of once per operand fused into it)
+# refusals that stand while the consumer grows (InstructionFusion._run_on asks each such producer once per
+# consumer, instead of once per operand fused into it): those that depend on the producer alone, and reuse,
+# which fusing more producers only adds to (a parameter's users and the paths from it only grow)
 PRODUCER_ONLY = frozenset({"producer is a fusion", "producer is not fusible", "non-scalar constant",
-                           "producer is not loop-fusible"})
+                           "producer is not loop-fusible", "producer can be output-fused into some operand",
+                           "expensive producer, consumer reuses its elements"})
 
 
 def decide(consumer: Instruction, index: int, do_not_duplicate: set = frozenset()) -> tuple[str | None, str]:
