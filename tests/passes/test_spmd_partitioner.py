@@ -324,3 +324,21 @@ ENTRY %e (x: f32[8,4]) -> (f32[8,4], f32[]) {
         CHECK-NOT: all-gather
         CHECK-NOT: all-reduce
     """)
+
+
+def test_broadcast_takes_its_users_sharding_backward():
+    """A broadcast of a replicated row added to a split x: made at the tile's shape, not whole then sliced."""
+    text = partition_and_run("""HloModule m, num_partitions=4
+ENTRY %e (x: f32[8,4], v: f32[4]) -> f32[8,4] {
+  %x = f32[8,4] parameter(0), sharding={devices=[2,2]0,1,2,3}
+  %v = f32[4] parameter(1), sharding={replicated}
+  %b = f32[8,4] broadcast(%v), dimensions={1}
+  ROOT %s = f32[8,4] add(%x, %b), sharding={devices=[2,2]0,1,2,3}
+}""", _rand(8, 4), _rand(4, seed=1))
+    filecheck(text, """
+        CHECK: ENTRY
+        CHECK: f32[2] dynamic-slice(
+        CHECK: f32[4,2] broadcast(
+        CHECK-NOT: f32[8,4]
+        CHECK: ROOT {{.*}} = f32[4,2] add(
+    """)

@@ -2,8 +2,8 @@
 (parameters, the root, `custom-call(x), custom_call_target="Sharding"` from with_sharding_constraint).
 
 Forward, in post order; an annotated instruction keeps its annotation (the partitioner reshards into it). Then
-backward, users first: an elementwise op forward left replicated takes the split sharding all its users want
-(`_backward`). The forward rules, by opcode (`spmd_sharding.py` has the tile arithmetic):
+backward, users first: an elementwise op or broadcast forward left replicated takes the split sharding all its
+users want (`_backward`). The forward rules, by opcode (`spmd_sharding.py` has the tile arithmetic):
 
     elementwise             the operand sharding with the most tiles (same rank)
     broadcast / transpose   the operand's, its dimensions mapped / permuted
@@ -226,18 +226,18 @@ def _wants(user: Instruction, shardings: dict[int, Sharding], rank: int) -> Shar
 
 
 def _backward(order: list[Instruction], out: dict[int, Sharding], n: int) -> None:
-    """XLA's propagation from users, for elementwise ops: an unannotated one that forward left replicated takes
-    the split sharding every one of its users wants it in (users first, so a chain takes it back to its
-    annotated inputs). It then computes only its tile (its replicated operands sliced: no collective) instead of
-    the whole value sliced after it."""
+    """XLA's propagation from users, for elementwise ops and broadcasts: an unannotated one that forward left
+    replicated takes the split sharding every one of its users wants it in (users first, so a chain takes it
+    back to its annotated inputs). It then computes only its tile (its replicated operands sliced, a broadcast
+    made at its tile's shape: no collective) instead of the whole value sliced after it."""
     users: dict[int, list[Instruction]] = {}
     for inst in order:
         for o in inst.operands:
             users.setdefault(id(o), []).append(inst)
     for inst in reversed(order):
         s = out[id(inst)]
-        if "sharding" in inst.attrs or not inst.shape.is_array or not s.is_replicated or \
-                rule_for(inst.opcode) is not _elementwise or id(inst) not in users:
+        if "sharding" in inst.attrs or not inst.shape.is_array or not s.is_replicated or id(inst) not in users or \
+                not (inst.opcode == "broadcast" or rule_for(inst.opcode) is _elementwise):
             continue
         wants = [_wants(u, out, inst.shape.rank) for u in users[id(inst)]]
         if wants[0] is not None and not wants[0].is_replicated and all(w == wants[0] for w in wants):

@@ -55,6 +55,12 @@ def _broadcast(p, inst, ops, want):
     x, s = ops[0]
     dims = inst.attrs.get("dimensions", ())
     out = s.mapped(inst.shape.rank, {i: d for i, d in enumerate(dims)})
+    if _tile_count(want) > _tile_count(out):
+        # want split more finely (backward propagation): the operand resharded to want's split of the dimensions
+        # it maps to, each device broadcasting its tile at its result tile's shape (no whole value, no collective
+        # where the operand was replicated)
+        x = p.reshard(x, s, want.mapped(len(dims), {d: i for i, d in enumerate(dims)}), inst.name)
+        return _clone(p, inst, [x], _local(inst.shape, want, inst))
     y = _clone(p, inst, [x], _local(inst.shape, out, inst))
     return p.reshard(y, out, want, inst.name)
 
