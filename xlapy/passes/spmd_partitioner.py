@@ -14,7 +14,8 @@ divided by the tile counts) and inserts the collectives XLA inserts:
                              them sliced to its tiles first (spmd_partitioner_ops.py)
     reduce                   the tile reduced, then all-reduce over the devices of the split reduced dims
     broadcast / transpose / reshape   the splits mapped through (a reshape that does not keep a split
-                             dimension gathers it first)
+                             dimension gathers it first; a broadcast whose result is split more finely than
+                             its operand maps: the operand's matching tile broadcast at the result tile's shape)
     convolution              split over the batch only (the kernel replicated); otherwise whole
     slice / concatenate / pad / reverse   on tiles, whole along the dimensions they work along
     anything else            operands gathered whole, the op run whole, the result sliced to its sharding
