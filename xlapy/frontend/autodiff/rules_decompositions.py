@@ -21,7 +21,9 @@ The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their tra
                   (c_j = vl_j^H vr_j; a second geev computes both eigenvector sets when the op did not); the
                   eigenvectors' (JAX's _eig_vec_jvp) only when lax.linalg.eig had enable_eigvec_derivs=True
                   (recorded in backend_config), else an AutodiffError, as JAX
-The other complex decompositions have no rules yet (AutodiffError).
+getrf and triangular-solve (op modes TRANSPOSE and ADJOINT) take complex values too (JAX's convention: the
+VJP is the plain transpose of the JVP); cholesky, gesdd, geqrf/orgqr on complex values have no rules yet
+(AutodiffError).
 """
 from __future__ import annotations
 
@@ -196,8 +198,12 @@ def _tri_mask(b, x, lower, unit):
     return tril(b, x, k) if lower else triu(b, x, -k)
 
 
+def _op_mode(inst) -> str:
+    return str(inst.attrs.get("transpose_a", "NO_TRANSPOSE"))
+
+
 def _trisolve_jvp(b, inst, ts):
-    _real_only(inst)
+    """x' = op(T)^-1 (b' - op(T') x) (left; right likewise); op(T') is T', T'^T or conj(T'^T) (ADJOINT)."""
     a, _ = inst.operands
     ta, tb = ts
     lower, unit, left, trans = _tri_parts(inst)
@@ -206,24 +212,31 @@ def _trisolve_jvp(b, inst, ts):
         dt = _tri_mask(b, ta, lower, unit)
         if trans:
             dt = T(b, dt)
+        if _op_mode(inst) == "ADJOINT":
+            dt = _cj(b, dt)
         prod = mm(b, dt, inst) if left else mm(b, inst, dt)
         rhs = b.neg(prod) if rhs is None else b.sub(rhs, prod)
     return b.add_instruction(inst.clone_with([a, rhs], name="triangular-solve.jvp"))
 
 
 def _trisolve_vjp(b, inst, ct):
-    _real_only(inst)
+    """b_bar = op(T)^-T ct (JAX's convention: the plain transpose; for ADJOINT, conj(T^-1 conj(ct))), and
+    T_bar = -G, -G^T or -conj(G^T) on T's triangle, G = b_bar x^T (left) or x^T b_bar (right)."""
     a, _ = inst.operands
     lower, unit, left, trans = _tri_parts(inst)
-    flipped = dict(inst.attrs)
-    flipped["transpose_a"] = "NO_TRANSPOSE" if trans else "TRANSPOSE"
-    b_bar = b.emit("triangular-solve", [a, ct], {k: flipped[k] for k in
-                                                 ("left_side", "lower", "unit_diagonal", "transpose_a")
-                                                 if k in flipped})
+    adjoint = _op_mode(inst) == "ADJOINT" and a.shape.ptype.is_complex
+    attrs = {k: inst.attrs[k] for k in ("left_side", "lower", "unit_diagonal") if k in inst.attrs}
+    attrs["transpose_a"] = "NO_TRANSPOSE" if trans else "TRANSPOSE"
+    if adjoint:
+        b_bar = _cj(b, b.emit("triangular-solve", [a, _cj(b, ct)], attrs))
+    else:
+        b_bar = b.emit("triangular-solve", [a, ct], attrs)
     if left:
         g = mm(b, b_bar, T(b, inst)) if not trans else mm(b, inst, T(b, b_bar))
     else:
         g = mm(b, T(b, inst), b_bar) if not trans else mm(b, T(b, b_bar), inst)
+    if adjoint:
+        g = _cj(b, g)
     return [_tri_mask(b, b.neg(g), lower, unit), b_bar]
 
 
@@ -475,7 +488,7 @@ def _mask_rows_from(b: Emitter, x: Instruction, k: int) -> Instruction:
 
 
 def _getrf_jvp(b, inst, ts):
-    _real_only(inst)
+    """Also complex: the rule is complex-linear, and its transpose (below) the plain one (JAX's convention)."""
     (t,) = ts
     l, u = _lu_factors(b, inst)
     m = l.shape.dims[-1]
@@ -488,7 +501,6 @@ def _getrf_jvp(b, inst, ts):
 
 
 def _getrf_vjp(b, inst, ct):
-    _real_only(inst)
     g, _, _ = _parts(b, ct, inst.shape)
     if g is None:
         return [None]
