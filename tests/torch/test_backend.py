@@ -162,3 +162,15 @@ def test_results_cross_without_copies():
     assert torch.equal(out, torch.full((8,), 3.0))
     assert "multiply" in graphs[0].as_text()
     assert out.data_ptr() % 16 == 0 and out.is_contiguous()
+
+
+def test_updated_convolution_weights_are_seen():
+    """The permuted copy of a weight (runtime.py) is reused only while the weight's version is unchanged."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 4, 3).eval()
+    c = torch.compile(conv, backend="xlapy")
+    x = torch.randn(1, 3, 6, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(c(x), conv(x))
+        conv.weight.mul_(-2.0)
+        torch.testing.assert_close(c(x), conv(x))

@@ -20,6 +20,9 @@ from .translate import GraphFunction, TensorSpec, example_arrays, graph_function
 
 _KEY_SPEC = np.zeros((2,), np.uint32)
 
+# whether a convolution weight's permuted copy is reused while the weight's version counter is unchanged
+CACHE_PERMUTED_WEIGHTS = True
+
 
 class CompiledGraph:
     """`gm` translated and compiled now (errors surface here, before the first call)."""
@@ -46,7 +49,7 @@ class CompiledGraph:
         self._n_out = len(g.out_specs)
         self._casts = [(i, s.dtype if s.dtype != _np(s.torch_dtype) else None, s.permutation)
                        for i, s in enumerate(g.inputs) if isinstance(s, TensorSpec)]
-        self._permuted: dict[int, tuple] = {}      # input index -> (data_ptr, _version, permuted copy)
+        self._permuted: dict[int, tuple] = {}      # input index -> ((data_ptr, _version, shape), permuted copy)
         self._back = [(s.torch_dtype if _np(s.torch_dtype) != s.dtype else None,
                        None if s.permutation is None else tuple(np.argsort(s.permutation).tolist()))
                       for s in g.out_specs]
@@ -86,11 +89,12 @@ class CompiledGraph:
 
 
     def _permute(self, i: int, t: torch.Tensor, perm: tuple) -> torch.Tensor:
-        """`t` permuted and made contiguous, reused while `t` holds the same data (in-place updates such as an
-        optimizer step bump its version counter)."""
+        """`t` permuted and made contiguous, reused while `t` holds the same data: in-place updates (an optimizer
+        step, `with torch.no_grad(): w.mul_(2)`) bump its version counter. Writes through `w.data`, which autograd
+        does not track either, are not seen: set CACHE_PERMUTED_WEIGHTS = False for code that does that."""
         key = (t.data_ptr(), t._version, tuple(t.shape))
         cached = self._permuted.get(i)
-        if cached is not None and cached[0] == key:
+        if CACHE_PERMUTED_WEIGHTS and cached is not None and cached[0] == key:
             return cached[1]
         out = t.detach().permute(*perm).contiguous()
         self._permuted[i] = (key, out)
