@@ -236,7 +236,7 @@ def _run_node(node: torch.fx.Node, env: dict, key: Any, index: int) -> Any:
 
 def _conform(name: str, out: Any, meta: Any) -> Any:
     """`out` cast to the dtype of PyTorch's fake tensor `meta` and checked against its shape (recursively for
-    tuples); None where the rule left an output out and PyTorch's is a tensor becomes zeros of its shape."""
+    tuples); None where the rule left an output out and PyTorch's is a tensor becomes an _Unset of its shape."""
     if isinstance(meta, (list, tuple)):
         if not isinstance(out, (list, tuple)) or len(out) != len(meta):
             raise TranslationError(name, f"gave {type(out).__name__} for {len(meta)} results")
