@@ -54,6 +54,16 @@ inner = xlapy.shard_map(lambda b: lax.psum(b, "d"), mesh=mesh, in_specs=P("d"), 
 summed = xlapy.jit(inner, in_shardings=rows, out_shardings=rep)(x)      # shard_map inside a sharded jit
 assert np.array_equal(np.asarray(summed), x.reshape(4, 2, 4).sum(0)), summed
 
+mine = x[4 * r:4 * r + 4]                       # this process's rows: its 2 devices' shards under P("d")
+for shape in ((8, 4), None):
+    g = xlapy.make_array_from_process_local_data(rows, mine, shape)
+    assert np.array_equal(np.asarray(g), x) and g.sharding == rows, g
+try:
+    xlapy.make_array_from_process_local_data(rows, x, (8, 4))
+    raise AssertionError("the whole array accepted as one process's block")
+except xlapy.errors.XlapyError as e:
+    assert "of shape (4, 4); got local data of shape (8, 4)" in str(e), e
+
 three = xlapy.sharding.Mesh(np.array(xlapy.devices()[:3]), ("d",))       # neither every device nor one process's
 try:
     xlapy.shard_map(lambda b: b, mesh=three, in_specs=P("d"), out_specs=P("d"))(np.zeros(3, np.float32))

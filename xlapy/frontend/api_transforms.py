@@ -548,8 +548,15 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Any, ar
 
 
 def make_array_from_process_local_data(sharding: Any, local_data: Any, global_shape: Any = None) -> Any:
-    """One process: the local data is the global array."""
+    """One process: the local data is the global array. Several (xlapy.distributed), with a NamedSharding:
+    parallel/process_shards.from_process_local (each process's block, exchanged over MPI)."""
     from .array import Array
+    from ..backends import devices
+    from .parallel.mesh import NamedSharding
+    if devices.process_count() > 1 and isinstance(sharding, NamedSharding):
+        from .parallel.process_shards import from_process_local
+        from .parallel.sharded_array import ShardedArray
+        return ShardedArray(from_process_local(sharding, local_data, global_shape), sharding)
     data = np.asarray(local_data)
     if global_shape is not None and tuple(global_shape) != data.shape:
         raise ValueError(f"make_array_from_process_local_data: one process holds the whole array; global_shape "

@@ -92,4 +92,43 @@ def assemble(place: Placement, shape: tuple, dtype: Any, indices: Sequence[tuple
     return full
 
 
-__all__ = ["Placement", "assemble", "device_assignment", "local_args", "placement"]
+def from_process_local(sharding: Any, local_data: Any, global_shape: Any = None) -> np.ndarray:
+    """jax.make_array_from_process_local_data under several processes: `local_data` is the block of the global
+    array this process's devices' shards cover (their bounding box, e.g. its rows of a batch split over a mesh
+    axis that spans the processes); the processes exchange their blocks (one MPI Allgatherv) and each gets the
+    whole value. global_shape None: the data is split along dimension 0 between the processes (JAX's guess)."""
+    from ...backends import devices
+    from ...distributed import world
+    from ...errors import XlapyError
+    local = np.ascontiguousarray(np.asarray(local_data))
+    count, me = devices.process_count(), devices.process_index()
+    shape = tuple(int(d) for d in global_shape) if global_shape is not None else \
+        (local.shape[0] * count,) + tuple(local.shape[1:]) if local.ndim else ()
+    indices = sharding.indices(shape)
+    owners = [getattr(d, "process_index", 0) for d in sharding.mesh.devices.flat]
+    boxes = []
+    for k in range(count):
+        mine = [idx for idx, o in zip(indices, owners) if o == k]
+        if not mine:
+            raise XlapyError(f"make_array_from_process_local_data: process {k} has no device in the mesh "
+                             f"{sharding.mesh}")
+        boxes.append(tuple(slice(min(i[d].start for i in mine), max(i[d].stop for i in mine))
+                           for d in range(len(shape))))
+    want = tuple(b.stop - b.start for b in boxes[me])
+    if local.shape != want:
+        raise XlapyError(f"make_array_from_process_local_data: process {me}'s devices hold the block "
+                         f"{[(b.start, b.stop) for b in boxes[me]]} of the global shape {shape} under {sharding}, "
+                         f"of shape {want}; got local data of shape {local.shape}")
+    MPI, comm = world()
+    itemsize = local.dtype.itemsize
+    counts = [int(np.prod([b.stop - b.start for b in box], dtype=np.int64)) * itemsize for box in boxes]
+    displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
+    recv = np.empty(sum(counts), np.uint8)
+    comm.Allgatherv(local.reshape(-1).view(np.uint8), [recv, counts, displs, MPI.BYTE])
+    full = np.empty(shape, local.dtype)
+    for box, n, at in zip(boxes, counts, displs):
+        full[box] = recv[at:at + n].view(local.dtype).reshape([b.stop - b.start for b in box])
+    return full
+
+
+__all__ = ["Placement", "assemble", "device_assignment", "from_process_local", "local_args", "placement"]
