@@ -1,5 +1,5 @@
 """Regenerates tests/frontend/complex_grad_data/complex_grads.npz: JAX's derivatives (jvp and grad) of real
-functions of complex solves (getrf + triangular-solve), det, inv and triangular solves in every op mode
+functions of complex solves (getrf + triangular-solve), det, inv, Cholesky (factor and solve) and triangular solves in every op mode
 (transpose, adjoint, right side), for tests/frontend/test_linalg_complex_grads.py (which needs no JAX). The
 functions are FUNCTIONS below, written once for both libraries (`np_` = jax.numpy or xlapy.numpy, `lax`,
 `sl` = scipy.linalg).
@@ -30,6 +30,10 @@ def functions(np_, lax, sl):
                                                                           lower=True)) ** 2),
         "tri_h": lambda x, y, bx, by: np_.sum(np_.real(sl.solve_triangular(mk(x, y), lax.complex(bx, by),
                                                                            trans=2)) ** 3),
+        "cholesky": lambda x, y, bx, by: np_.sum(np_.abs(np_.linalg.cholesky(
+            mk(x, y) @ np_.conj(mk(x, y)).T)) ** 2 * bx[:, :1]),
+        "cho_solve": lambda x, y, bx, by: np_.sum(np_.imag(sl.cho_solve(sl.cho_factor(
+            mk(x, y) @ np_.conj(mk(x, y)).T, lower=True), lax.complex(bx, by))) ** 2),
         "tri_r": lambda x, y, bx, by: np_.sum(np_.imag(lax.linalg.triangular_solve(
             mk(x, y), lax.complex(bx, by).T, left_side=False, transpose_a=True, conjugate_a=True)) ** 2),
     }

@@ -1,4 +1,4 @@
-"""Derivatives through complex LU solves and triangular solves (the getrf and triangular-solve rules on complex
+"""Derivatives through complex LU solves, Cholesky and triangular solves (the getrf, cholesky and triangular-solve rules on complex
 values, JAX's convention) against JAX 0.10.2's (complex_grad_data/, from tools/gen_complex_grad_data.py, whose
 FUNCTIONS this test runs with xlapy's modules)."""
 from __future__ import annotations

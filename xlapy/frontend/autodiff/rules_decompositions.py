@@ -21,9 +21,9 @@ The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their tra
                   (c_j = vl_j^H vr_j; a second geev computes both eigenvector sets when the op did not); the
                   eigenvectors' (JAX's _eig_vec_jvp) only when lax.linalg.eig had enable_eigvec_derivs=True
                   (recorded in backend_config), else an AutodiffError, as JAX
-getrf and triangular-solve (op modes TRANSPOSE and ADJOINT) take complex values too (JAX's convention: the
-VJP is the plain transpose of the JVP); cholesky, gesdd, geqrf/orgqr on complex values have no rules yet
-(AutodiffError).
+cholesky (lower), getrf and triangular-solve (op modes TRANSPOSE and ADJOINT) take complex values too (JAX's
+convention: the VJP is the plain transpose of the JVP); gesdd and geqrf/orgqr on complex values have no rules
+yet (AutodiffError).
 """
 from __future__ import annotations
 
@@ -160,27 +160,37 @@ def diag_only(b, x):
     return tril(b, triu(b, x))
 
 
-def _cholesky_jvp(b, inst, ts):
-    _real_only(inst)
-    (t,) = ts
+def _cholesky_setup(inst):
     lower = inst.attrs.get("lower") in (True, "true")
+    if not lower and inst.shape.ptype.is_complex:
+        raise AutodiffError(f"differentiation of an upper (lower=false) complex cholesky is not supported yet "
+                            f"(instruction {inst.name}; JAX's lowering is lower=true)")
+    return lower
+
+
+def _cholesky_jvp(b, inst, ts):
+    """L' = L Phi(L^-1 S' L^-H) (JAX's rule; S' the Hermitian matrix of t's lower triangle)."""
+    (t,) = ts
+    lower = _cholesky_setup(inst)
     L = inst if lower else T(b, inst)
     if not lower:
         t = T(b, t)
-    s = sym_lower(b, t)
-    y = solve(b, L, solve(b, L, s, left=True, lower=True), left=False, lower=True, transpose=True)
+    s = _herm(b, t, True)
+    mode = "ADJOINT" if inst.shape.ptype.is_complex else "TRANSPOSE"
+    y = b.emit("triangular-solve", [L, solve(b, L, s, left=True, lower=True)],
+               {"left_side": False, "lower": True, "unit_diagonal": False, "transpose_a": mode})
     dl = mm(b, L, _phi(b, y))
     return dl if lower else T(b, dl)
 
 
 def _cholesky_vjp(b, inst, ct):
-    _real_only(inst)
-    lower = inst.attrs.get("lower") in (True, "true")
+    """The JVP's plain transpose: S_bar = L^-T Phi(L^T tril(ct)) conj(L)^-1, folded onto the lower triangle."""
+    lower = _cholesky_setup(inst)
     L = inst if lower else T(b, inst)
     g = ct if lower else T(b, ct)
     p = _phi(b, mm(b, T(b, L), tril(b, g)))
-    y = solve(b, L, solve(b, L, p, left=True, lower=True, transpose=True), left=False, lower=True)
-    a_bar = sym_lower_adjoint(b, y)
+    y = solve(b, _cj(b, L), solve(b, L, p, left=True, lower=True, transpose=True), left=False, lower=True)
+    a_bar = _herm_adjoint(b, y, True)
     return [a_bar if lower else T(b, a_bar)]
 
 
