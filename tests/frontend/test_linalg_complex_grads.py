@@ -1,6 +1,6 @@
-"""Derivatives through complex LU solves, Cholesky and triangular solves (the getrf, cholesky and triangular-solve rules on complex
-values, JAX's convention) against JAX 0.10.2's (complex_grad_data/, from tools/gen_complex_grad_data.py, whose
-FUNCTIONS this test runs with xlapy's modules)."""
+"""Derivatives through complex LU solves, Cholesky and triangular solves (the getrf, cholesky and
+triangular-solve rules on complex values, JAX's convention) against JAX 0.10.2's (complex_grad_data/, from
+tools/gen_complex_grad_data.py, whose FUNCTIONS this test runs with xlapy's modules)."""
 from __future__ import annotations
 
 import importlib.util
