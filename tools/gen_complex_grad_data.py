@@ -1,6 +1,6 @@
 """Regenerates tests/frontend/complex_grad_data/complex_grads.npz: JAX's derivatives (jvp and grad) of real
-functions of complex solves (getrf + triangular-solve), det, inv, Cholesky (factor and solve) and triangular solves in every op mode
-(transpose, adjoint, right side), for tests/frontend/test_linalg_complex_grads.py (which needs no JAX). The
+functions of complex solves (getrf + triangular-solve), det, inv, Cholesky (factor and solve) and triangular
+solves in every op mode (transpose, adjoint, right side), for tests/frontend/test_linalg_complex_grads.py (which needs no JAX). The
 functions are FUNCTIONS below, written once for both libraries (`np_` = jax.numpy or xlapy.numpy, `lax`,
 `sl` = scipy.linalg).
 

@@ -1,7 +1,9 @@
 """Regenerates tests/frontend/eig_grad_data/eig_grads.npz: JAX's derivatives of jnp.linalg.eigvals (the geev
 custom-call's eigenvalue JVP, and the gradient of a real function of the eigenvalues) on real matrices with
 real and complex-conjugate eigenvalues, and of a real function of a complex Hermitian eigh (heevd: eigenvalues
-and eigenvectors) and of a complex matrix's eigvals (geev on complex input), built from two real matrices, for tests/frontend/test_linalg_eig_grads.py (which needs no JAX).
+and eigenvectors) and of a complex matrix's eigvals (geev on complex input), built from two real matrices;
+and eig's eigenvector derivatives (enable_eigvec_derivs=True). For tests/frontend/test_linalg_eig_grads.py
+(which needs no JAX).
 
     .venv-models/bin/python tools/gen_eig_grad_data.py
 
