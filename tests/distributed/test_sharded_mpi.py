@@ -32,6 +32,12 @@ assert np.array_equal(np.asarray(doubled), x * 2), doubled
 assert np.array_equal(np.asarray(total), x.sum(0)), total
 assert np.asarray(where).tolist() == [0, 1, 2, 3], where
 
+backwards = xlapy.sharding.Mesh(np.array(xlapy.devices()[::-1]), ("d",))    # position p on device 3 - p
+h = xlapy.shard_map(lambda b: (lax.psum(b, "d"), lax.ppermute(b, "d", [(i, (i + 1) % 4) for i in range(4)])),
+                    mesh=backwards, in_specs=P("d"), out_specs=(P(), P("d")))
+total, moved = h(x)
+assert np.array_equal(np.asarray(total), x.reshape(4, 2, 4).sum(0)) and np.array_equal(np.asarray(moved), np.roll(x, 2, 0))
+
 mesh2 = xlapy.make_mesh((2, 2), ("a", "b"))                    # "a" across the processes, "b" inside each
 g = xlapy.shard_map(lambda b: lax.psum(b, "b") + lax.axis_index("a"), mesh=mesh2, in_specs=P("a", "b"),
                     out_specs=P("a"))
