@@ -36,7 +36,8 @@ backwards = xlapy.sharding.Mesh(np.array(xlapy.devices()[::-1]), ("d",))    # po
 h = xlapy.shard_map(lambda b: (lax.psum(b, "d"), lax.ppermute(b, "d", [(i, (i + 1) % 4) for i in range(4)])),
                     mesh=backwards, in_specs=P("d"), out_specs=(P(), P("d")))
 total, moved = h(x)
-assert np.array_equal(np.asarray(total), x.reshape(4, 2, 4).sum(0)) and np.array_equal(np.asarray(moved), np.roll(x, 2, 0))
+assert np.array_equal(np.asarray(total), x.reshape(4, 2, 4).sum(0))
+assert np.array_equal(np.asarray(moved), np.roll(x, 2, 0))
 
 mesh2 = xlapy.make_mesh((2, 2), ("a", "b"))                    # "a" across the processes, "b" inside each
 g = xlapy.shard_map(lambda b: lax.psum(b, "b") + lax.axis_index("a"), mesh=mesh2, in_specs=P("a", "b"),
@@ -52,7 +53,8 @@ y, gw = step(w, x)
 y0, gw0 = xlapy.jit(lambda w, x: (x @ w, xlapy.grad(loss)(w, x)))(w, x)
 assert np.allclose(np.asarray(y), np.asarray(y0), rtol=1e-6) and np.allclose(np.asarray(gw), np.asarray(gw0), rtol=1e-5)
 assert y.sharding == rows
-assert [s.device.id for s in y.addressable_shards] == [2 * r, 2 * r + 1] and rows.addressable_devices == set(xlapy.local_devices())
+assert [s.device.id for s in y.addressable_shards] == [2 * r, 2 * r + 1]
+assert rows.addressable_devices == set(xlapy.local_devices())
 assert np.array_equal(np.asarray(y.addressable_shards[1].data), np.asarray(y0)[(2 * r + 1) * 2:(2 * r + 2) * 2])
 cols = xlapy.jit(lambda x: x * 3, in_shardings=NamedSharding(mesh2, P(None, ("a", "b"))))(x)
 assert np.array_equal(np.asarray(cols), x * 3), cols

@@ -9,7 +9,7 @@ matmul on other threads meanwhile is single-threaded too, as it is around the GE
 
 | per-device num_threads | BLAS during the run |
 |---|---|
-| 1 (the default), the module has an op that may call the BLAS (BLAS_OPCODES) | single-threaded (`serial()` brackets the run) |
+| 1 (the default), an op that may call the BLAS (BLAS_OPCODES) | single-threaded (`serial()` brackets the run) |
 | 1, no such op | untouched (the bracket costs two locked calls per run: nothing to pay for on a collective's path) |
 | > 1 | the JIT's own rule (it already brackets each GEMM it splits) |
 | no thread control (a BLAS without one) | unchanged |
