@@ -18,8 +18,10 @@ demo: $(BIN)/.installed
 	$(BIN)/xlapy run examples/seed_sum.hlo --inputs examples/seed_sum.npz
 	$(BIN)/python examples/digits_demo.py --out demo_out
 
+# Two worker processes (pytest-xdist, one per core on CI's 2-core machine), each test file on one worker so a
+# file's module-scoped compiles happen once. Plain `pytest` (no -n) still runs everything in one process.
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 # Benchmarks (never run by tests): numpy and xlapy side by side, and JAX / PyTorch where installed. They write
 # benchmarks/out/ (ignored by git); `make bench-publish` copies the latest run over the tracked results.
