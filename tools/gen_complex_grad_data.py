@@ -1,6 +1,7 @@
 """Regenerates tests/frontend/complex_grad_data/complex_grads.npz: JAX's derivatives (jvp and grad) of real
-functions of complex solves (getrf + triangular-solve), det, inv, Cholesky (factor and solve) and triangular
-solves in every op mode (transpose, adjoint, right side), for tests/frontend/test_linalg_complex_grads.py (which needs no JAX). The
+functions of complex solves (getrf + triangular-solve), det, inv, Cholesky (factor and solve), singular
+values (svdvals, the nuclear norm) and triangular solves in every op mode (transpose, adjoint, right side), for
+tests/frontend/test_linalg_complex_grads.py (which needs no JAX). The
 functions are FUNCTIONS below, written once for both libraries (`np_` = jax.numpy or xlapy.numpy, `lax`,
 `sl` = scipy.linalg).
 
@@ -34,6 +35,8 @@ def functions(np_, lax, sl):
             mk(x, y) @ np_.conj(mk(x, y)).T)) ** 2 * bx[:, :1]),
         "cho_solve": lambda x, y, bx, by: np_.sum(np_.imag(sl.cho_solve(sl.cho_factor(
             mk(x, y) @ np_.conj(mk(x, y)).T, lower=True), lax.complex(bx, by))) ** 2),
+        "svdvals": lambda x, y, bx, by: np_.sum(np_.linalg.svd(lax.complex(x, y), compute_uv=False) ** 3),
+        "norm_nuc": lambda x, y, bx, by: np_.linalg.norm(lax.complex(bx, by), "nuc"),
         "tri_r": lambda x, y, bx, by: np_.sum(np_.imag(lax.linalg.triangular_solve(
             mk(x, y), lax.complex(bx, by).T, left_side=False, transpose_a=True, conjugate_a=True)) ** 2),
     }

@@ -95,5 +95,7 @@ def test_unsupported_derivatives_say_so():
         xlapy.grad(lambda x: xnp.sum(L.qr(x)[0]))(np.ones((4, 3), np.float32))
     with pytest.raises(xlapy.XlapyError, match="m >= n"):
         xlapy.grad(lambda x: xnp.sum(L.qr(x)[1]))(np.ones((3, 4), np.float32))
-    with pytest.raises(xlapy.XlapyError, match="complex"):        # complex eigh has rules (test_linalg_eig_grads)
-        xlapy.grad(lambda x: xnp.sum(L.svd(x.astype(np.complex64), compute_uv=False)))(np.eye(3, dtype=np.float32))
+    with pytest.raises(xlapy.XlapyError, match="complex"):        # complex eigh, svdvals, solves have rules
+        xlapy.grad(lambda x: xnp.sum(xnp.abs(L.qr(x.astype(np.complex64))[1])))(np.eye(3, dtype=np.float32))
+    with pytest.raises(xlapy.XlapyError, match="singular vectors"):
+        xlapy.grad(lambda x: xnp.sum(xnp.abs(L.svd(x.astype(np.complex64))[0])))(np.eye(3, dtype=np.float32))

@@ -22,8 +22,8 @@ The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their tra
                   eigenvectors' (JAX's _eig_vec_jvp) only when lax.linalg.eig had enable_eigvec_derivs=True
                   (recorded in backend_config), else an AutodiffError, as JAX
 cholesky (lower), getrf and triangular-solve (op modes TRANSPOSE and ADJOINT) take complex values too (JAX's
-convention: the VJP is the plain transpose of the JVP); gesdd and geqrf/orgqr on complex values have no rules
-yet (AutodiffError).
+convention: the VJP is the plain transpose of the JVP), and gesdd for the singular values alone (mode N);
+complex singular vectors and geqrf/orgqr on complex values have no rules yet (AutodiffError).
 """
 from __future__ import annotations
 
@@ -350,9 +350,22 @@ def _svd_factors(b: Emitter, inst: Instruction):
     return b.gte(inst, 1), b.gte(inst, 2), T(b, b.gte(inst, 3)), mode
 
 
+def _complex_svdvals(b, inst) -> bool:
+    """A complex gesdd is differentiable only in mode N (singular values alone: svdvals, norms, cond)."""
+    if not inst.operands[0].shape.ptype.is_complex:
+        return False
+    if _config(inst).get("mode", "A") != "N":
+        raise AutodiffError(f"differentiation of a complex SVD's singular vectors is not supported yet (instruction "
+                            f"{inst.name}); the singular values alone (compute_uv=False) are")
+    return True
+
+
 def _svd_jvp(b, inst, ts):
-    _real_only(inst)
     (t,) = ts
+    if _complex_svdvals(b, inst):                          # s' = Re diag(U^H t V), V = vt^H
+        s, u, v, _ = _svd_factors(b, inst)
+        ds = diag_part(b, mm(b, mm(b, _cj(b, T(b, u)), t), _cj(b, v)))
+        return _tuple_tangent(b, inst, {1: b.emit("real", [ds])})
     s, u, v, mode = _svd_factors(b, inst)
     m, n = inst.operands[0].shape.dims[-2:]
     ds_mat = mm(b, mm(b, T(b, u), t), v)
@@ -376,8 +389,15 @@ def _svd_jvp(b, inst, ts):
 
 
 def _svd_vjp(b, inst, ct):
-    _real_only(inst)
     _, s_bar, u_bar, vt_bar, _ = _parts(b, ct, inst.shape)
+    if _complex_svdvals(b, inst):                          # the plain transpose: conj(U diag(s_bar) vt)
+        if s_bar is None:
+            return [None]
+        _, u, v, _ = _svd_factors(b, inst)
+        et = u.shape.element_type
+        kk = b.zeros(Shape.array(et, u.shape.dims[:-2] + (u.shape.dims[-1],) * 2))
+        d = embed_diag(b, b.convert(s_bar, et), kk)
+        return [_cj(b, mm(b, mm(b, u, d), T(b, v)))]          # _svd_factors' v is vt^T
     s, u, v, mode = _svd_factors(b, inst)
     m, n = inst.operands[0].shape.dims[-2:]
     if mode == "N":
