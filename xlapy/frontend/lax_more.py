@@ -20,7 +20,8 @@ import numpy as np
 from . import dtypes
 from .lax_dot_conv import Precision, conv_general_dilated, dot_general, padtype_to_pads
 from .lax_elementwise import (abs as lax_abs, add, atan2, bitcast_convert_type, bitwise_and, bitwise_or, div, eq,
-                              exp, expm1, gt, imag, log, log1p, lt, max as lax_max, mul, ne, neg, real, select,
+                              cos, exp, expm1, gt, imag, log, log1p, lt, max as lax_max, mul, ne, neg, real,
+                              select, sin,
                               shift_right_logical, sign, sqrt, sub, complex as lax_complex)
 from .lax_operands import canonical_axis, coerce_same, convert, lax_error
 from .lax_reduce import (GatherDimensionNumbers, ScatterDimensionNumbers, _int_indices, _mode, gather,
@@ -79,7 +80,70 @@ def _half_exp(x):
     return exp(sub(x, _c(x, _LN2)))
 
 
+def _is_complex(x) -> bool:
+    return np.dtype(aval(x).dtype).kind == "c"
+
+
+# Complex arguments (z = a + ib) go through real functions of the parts, as C99's csinh/ccosh define them; the
+# real formulas below take abs/sign/compare of the argument, which mean something else for complex numbers.
+# A zero imaginary part stays exactly that zero (sinh(a) * sin(0) would be inf * 0 = nan for a large a).
+def _complex_sinh(z):
+    a, b = real(z), imag(z)
+    return lax_complex(mul(_sinh(a), cos(b)), select(eq(b, _c(b, 0)), b, mul(_cosh(a), sin(b))))
+
+
+def _complex_cosh(z):
+    a, b = real(z), imag(z)
+    return lax_complex(mul(_cosh(a), cos(b)), select(eq(b, _c(b, 0)), mul(b, sign(a)), mul(_sinh(a), sin(b))))
+
+
+# Near 0 asinh's log formula cancels (1 + z rounds to 1), and the backends have no complex log1p: |z| < 0.1
+# takes the odd Taylor series to z^15 instead (relative error below |z|^16 / 17, under float64's epsilon).
+_ASINH_SERIES = [(-1) ** n * math.comb(2 * n, n) / (4 ** n * (2 * n + 1)) for n in range(8)]
+
+
+def _odd_series(z, coefficients):
+    z2 = mul(z, z)
+    acc = _c(z, coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        acc = add(_c(z, c), mul(z2, acc))
+    return mul(z, acc)
+
+
+def _near_zero(z):
+    return lt(lax_abs(z), _c(real(z), 0.1))
+
+
+def _complex_asinh(z):
+    # log(z + sqrt(z^2 + 1)) on the half plane re(z) >= 0, odd symmetry for the other (no cancellation)
+    flip = lt(real(z), _c(real(z), 0))
+    w = select(flip, neg(z), z)
+    r = log(add(w, sqrt(add(mul(w, w), _c(w, 1)))))
+    return select(_near_zero(z), _odd_series(z, _ASINH_SERIES), select(flip, neg(r), r))
+
+
+def _shift(z, c: float):
+    """z + c built from the parts: adding a complex constant would turn a -0 imaginary part into +0."""
+    return lax_complex(add(real(z), _c(real(z), c)), imag(z))
+
+
+def _complex_acosh(z):
+    return log(add(z, mul(sqrt(_shift(z, 1)), sqrt(_shift(z, -1)))))
+
+
+def _complex_atanh(z):
+    # Kahan's form in real functions of the parts: re = log1p(4a / ((1-a)^2 + b^2)) / 4 (no cancellation near 0
+    # or far out), im = atan2(2b, (1-a)(1+a) - b^2) / 2 (a zero b keeps its sign: the side of the branch cut)
+    a, b = real(z), imag(z)
+    one = _c(a, 1)
+    re = mul(_c(a, 0.25), log1p(div(mul(_c(a, 4), a), add(mul(sub(one, a), sub(one, a)), mul(b, b)))))
+    im = mul(_c(a, 0.5), atan2(mul(_c(b, 2), b), sub(mul(sub(one, a), add(one, a)), mul(b, b))))
+    return lax_complex(re, im)
+
+
 def _sinh(x):
+    if _is_complex(x):
+        return _complex_sinh(x)
     small = div(sub(expm1(x), expm1(neg(x))), _c(x, 2))
     a = lax_abs(x)
     large = mul(sign(x), sub(_half_exp(a), _half_exp(neg(a))))
@@ -87,6 +151,8 @@ def _sinh(x):
 
 
 def _cosh(x):
+    if _is_complex(x):
+        return _complex_cosh(x)
     a = lax_abs(x)
     return add(_half_exp(a), _half_exp(neg(a)))
 
@@ -96,6 +162,8 @@ def _big(x):
 
 
 def _asinh(x):
+    if _is_complex(x):
+        return _complex_asinh(x)
     a = lax_abs(x)
     one = _c(x, 1)
     a2 = mul(a, a)
@@ -105,6 +173,8 @@ def _asinh(x):
 
 
 def _acosh(x):
+    if _is_complex(x):
+        return _complex_acosh(x)
     one = _c(x, 1)
     moderate = log(add(x, mul(sqrt(add(x, one)), sqrt(sub(x, one)))))
     large = add(log(x), _c(x, _LN2))
@@ -112,6 +182,8 @@ def _acosh(x):
 
 
 def _atanh(x):
+    if _is_complex(x):
+        return _complex_atanh(x)
     one = _c(x, 1)
     return mul(_c(x, 0.5), log1p(div(mul(_c(x, 2), x), sub(one, x))))
 

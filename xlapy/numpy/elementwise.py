@@ -229,55 +229,14 @@ def _acos(x):
     return lax.select(lax.eq(x, _const(x, -1)), lax.full_like(x, math.pi), y)
 
 
-def _half_exp(x):
-    """exp(x) / 2 without overflowing early."""
-    return lax.exp(lax.sub(x, _const(x, _LN2)))
-
-
-def _sinh(x):
-    small = lax.div(lax.sub(lax.expm1(x), lax.expm1(lax.neg(x))), _const(x, 2))
-    a = lax.abs(x)
-    large = lax.mul(lax.sign(x), lax.sub(_half_exp(a), _half_exp(lax.neg(a))))
-    return lax.select(lax.lt(a, _const(x, 1)), small, large)
-
-
-def _cosh(x):
-    a = lax.abs(x)
-    return lax.add(_half_exp(a), _half_exp(lax.neg(a)))
-
-
-def _big(x):
-    return _const(x, math.sqrt(float(dtypes.finfo(aval(x).dtype).max)) / 2)
-
-
-def _asinh(x):
-    a = lax.abs(x)
-    one = _const(x, 1)
-    a2 = lax.mul(a, a)
-    moderate = lax.log1p(lax.add(a, lax.div(a2, lax.add(one, lax.sqrt(lax.add(one, a2))))))
-    large = lax.add(lax.log(a), _const(x, _LN2))
-    return lax.mul(lax.sign(x), lax.select(lax.gt(a, _big(x)), large, moderate))
-
-
-def _acosh(x):
-    one = _const(x, 1)
-    moderate = lax.log(lax.add(x, lax.mul(lax.sqrt(lax.add(x, one)), lax.sqrt(lax.sub(x, one)))))
-    large = lax.add(lax.log(x), _const(x, _LN2))
-    return lax.select(lax.gt(x, _big(x)), large, moderate)
-
-
-def _atanh(x):
-    one = _const(x, 1)
-    return lax.mul(_const(x, 0.5), lax.log1p(lax.div(lax.mul(_const(x, 2), x), lax.sub(one, x))))
-
-
 arcsin = _unary_inexact("arcsin", _asin)
 arccos = _unary_inexact("arccos", _acos)
-sinh = _unary_inexact("sinh", _sinh)
-cosh = _unary_inexact("cosh", _cosh)
-arcsinh = _unary_inexact("arcsinh", _asinh)
-arccosh = _unary_inexact("arccosh", _acosh)
-arctanh = _unary_inexact("arctanh", _atanh)
+# the hyperbolics are lax's (frontend/lax_more.py: real formulas, and complex ones through the parts)
+sinh = _unary_inexact("sinh", lax.sinh)
+cosh = _unary_inexact("cosh", lax.cosh)
+arcsinh = _unary_inexact("arcsinh", lax.asinh)
+arccosh = _unary_inexact("arccosh", lax.acosh)
+arctanh = _unary_inexact("arctanh", lax.atanh)
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 deg2rad = _unary_inexact("deg2rad", lambda x: lax.mul(x, _const(x, math.pi / 180)))
 rad2deg = _unary_inexact("rad2deg", lambda x: lax.mul(x, _const(x, 180 / math.pi)))
