@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import threading
 from functools import lru_cache
 
 import numpy as np
@@ -38,28 +37,13 @@ from ...hlo.printer import computation_to_text
 from ..interpreter import collectives, rendezvous
 from .buffers import ValueTree
 from .indexing import major_to_minor
+from . import trampolines
 from .irhelpers import I8, I8P, VOID, alloca_once
 
 SYMBOL = "xlapy_collective"
 _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
-_TRAMPOLINE = None
-
-
-class _Pending(threading.local):
-    def __init__(self):
-        self.error: BaseException | None = None
-
-
-_PENDING = _Pending()
-
-
-def raise_pending() -> None:
-    """Raise the error a collective of this thread's last call raised, if any (once)."""
-    error, _PENDING.error = _PENDING.error, None
-    if error is not None:
-        if isinstance(error, ExecutionError):
-            raise error
-        raise ExecutionError(f"collective failed: {type(error).__name__}: {error}") from error
+_PENDING = trampolines.PendingError("collective", passthrough=(ExecutionError,))
+raise_pending = _PENDING.raise_pending      # the error a collective of this thread's last call raised, once
 
 
 def _as_array(pointer: int, dims: tuple, dtype: np.dtype, nbytes: int, order: tuple | None) -> np.ndarray:
@@ -97,26 +81,17 @@ def _trampoline(spec_text, operands, results):
         args = [_as_array(operands[i], *leaf) for i, leaf in enumerate(op_leaves)]
         collectives.run(spec, args, outs)
     except BaseException as e:          # noqa: BLE001 -- nothing may unwind into machine code
-        _PENDING.error = e
+        _PENDING.record(e)
 
 
 def ensure_symbol() -> None:
     """Register the trampoline's address under SYMBOL (once per process)."""
-    global _TRAMPOLINE
-    if _TRAMPOLINE is None:
-        import llvmlite.binding as llvm
-        from .llvm_jit import init_llvm
-        init_llvm()
-        _TRAMPOLINE = _PROTO(_trampoline)
-        llvm.add_symbol(SYMBOL, ctypes.cast(_TRAMPOLINE, ctypes.c_void_p).value)
+    trampolines.register(SYMBOL, _PROTO, _trampoline)
 
 
 def attach(exe) -> None:
     """Make `exe` (code that calls SYMBOL) call through ctypes and raise a collective's error after the call."""
-    exe.fast_call = None
-    checks = getattr(exe, "after_call", ())
-    if raise_pending not in checks:
-        exe.after_call = tuple(checks) + (raise_pending,)
+    exe.check_after_calls(raise_pending)
 
 
 # -- emission --------------------------------------------------------------------------------------------

@@ -109,10 +109,17 @@ class Executable:
     def use_host_callbacks(self) -> None:
         """Called by the compiler for code that calls host callbacks (host_callback_emitter.py): calls go through
         ctypes, and an error a callback raised is raised when the call returns."""
+        from .host_callback_emitter import raise_pending
         self.host_callbacks = True
-        self.fast_call = None
+        self.check_after_calls(raise_pending)
 
-    after_call: tuple = ()      # checks run after each ctypes call (collectives_emitter.attach: raise their errors)
+    after_call: tuple = ()      # checks run after each ctypes call (trampolines.py: raise what a trampoline caught)
+
+    def check_after_calls(self, check) -> None:
+        """Call through ctypes, and run `check` after every call (once, however often it is added)."""
+        self.fast_call = None
+        if check not in self.after_call:
+            self.after_call = self.after_call + (check,)
     result_allocator = None     # (dims, dtype) -> array for the results of ctypes calls; None: np.empty (spmd.py pools)
 
     def instance(self) -> "Executable":
@@ -132,9 +139,6 @@ class Executable:
         if fast is not None:
             return fast(*args)
         out = self._call_ctypes(*args)
-        if self.host_callbacks:
-            from .host_callback_emitter import raise_pending
-            raise_pending()
         for check in self.after_call:
             check()
         return out

@@ -7,40 +7,27 @@ with llvm.add_symbol on first use: it wraps each pointer as a numpy array of the
 the layout asked of every operand here), calls the Python function and copies its results into the result
 buffers. An exception in the callback cannot unwind through the machine code: the trampoline records it for
 the calling thread and leaves the results zero; the executable (which calls through ctypes when its code calls
-this symbol: `Executable.host_callbacks`) raises it as an ExecutionError when the call returns (`raise_pending`).
+this symbol: `Executable.check_after_calls`) raises it as an ExecutionError when the call returns (`raise_pending`,
+trampolines.py).
 """
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 from llvmlite import ir
 
-from ...errors import ExecutionError, UnimplementedError
+from ...errors import UnimplementedError
 from ...hlo import Instruction, Shape
 from ..interpreter import host_callback
 from .buffers import ValueTree
+from . import trampolines
 from .irhelpers import I8P, VOID, alloca_once, i64
 
 SYMBOL = "xlapy_host_callback"
 _PROTO = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
-_TRAMPOLINE = None
-
-
-class _Pending(threading.local):
-    def __init__(self):
-        self.error: BaseException | None = None
-
-
-_PENDING = _Pending()
-
-
-def raise_pending() -> None:
-    """Raise the error a callback of this thread's last call raised, if any (once)."""
-    error, _PENDING.error = _PENDING.error, None
-    if error is not None:
-        raise ExecutionError(f"pure_callback failed: {type(error).__name__}: {error}") from error
+_PENDING = trampolines.PendingError("pure_callback")
+raise_pending = _PENDING.raise_pending      # the error a callback of this thread's last call raised, once
 
 
 def _as_array(pointer: int, shape: Shape) -> np.ndarray:
@@ -60,17 +47,12 @@ def _trampoline(key, operands, results):
         for i, (value, shape) in enumerate(zip(outs, cb.results)):
             _as_array(results[i], shape)[...] = value
     except BaseException as e:          # noqa: BLE001 -- nothing may unwind into machine code
-        if _PENDING.error is None:
-            _PENDING.error = e
+        _PENDING.record(e)
 
 
 def ensure_symbol() -> None:
     """Register the trampoline's address under SYMBOL (once per process)."""
-    global _TRAMPOLINE
-    if _TRAMPOLINE is None:
-        import llvmlite.binding as llvm
-        _TRAMPOLINE = _PROTO(_trampoline)
-        llvm.add_symbol(SYMBOL, ctypes.cast(_TRAMPOLINE, ctypes.c_void_p).value)
+    trampolines.register(SYMBOL, _PROTO, _trampoline)
 
 
 def _check_row_major(inst: Instruction, shape: Shape) -> None:
