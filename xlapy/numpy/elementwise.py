@@ -306,26 +306,38 @@ def isnan(x):
 
 def isinf(x):
     x = arr(x)
-    if not dtypes.is_inexact(aval(x).dtype):
+    dt = aval(x).dtype
+    if not dtypes.is_inexact(dt):
         return lax.full(aval(x).shape, False, np.bool_)
+    if np.issubdtype(dt, np.complexfloating):      # JAX's: either part infinite
+        return lax.bitwise_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     return lax.eq(lax.abs(x), _const(x, np.inf))
 
 
 def isfinite(x):
     x = arr(x)
-    if not dtypes.is_inexact(aval(x).dtype):
+    dt = aval(x).dtype
+    if not dtypes.is_inexact(dt):
         return lax.full(aval(x).shape, True, np.bool_)
+    if np.issubdtype(dt, np.complexfloating):      # JAX's: both parts finite
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     return lax.is_finite(x)
 
 
-def isposinf(x):
+def _isposneginf(name: str, x, compare):
     x = arr(x)
-    return lax.bitwise_and(isinf(x), lax.gt(x, _const(x, 0))) if dtypes.is_inexact(aval(x).dtype) else isinf(x)
+    dt = aval(x).dtype
+    if np.issubdtype(dt, np.complexfloating):
+        raise ValueError(f"{name}: isposinf/isneginf are not well defined for complex types (got {dt})")
+    return lax.bitwise_and(isinf(x), compare(x, _const(x, 0))) if dtypes.is_inexact(dt) else isinf(x)
+
+
+def isposinf(x):
+    return _isposneginf("isposinf", x, lax.gt)
 
 
 def isneginf(x):
-    x = arr(x)
-    return lax.bitwise_and(isinf(x), lax.lt(x, _const(x, 0))) if dtypes.is_inexact(aval(x).dtype) else isinf(x)
+    return _isposneginf("isneginf", x, lax.lt)
 
 
 equal = _binary("equal", lax.eq)

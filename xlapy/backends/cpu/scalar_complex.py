@@ -74,13 +74,32 @@ def _abs(b, pt, x):
     return call_libm(b, "hypot", a, c)
 
 
-def _exp(b, pt, x):
-    a, c = parts(b, x)
+def exp_times(b, a, f1, f2):
+    """e^a f1 and e^a f2, finite where the products are representable (e^(a/2) twice once e^a may overflow)."""
+    ty = a.type
+    scaled = b.fcmp_ordered(">=", a, ir.Constant(ty, 700.0 if isinstance(ty, ir.DoubleType) else 85.0))
+    h = call_math(b, "exp", b.fmul(a, ir.Constant(ty, 0.5)))
     m = call_math(b, "exp", a)
-    re = b.fmul(m, call_math(b, "cos", c))
-    im = b.fmul(m, call_math(b, "sin", c))
-    real_only = b.fcmp_ordered("==", c, _zero(c.type))     # exp(x + 0i) = exp(x) + 0i, also for x = inf
-    return make(b, b.select(real_only, m, re), b.select(real_only, c, im))
+    return (b.select(scaled, b.fmul(b.fmul(h, f1), h), b.fmul(m, f1)),
+            b.select(scaled, b.fmul(b.fmul(h, f2), h), b.fmul(m, f2)))
+
+
+def _exp(b, pt, x):
+    """C99's cexp: exp(x + 0i) = exp(x) + 0i (x = inf too); exp(-inf + i(inf|NaN)) = 0 + 0i;
+    exp(inf + i(inf|NaN)) = inf + NaN i."""
+    a, c = parts(b, x)
+    ty = a.type
+    m = call_math(b, "exp", a)
+    re, im = exp_times(b, a, call_math(b, "cos", c), call_math(b, "sin", c))
+    real_only = b.fcmp_ordered("==", c, _zero(ty))
+    c_finite = b.fcmp_ordered("<", call_math(b, "fabs", c), ir.Constant(ty, float("inf")))
+    a_inf = b.fcmp_ordered("==", call_math(b, "fabs", a), ir.Constant(ty, float("inf")))
+    at_inf = b.and_(a_inf, b.not_(c_finite))
+    inf_re = b.select(b.fcmp_ordered(">", a, _zero(ty)), a, _zero(ty))
+    inf_im = b.select(b.fcmp_ordered(">", a, _zero(ty)), b.fsub(c, c), call_math(b, "copysign", _zero(ty), c))
+    re = b.select(real_only, m, b.select(at_inf, inf_re, re))
+    im = b.select(real_only, c, b.select(at_inf, inf_im, im))
+    return make(b, re, im)
 
 
 def _log(b, pt, x):
@@ -99,7 +118,17 @@ def _sqrt(b, pt, x):
     re = b.select(nonneg, t, b.fdiv(call_math(b, "fabs", c), two_t))
     im = b.select(nonneg, b.fdiv(c, two_t), call_math(b, "copysign", t, c))
     is_zero = b.fcmp_ordered("==", t, _zero(ty))
-    return make(b, b.select(is_zero, _zero(ty), re), b.select(is_zero, c, im))
+    re, im = b.select(is_zero, _zero(ty), re), b.select(is_zero, c, im)
+    # C99's csqrt: an infinite imaginary part gives inf + i c whatever a is; a = -inf gives
+    # NaN-or-0 + i copysign(inf, c); a = +inf gives inf + i (copysign(0, c) or NaN)
+    inf = ir.Constant(ty, float("inf"))
+    c_inf = b.fcmp_ordered("==", call_math(b, "fabs", c), inf)
+    c_nan = b.fcmp_unordered("uno", c, c)
+    a_neg_inf, a_pos_inf = b.fcmp_ordered("==", a, b.fneg(inf)), b.fcmp_ordered("==", a, inf)
+    re = b.select(c_inf, inf, b.select(a_neg_inf, b.select(c_nan, c, _zero(ty)), b.select(a_pos_inf, a, re)))
+    im = b.select(c_inf, c, b.select(a_neg_inf, call_math(b, "copysign", inf, c),
+                                     b.select(a_pos_inf, b.select(c_nan, c, call_math(b, "copysign", _zero(ty), c)), im)))
+    return make(b, re, im)
 
 
 def _sign(b, pt, x):

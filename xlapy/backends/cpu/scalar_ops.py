@@ -13,7 +13,7 @@ from typing import Callable
 from llvmlite import ir
 
 from ...hlo.shape import PrimitiveType
-from . import scalar_complex
+from . import scalar_complex, scalar_complex_math
 from .irhelpers import F32, F64, I1, intrinsic
 from .types import call_libm, call_math, float_bits_type, round_value, value_type
 
@@ -238,7 +238,7 @@ UNARY: dict[str, dict[str, Callable]] = _with_complex({
     "is-finite": {"float": _is_finite},
     "real": {"float": lambda b, pt, x: x},
     "imag": {"float": lambda b, pt, x: _c(x.type, 0.0)},
-}, scalar_complex.UNARY)
+}, {**scalar_complex.UNARY, **scalar_complex_math.UNARY})
 
 BINARY: dict[str, dict[str, Callable]] = _with_complex({
     "add": {"int": _instruction("add"), "uint": _instruction("add"), "float": _instruction("fadd")},
@@ -258,7 +258,7 @@ BINARY: dict[str, dict[str, Callable]] = _with_complex({
     "shift-right-logical": {"int": _shift("lshr"), "uint": _shift("lshr")},
     "shift-right-arithmetic": {"int": _shift("ashr"), "uint": _shift("ashr")},
     "complex": {"float": scalar_complex._complex},
-}, scalar_complex.BINARY)
+}, {**scalar_complex.BINARY, **scalar_complex_math.BINARY})
 
 
 # -- compare -----------------------------------------------------------------------------------------
