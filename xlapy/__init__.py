@@ -39,6 +39,9 @@ from .frontend.lazy import lazy, lazy_stats, set_lazy, sync
 from . import numpy     # first: it attaches Array's and Tracer's operators and methods (numpy/array_methods.py)
 from . import dlpack, lax, nn, random
 from . import ad_checkpoint, tree
+from . import ref            # jax.ref: mutable array references (Ref, new_ref, freeze, ...) and ds
+from .ref import Ref, ds, empty_ref, free_ref, freeze, new_ref
+from .user_context import make_user_context
 from . import profiler      # JAX's jax.profiler; XLA_FLAGS=--xla_hlo_profile starts a process-wide trace here
 from . import distributed   # jax.distributed: initialize() under mpirun (MPI imported only there)
 
@@ -57,7 +60,8 @@ __all__ = ["XlapyError", "HloParseError", "HloVerifierError", "ExecutionError", 
            "named_call", "named_scope", "closure_convert", "custom_gradient", "print_environment_info",
            "fwd_and_bwd", "transfer_guard", "checking_leaks", "live_arrays", "copy_to_host_async",
            "make_array_from_callback", "make_array_from_single_device_arrays", "make_array_from_process_local_data",
-           "autojit", "lazy", "lazy_stats", "set_lazy", "sync"]
+           "autojit", "lazy", "lazy_stats", "set_lazy", "sync",
+           "ref", "Ref", "ds", "empty_ref", "free_ref", "freeze", "new_ref", "make_user_context"]
 
 
 def __getattr__(name: str):

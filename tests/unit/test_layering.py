@@ -16,7 +16,8 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
                  lax_special, lax_special_math, lax_reduce, lax_fft, lax_linalg, lax_more, control_flow) and numpy's operators and indexing over it (operators,
                  indexing), api_transforms (jacobians, eval_shape, make_jaxpr: over lax_shapes)
   libraries      xlapy/lax.py (the façade over frontend ops), numpy/, scipy/, nn.py, nn_more.py, nn_initializers.py, random*.py,
-                 dlpack.py, ad_checkpoint.py, tree.py, sharding.py, experimental/, torch/ (the PyTorch front end):
+                 dlpack.py, ad_checkpoint.py, tree.py, sharding.py, experimental/, torch/ (the PyTorch front end),
+                 ref.py (mutable array references), user_context.py (make_user_context):
                  the APIs users import
   top            xlapy/__init__.py, aot.py, profiler.py, tools/, testing.py, filecheck.py: entry points and test
                  support
@@ -59,6 +60,7 @@ PLACES = {
     "dlpack.py": "libraries", "sharding.py": "libraries", "experimental/": "libraries",
     "torch/": "libraries",
     "nn_initializers.py": "libraries", "nn_more.py": "libraries", "scipy/": "libraries", "ad_checkpoint.py": "libraries", "tree.py": "libraries",
+    "ref.py": "libraries", "user_context.py": "libraries",
     "__init__.py": "top", "aot.py": "top", "profiler.py": "top", "tools/": "top", "testing.py": "top",
     "filecheck.py": "top",
 }

@@ -1,0 +1,135 @@
+"""xlapy.ref (jax.ref): Ref, new_ref, empty_ref, freeze, free_ref, ds; and make_user_context. Expected values are
+the ones JAX 0.10.2 gives for the same programs (checked by hand with .venv-models); the errors are xlapy's for
+what its tracing model cannot do (a Ref crossing a trace boundary), which JAX allows."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xlapy
+import xlapy.numpy as xnp
+from xlapy import ds, empty_ref, free_ref, freeze, new_ref
+
+
+def test_eager_reads_writes_and_repr():
+    r = new_ref(xnp.arange(5.0))
+    assert isinstance(r, xlapy.Ref) and r.shape == (5,) and r.dtype == np.float32 and r.ndim == 1
+    assert r.size == 5 and len(r) == 5
+    np.testing.assert_array_equal(r[1:3], [1.0, 2.0])
+    r[1:3] = xnp.full(2, 7.0)
+    r[...] += 1
+    assert repr(r) == "Ref([1., 8., 8., 4., 5.], dtype=float32)"
+    r.addupdate(2.0, 1)
+    np.testing.assert_array_equal(r[...], [1, 10, 8, 4, 5])
+    np.testing.assert_array_equal(r[ds(1, 2, 2)], [10, 4])
+    assert repr(new_ref(3.0)) == "Ref(3., dtype=float32, weak_type=True)"
+
+
+def test_writes_need_the_indexed_shape_and_the_refs_dtype():
+    r = new_ref(xnp.zeros(5))
+    with pytest.raises(ValueError, match=r"Invalid shape for `swap`.*Expected shape: \(2,\). Value shape: \(\)"):
+        r[1:3] = 7.0
+    with pytest.raises(ValueError, match="Invalid dtype for `swap`. Ref dtype: float32. Value dtype: int32"):
+        r[0] = 5
+    with pytest.raises(ValueError, match="Out of bound slice: start=4, size=2"):
+        r[ds(4, 2)]
+
+
+@xlapy.jit
+def _local_cell(x, i):
+    a = new_ref(x)
+    a[0] += 5
+    a[ds(i, 2)] = xnp.zeros(2)
+    return freeze(a), a_read(x, i)
+
+
+def a_read(x, i):
+    b = new_ref(x * 2)
+    return b[ds(i, 2)]
+
+
+def test_refs_created_inside_jit_are_mutable_cells():
+    for i, want_tail in ((2, [6, 1, 0, 0, 1, 1]), (5, [6, 1, 1, 1, 0, 0])):      # a traced start clamps (JAX's too)
+        out, window = _local_cell(xnp.ones(6), i)
+        np.testing.assert_array_equal(out, want_tail)
+        np.testing.assert_array_equal(window, [2, 2])
+
+
+def test_empty_ref_and_two_dimensional_slices():
+    @xlapy.jit
+    def f(x):
+        e = empty_ref(xlapy.ShapeDtypeStruct((2, 3), np.float32))
+        e[...] = x
+        e[0, 1] = 9.0
+        e[ds(1, 1), ds(0, 2)] = xnp.full((1, 2), 4.0)
+        return freeze(e)
+    np.testing.assert_array_equal(f(xnp.ones((2, 3))), [[1, 9, 1], [4, 4, 1]])
+
+
+def test_refs_under_grad_and_vmap():
+    def loss(x):
+        r = new_ref(x)
+        r[...] = r[...] * 3
+        return freeze(r).sum()
+    np.testing.assert_array_equal(xlapy.grad(loss)(xnp.ones(2)), [3.0, 3.0])
+    np.testing.assert_array_equal(xlapy.vmap(lambda x: freeze(new_ref(x)) * 2)(xnp.ones((2, 3))), np.full((2, 3), 2.0))
+
+
+def test_freeze_and_free_invalidate():
+    r = new_ref(xnp.arange(3.0))
+    np.testing.assert_array_equal(freeze(r), [0, 1, 2])
+    with pytest.raises(xlapy.XlapyError, match="frozen"):
+        r[...]
+    q = new_ref(xnp.zeros(2))
+    free_ref(q)
+    with pytest.raises(xlapy.XlapyError, match="freed"):
+        q[0] = 1.0
+    with pytest.raises(xlapy.XlapyError, match="expected a Ref"):
+        freeze(xnp.zeros(2))
+
+
+def test_refs_crossing_a_trace_boundary_raise():
+    r = new_ref(xnp.zeros(3))
+    with pytest.raises(xlapy.XlapyError, match="created outside any trace"):
+        xlapy.jit(lambda x: r[...] + x)(1.0)
+    with pytest.raises(xlapy.XlapyError, match="argument q of type Ref"):
+        xlapy.jit(lambda q: q[...])(r)
+
+    @xlapy.jit
+    def loop(xs):
+        acc = new_ref(0.0)
+
+        def body(c, x):
+            acc[...] += x
+            return c, None
+        xlapy.lax.scan(body, 0.0, xs)
+        return freeze(acc)
+    with pytest.raises(xlapy.XlapyError, match="enclosing trace"):
+        loop(xnp.arange(4.0))
+
+
+def test_ds_is_jax_dslice():
+    assert ds(None) == slice(None)
+    assert ds(3) == xlapy.ref.Slice(0, 3, 1) and ds(2, 3) == xlapy.ref.Slice(2, 3, 1)
+    assert ds(1, 3, 2).stride == 2 and not ds(1, 3).is_dynamic_start
+    with pytest.raises(ValueError, match="Non-static stride"):
+        ds(1, 2, 1.5)
+
+
+def test_make_user_context_retraces():
+    ctx = xlapy.make_user_context(default_value=1)
+    traces = []
+
+    @xlapy.jit
+    def f(x):
+        traces.append(ctx.value)
+        return x * ctx.value
+
+    assert float(f(2.0)) == 2.0
+    assert float(f(2.0)) == 2.0 and traces == [1]
+    with ctx(3):
+        assert ctx.value == 3 and float(f(2.0)) == 6.0
+    assert ctx.value == 1 and float(f(2.0)) == 2.0
+    assert traces == [1, 3, 1]
+    ctx.set_global(5)
+    assert ctx.get_global() == 5 and float(f(2.0)) == 10.0
