@@ -88,16 +88,63 @@ def test_every_break_splits_and_agrees_with_numpy(case, xlapy_backend):
     assert first.ended_by.where.endswith(f"test_autojit.py:{line_of(fun, marker)}"), first.ended_by
 
 
-def test_warm_calls_compile_nothing_and_new_values_replay():
-    auto = xlapy.autojit(with_unique)
+def counted(fun):
+    """fun, and a list whose length is how often its Python body ran."""
+    runs = []
+
+    def body(*args):
+        runs.append(1)
+        return fun(*args)
+    body.__name__ = fun.__name__
+    return body, runs
+
+
+def test_warm_calls_replay_without_running_the_python():
+    body, runs = counted(with_unique)
+    auto = xlapy.autojit(body)
     auto(X)
     before = xlapy.lazy_stats()
     for x in (X[::-1].copy(), X + 0.01, np.roll(X, 2)):      # new values, the same unique count: same shapes
         np.testing.assert_allclose(float(auto(x)), CASES["unique"][1](x), rtol=1e-5)
     after = xlapy.lazy_stats()
-    assert after["compiles"] == before["compiles"]
-    assert after["hits"] - before["hits"] == 6               # two clusters per call, from the cache
-    assert auto.calls == 4
+    assert after["compiles"] == before["compiles"] and after["cuts"] == before["cuts"]
+    assert len(runs) == 1 and auto.stats == {"recorded": 1, "replayed": 3, "misses": 0}
+    assert auto.calls == 4 and [c.runs for c in auto.clusters()] == [4, 4]
+
+
+def test_a_new_unique_length_records_its_continuation_once():
+    body, runs = counted(with_unique)
+    auto = xlapy.autojit(body)
+    four = np.array([0.1, 0.9, 0.4, 0.7, 0.3, 2.0], np.float32)       # round(tanh(x) * 3): 4 distinct values
+    three = np.array([0.1, 0.9, 0.4, 0.7, 0.5, 0.8], np.float32)      # 3 distinct values
+    for x in (four, three, four, three, three * 0.99, four):
+        np.testing.assert_allclose(float(auto(x)), CASES["unique"][1](x), rtol=1e-5)
+    assert len(runs) == 2                               # one recording per unique length; the rest replayed
+    assert auto.stats["replayed"] == 4 and auto.stats["misses"] == 1
+    assert [c.compiles for c in auto.clusters()] == [1, 1, 1]     # the prefix, one continuation per length
+
+
+# per case: a second input, how often f's Python runs over (X, other, X, other, other * 1.01)
+GUARDED = {
+    "branch": (X * 0.1, 2),             # the branch goes the other way: its own continuation
+    "int": (X[::-1].copy(), 3),         # argmax moves: int() reads another value (x 1.01 too: x[0].item())
+    "nonzero": (X[::-1].copy(), 1),     # a host op: rerun on the new values, the same count of hits
+    "mask": (X[::-1].copy(), 2),        # a boolean mask is read as a whole: a new mask records, the same replays
+    "host function": (X[::-1].copy(), 3),   # np.asarray(x * 2.0): the whole value is the guard
+}
+
+
+@pytest.mark.parametrize("case", sorted(GUARDED))
+def test_guards_on_values_read(case):
+    """A value Python reads is a guard: the same outcome replays, another records; results always agree."""
+    fun, reference, _ = CASES[case]
+    other, recordings = GUARDED[case]
+    body, runs = counted(fun)
+    auto = xlapy.autojit(body)
+    for x in (X, other, X, other, other * 1.01):
+        np.testing.assert_allclose(np.asarray(auto(x)), reference(x), rtol=1e-5)
+    assert len(runs) == recordings, auto.stats
+    assert auto.stats["recorded"] == recordings and auto.stats["replayed"] == 5 - recordings
 
 
 def test_branch_outcome_selects_the_cached_continuation():

@@ -1,6 +1,7 @@
 """The lazy-mode subset of the normal suite (`XLAPY_LAZY=1 pytest tests/frontend` runs all of it lazily): the
 xlapy.numpy case table of test_numpy_ops.py recorded lazily (a third of it; each case's first cut runs op by op),
-and one case in eight compiled as a lazy cluster and run under autojit, against the same numpy references, on both backends."""
+and one case in eight compiled as a lazy cluster and run under autojit (twice: recorded, then replayed), against
+the same numpy references, on both backends."""
 from __future__ import annotations
 
 import sys
@@ -42,6 +43,8 @@ def test_numpy_lazy_compiled_and_autojit(case):
         with xlapy.lazy():
             got = fn(xnp, *[xlapy.Array(a) for a in args])
         _check(got, _reference(case), dtype, TOLERANCE.get(name))
-        _check(xlapy.autojit(lambda *a: fn(xnp, *a))(*args), _reference(case), dtype, TOLERANCE.get(name))
+        auto = xlapy.autojit(lambda *a: fn(xnp, *a))
+        _check(auto(*args), _reference(case), dtype, TOLERANCE.get(name))
+        _check(auto(*args), _reference(case), dtype, TOLERANCE.get(name))     # replayed (lazy/tape.py) or recorded
     finally:
         state.COMPILE_AT[0] = old

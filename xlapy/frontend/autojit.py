@@ -5,10 +5,15 @@ running, and where jit would raise ConcretizationError (unique, nonzero without 
 on a value, int()/float()/item(), a host callback that needs numpy values) the read of a value cuts the graph.
 The ops before the cut are one cluster, compiled and run; the breaking op then runs on the host with concrete
 values, as in eager mode; the ops after it record into the next cluster, cut at the next read or at f's
-return. Each cluster is cached by its structure (ops, shapes, dtypes, wiring: lazy/cut.py), so a warm call
-compiles nothing and builds no HLO: it re-runs f's Python, which only records (a dictionary look-up per op),
-and replays the cached executables. A branch on a value is its own guard: the branch taken decides which ops
-are recorded next, hence which cached continuation runs.
+return. Each cluster is cached by its structure (ops, shapes, dtypes, wiring: lazy/cut.py).
+
+A warm call does not run f's Python (lazy/tape.py): a recorded call wrote down, per input signature (pytree
+structure, each array's shape/dtype/weak type, each other leaf's value), its clusters' executables, its host ops
+(lazy/host.py: unique, nonzero) and its guards (each value Python read: `if`, int(), np.asarray outside a host op).
+The warm call replays that: cluster, host op on the concrete values, the continuation its results' shapes (or
+the values read) select, ... A guard outcome not recorded yet (a new unique length, the other branch) records
+the call again, adding that continuation. As under jit, f's side effects happen when it is recorded and the
+globals it reads are read then.
 
 numpy arguments become xlapy Arrays first (jit traces them too), so f's ops on them are recorded rather than run
 by numpy. Inside a trace (autojit called under jit or grad) f is simply traced, as a nested jit is inlined.
@@ -26,12 +31,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .array import Array
+from .array import Array, host_value, is_concrete_array
 from .lazy import cut as lazy_cut
 from .lazy import state as lazy_state
+from .lazy import tape as lazy_tape
 from .lazy.reasons import CutReason
-from .pytree import tree_map
+from .pytree import tree_flatten, tree_map, tree_unflatten
 from .tracer import current_trace
+
+MAX_SIGNATURES = 64         # recorded input signatures per function (the oldest forgotten)
+GIVE_UP_AFTER = 4           # a signature whose last calls all missed is recorded from then on, not replayed
 
 
 @dataclass
@@ -73,7 +82,11 @@ class AutoJitted:
         self.fun = fun
         self.name = "".join(c if c.isalnum() or c == "_" else "_" for c in getattr(fun, "__name__", "fun"))
         self.calls = 0
+        self.stats = {"recorded": 0, "replayed": 0, "misses": 0}
         self._clusters: dict[tuple, Cluster] = {}
+        self._programs: dict[tuple, list] = {}     # signature -> [tree of recorded steps, misses in a row]
+        self._epoch = lazy_cut.epoch()
+        self._flat_trees: dict[int, Any] = {}      # n -> the treedef of (n positional arrays, no keywords)
         self._lock = threading.Lock()
         functools.update_wrapper(self, fun, updated=())
 
@@ -82,22 +95,87 @@ class AutoJitted:
             return self.fun(*args, **kwargs)
         lazy_cut.sync("values pending before an autojit call")
         g = lazy_state.graph()
+        leaves, tree = self._flatten(args, kwargs)
+        if g.tape is not None:              # called while another autojit records: part of that recording
+            return self._record(g, tree, leaves, None)
+        sig = _signature(tree, leaves)
+        program = None
+        if sig is not None:
+            with self._lock:
+                if self._epoch != lazy_cut.epoch():         # clear_caches: every executable is forgotten
+                    self._programs.clear()
+                    self._epoch = lazy_cut.epoch()
+                program = self._programs.get(sig)
+            if program is not None and program[1] < GIVE_UP_AFTER:
+                try:
+                    out, cuts = lazy_tape.replay(program[0], [host_value(v) for v in leaves if is_concrete_array(v)])
+                except Exception:       # noqa: BLE001 -- a miss; an error is raised again by the recording
+                    program[1] += 1
+                    self.stats["misses"] += 1
+                else:
+                    program[1] = 0
+                    with self._lock:
+                        self.calls += 1
+                        self.stats["replayed"] += 1
+                        for step in cuts:
+                            if step.cluster is not None:
+                                step.cluster.runs += 1
+                    return out
+        return self._record(g, tree, leaves, sig)
+
+    def _flatten(self, args: tuple, kwargs: dict) -> tuple[list, Any]:
+        """(leaves, treedef) of (args, kwargs), numpy leaves made Arrays; positional arrays alone skip the pytree walk."""
+        if not kwargs:
+            tree = self._flat_trees.get(len(args))
+            if tree is not None and all(type(a) in _ARRAY_TYPES for a in args):
+                return [_as_array(a) for a in args], tree
+        leaves, tree = tree_flatten((args, kwargs))
+        if not kwargs and len(leaves) == len(args) and all(type(a) in _ARRAY_TYPES for a in args):
+            self._flat_trees[len(args)] = tree
+        return [_as_array(v) for v in leaves], tree
+
+    def _record(self, g, tree, leaves: list, sig: tuple | None):
+        """Run f's Python with lazy recording; with a signature, its tape joins the replay tree."""
         call = _Call(self)
         g.sinks.append(call)
-        args, kwargs = tree_map(_as_array, (args, kwargs))
+        tape = None
+        if sig is not None:
+            tape = g.tape = lazy_tape.Tape()
+            leaves = [tape.argument(v) if is_concrete_array(v) else v for v in leaves]
+        args, kwargs = tree_unflatten(tree, leaves)
         try:
             with lazy_state.lazy(True):
                 out = self.fun(*args, **kwargs)
                 lazy_cut.sync(f"the return of {self.name}")
+            if tape is not None:
+                out_leaves, out_tree = tree_flatten(out)
+                tape.finish(out_tree, out_leaves)
         except Exception as e:
             last = f"after cluster {call.position} ({call.last})" if call.position else "in its first cluster"
             e.add_note(f"(raised in autojit({self.name}) {last})")
             raise
         finally:
             g.sinks.remove(call)
+            if tape is not None:
+                g.tape = None
+                tape.release()
         with self._lock:
             self.calls += 1
+            if tape is not None:
+                self.stats["recorded"] += 1
+                if tape.valid:
+                    self._keep(sig, tape)
         return out
+
+    def _keep(self, sig: tuple, tape: lazy_tape.Tape) -> None:
+        """The recorded call's events join its signature's tree (under the lock)."""
+        program = self._programs.pop(sig, None) or [{}, 0]
+        self._programs[sig] = program
+        if len(self._programs) > MAX_SIGNATURES:
+            self._programs.pop(next(iter(self._programs)))
+        for step in lazy_tape.insert(program[0], tape.events):
+            if step.kind == lazy_tape.CUT and step.cluster is None:
+                step.cluster = self._clusters.get(step.what)
 
     def _note(self, position: int, record: lazy_cut.Cut) -> None:
         with self._lock:
@@ -130,11 +208,30 @@ class AutoJitted:
         return "\n".join(lines)
 
 
+_ARRAY_TYPES = (np.ndarray, Array)
+
+
 def _as_array(leaf: Any) -> Any:
     """numpy arguments become xlapy Arrays, as jit traces them: ops on them are recorded, not run by numpy."""
     if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.kind in "biufc":
         return Array(leaf)
     return leaf
+
+
+def _signature(tree, leaves: list) -> tuple | None:
+    """What a recorded call is keyed by: the pytree structure, each Array's (shape, dtype, weak type), each other
+    leaf's type and value; None when a leaf has no hashable value (such a call is always recorded)."""
+    parts = []
+    for v in leaves:
+        if is_concrete_array(v):
+            parts.append(v.aval)
+        else:
+            try:
+                hash(v)
+            except TypeError:
+                return None
+            parts.append((type(v), v))
+    return (tree, tuple(parts))
 
 
 def autojit(fun: Callable | None = None) -> Any:

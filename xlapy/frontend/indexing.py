@@ -30,6 +30,7 @@ from .lax_reduce import (GatherDimensionNumbers, ScatterDimensionNumbers, gather
 from .lax_shapes import (broadcast_in_dim as lax_broadcast_in_dim, concatenate as lax_concatenate,
                          dynamic_slice as lax_dynamic_slice, full as lax_full, reshape as lax_reshape, rev as lax_rev,
                          slice as lax_slice)
+from .lazy.graph import is_deferred
 from .tracer import Tracer, aval, user_frame
 
 
@@ -269,7 +270,7 @@ class IndexPlan:
     def indices(self):
         """The index array: batch_shape + (len(index_map),), int32; numpy when every column is concrete."""
         bs = self.batch_shape
-        if not any(isinstance(v, Tracer) for v, _ in self.columns):
+        if not any(isinstance(v, Tracer) or is_deferred(v) for v, _ in self.columns):
             cols = [np.broadcast_to(np.expand_dims(np.asarray(v), tuple(k for k in range(len(bs)) if k not in dims))
                                     if np.ndim(v) else v, bs) for v, dims in self.columns]
             return np.stack([np.asarray(c, np.int32) for c in cols], axis=-1) if cols else np.zeros(bs + (0,), np.int32)
@@ -297,8 +298,9 @@ class IndexPlan:
 
 def _normalize(v, n: int, wrap_negative: bool):
     """An int / integer-array index with negative values wrapped once (JAX's normalize_indices). Concrete values
-    stay numpy, clamped into [-1, n] so that they fit int32 and stay out of bounds when they were."""
-    if not isinstance(v, Tracer):
+    stay numpy, clamped into [-1, n] so that they fit int32 and stay out of bounds when they were. A lazy value
+    (pending, or watched by autojit's recording) takes the traced path: reading it would cut or guard."""
+    if not isinstance(v, Tracer) and not is_deferred(v):
         k = np.asarray(v).astype(np.int64)
         if wrap_negative:
             k = np.where(k < 0, k + n, k)

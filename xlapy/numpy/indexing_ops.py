@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..frontend.lazy.host import host_op
 from ._util import (Array, arr, as_bool, aval, broadcast_all, canon_axis, concretization_error, dtypes, error,
                     is_traced, lax)
 
@@ -119,7 +120,7 @@ def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple[Any, ...]:
     if size is None:
         if is_traced(x):
             raise concretization_error("nonzero", "nonzero()")
-        return tuple(Array(i.astype(dtypes.default_int())) for i in np.nonzero(np.asarray(x)))
+        return host_op(_np_nonzero, x)
     size = int(size)
     if xa.ndim == 0:
         x = lax.reshape(x, (1,))
@@ -158,17 +159,27 @@ def argwhere(a, *, size: int | None = None, fill_value=None) -> Any:
     return lax.concatenate([lax.reshape(i, (aval(i).shape[0], 1)) for i in idx], 1)
 
 
+def _np_nonzero(x: np.ndarray) -> tuple[np.ndarray, ...]:
+    """nonzero on the host (lazy/host.py: autojit replays it)."""
+    return tuple(i.astype(dtypes.default_int(), copy=False) for i in np.nonzero(x))
+
+
+def _np_unique(x: np.ndarray, **options) -> Any:
+    """unique on the host (lazy/host.py: autojit replays it)."""
+    res = np.unique(x, **options)
+    if isinstance(res, tuple):
+        return tuple(v.astype(dtypes.canonicalize(v.dtype), copy=False) for v in res)
+    return res.astype(dtypes.canonicalize(res.dtype), copy=False)
+
+
 def unique(ar, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
            axis: int | None = None, *, equal_nan: bool = True, size: int | None = None, fill_value=None):
     """Sorted unique values. Outside jit any numpy option works; under jit `size=` is required (flattened
     values, optionally counts; padded with `fill_value`, by default the smallest value)."""
     x = arr(ar)
     if not is_traced(x) and size is None:
-        res = np.unique(np.asarray(x), return_index=return_index, return_inverse=return_inverse,
-                        return_counts=return_counts, axis=axis)
-        if isinstance(res, tuple):
-            return tuple(Array(v.astype(dtypes.canonicalize(v.dtype))) for v in res)
-        return Array(res)
+        return host_op(_np_unique, x, return_index=return_index, return_inverse=return_inverse,
+                       return_counts=return_counts, axis=axis)
     if size is None:
         raise concretization_error("unique", "unique()")
     if axis is not None:

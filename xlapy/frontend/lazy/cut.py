@@ -30,13 +30,18 @@ from ..backend import registry_default
 from ..compile_cache import CompileCache
 from ..tracer import Packed, Trace, results_of, make_op
 from . import state
-from .graph import LazyArray, Node
+from .graph import LazyArray, Node, leaf_value
 from .reasons import CutReason, read_reason
 
 _CACHE = CompileCache(lambda: dtypes.config.eager_cache_size)
 STATS = {"cuts": 0, "nodes_computed": 0, "outputs": 0}
 _SEEN: dict[tuple, int] = {}
 _SEEN_LOCK = threading.Lock()
+_EPOCH = [0]            # bumped by clear_lazy_cache: autojit's recorded calls hold executables, forgotten then
+
+
+def epoch() -> int:
+    return _EPOCH[0]
 
 
 @dataclass
@@ -60,6 +65,7 @@ def lazy_stats() -> dict[str, int]:
 def clear_lazy_cache() -> None:
     """Forget every compiled cluster and how often each structure was cut (xlapy.clear_caches calls it)."""
     _CACHE.clear()
+    _EPOCH[0] += 1
     with _SEEN_LOCK:
         _SEEN.clear()
     from .grad import clear_derived
@@ -219,6 +225,8 @@ def _op_by_op(nodes: list[Node], slots: list[tuple]) -> list[Any]:
         if type(r) is tuple and type(r[0]) is Node:
             v = values[id(r[0])]
             return v if r[1] == -1 else v[r[1]]
+        if type(r) is LazyArray and r._watch is not None:
+            return r._watch[0].plain(r)         # a recorded call's value, read by the cut (no guard)
         return r
     with state.eager_block():
         for n in nodes:
@@ -244,7 +252,6 @@ def _seen(key: tuple) -> int:
 
 
 def _run(g: state.PendingGraph, live: list[LazyArray], reason: CutReason) -> None:
-    from ..array import host_value
     nodes = _collect(live)
     key, leaves, slots, slot_of = _structure(nodes, live)
     name = g.sinks[-1].module_name() if g.sinks else "lazy_cluster"
@@ -261,7 +268,7 @@ def _run(g: state.PendingGraph, live: list[LazyArray], reason: CutReason) -> Non
             out = _op_by_op(nodes, slots)
         else:
             exe = exe or _CACHE.get_or_make(key, make)
-            out = exe(*[host_value(v) for v in leaves])
+            out = exe(*[leaf_value(v) for v in leaves])
     except XlapyError as e:
         ops = ", ".join(sorted({n.name or n.opcode for n in nodes})[:12])
         message = f"{e}\n(while computing the lazy values pending at {reason}: {len(nodes)} ops: {ops})"
@@ -271,9 +278,12 @@ def _run(g: state.PendingGraph, live: list[LazyArray], reason: CutReason) -> Non
             error = XlapyError(message)
         raise error from None
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    for a, s in zip(live, slot_of):
-        a._value = outs[s]
-        a._node = None
+    if g.tape is not None:          # autojit records this call: the outputs are watched (tape.py)
+        g.tape.cut(key, leaves, live, slot_of, outs, exe)
+    else:
+        for a, s in zip(live, slot_of):
+            a._value = outs[s]
+            a._node = None
     STATS["cuts"] += 1
     STATS["nodes_computed"] += len(nodes)
     STATS["outputs"] += len(slots)

@@ -34,18 +34,26 @@ class Node:
 class LazyArray(Array):
     """An Array whose value is not computed yet: `_node`/`_index` say which recorded op computes it. Reading the
     value (`_value`: np.asarray, print, item, bool, float, a jit call, ...) cuts the graph (cut.py); afterwards it
-    is an ordinary Array (its `_node` is None)."""
-    __slots__ = ("_node", "_index", "__weakref__")
+    is an ordinary Array (its `_node` is None).
+
+    While autojit records a call (lazy/tape.py), its arguments, cut outputs and host-op results are *watched*:
+    `_watch` holds (the tape, the value) and `_value` stays unset, so every read of the value passes through
+    `__getattr__` and the tape sees it (a guard of the recorded call). The tape unwatches them when the call ends."""
+    __slots__ = ("_node", "_index", "_watch", "__weakref__")
 
     def __getattr__(self, name: str):
-        if name == "_value" and self._node is not None:
-            from .cut import materialize
-            materialize(self)
-            return self._value
+        if name == "_value":
+            if self._node is not None:
+                from .cut import materialize
+                materialize(self)
+                return self._value
+            watch = self._watch
+            if watch is not None:
+                return watch[0].read(self, watch[1])
         return Array.__getattr__(self, name)
 
     def is_deleted(self) -> bool:
-        return self._node is None and Array.is_deleted(self)
+        return self._node is None and self._watch is None and Array.is_deleted(self)
 
     def delete(self) -> None:
         self._node = None                   # the value is no longer wanted: the next cut skips it
@@ -56,6 +64,8 @@ class LazyArray(Array):
         return self
 
     def with_weak_type(self, weak_type: bool) -> Array:
+        if self._watch is not None:
+            return self._watch[0].alias(self, weak_type)
         if self._node is None:
             return Array(self._value, weak_type=weak_type)
         return new_lazy(self._node, self._index, interned_aval(self.aval.shape, self.aval.dtype, weak_type))
@@ -66,12 +76,31 @@ def new_lazy(node: Node, index: int, aval: ShapedArray) -> LazyArray:
     out.aval = aval
     out._node = node
     out._index = index
+    out._watch = None
     node.graph.add(out)
     return out
 
 
 def is_pending(x: Any) -> bool:
     return type(x) is LazyArray and x._node is not None
+
+
+def is_watched(x: Any) -> bool:
+    """A value of a call autojit is recording (lazy/tape.py): its reads are the call's guards."""
+    return type(x) is LazyArray and x._watch is not None
+
+
+def is_deferred(x: Any) -> bool:
+    """Pending or watched: code that would read the value on the host should record ops on it instead."""
+    return type(x) is LazyArray and (x._node is not None or x._watch is not None)
+
+
+def leaf_value(v: Any) -> Any:
+    """The numpy value of a cut's leaf, read by xlapy itself (a watched value's read here is no guard)."""
+    if type(v) is LazyArray and v._watch is not None:
+        return v._watch[1]
+    from ..array import host_value
+    return host_value(v)
 
 
 def _operand_ref(v: Any, g: "state.PendingGraph") -> Any:
@@ -83,6 +112,8 @@ def _operand_ref(v: Any, g: "state.PendingGraph") -> Any:
         node = v._node
         if node is not None:
             return (node, v._index) if node.graph is g else v
+        if v._watch is not None:
+            return v                        # a leaf of the recorded call: its value is read by the cut
     if t is Array or t is LazyArray:
         v._value  # noqa: B018 -- raises "Array has been deleted" for a donated one
     return v

@@ -9,11 +9,12 @@ from typing import Any, Sequence
 from ..array import with_weak_type
 from ..pytree import tree_unflatten
 from ..tracer import bind
-from .graph import is_pending
+from .graph import is_pending, is_watched
 
 
 def wants_inline(leaves: Sequence[Any]) -> bool:
-    return any(is_pending(leaf) for leaf in leaves)
+    """A pending argument, or a value of a call autojit records (its read would be a guard: it joins instead)."""
+    return any(is_pending(leaf) or is_watched(leaf) for leaf in leaves)
 
 
 def call_lowered(lowered: Any, leaves: Sequence[Any]) -> Any:

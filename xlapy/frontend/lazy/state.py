@@ -70,6 +70,7 @@ class PendingGraph:
         self.nodes = 0
         self.seq = 0
         self.sinks: list[Any] = []
+        self.tape: Any = None       # the autojit call being recorded on this thread (tape.py), if any
 
     def add(self, array: Any) -> None:
         self.pending.append(weakref.ref(array))
