@@ -199,3 +199,36 @@ def test_bad_inputs():
     notes = "".join(getattr(info.value, "__notes__", []))
     assert "autojit(failing) after cluster 2" in notes and "int()" in notes
     assert f"test_autojit.py:{line_of(failing, 'int(u[0])')}" in notes
+
+
+def test_replay_keys_python_values_and_pytrees_and_forgets_at_clear_caches():
+    def fun(params, x, scale):
+        u = xnp.unique(xnp.round(x * scale))
+        return {"n": u.shape[0], "s": xnp.sum(u) * params["w"], "x": x}
+    body, runs = counted(fun)
+    auto = xlapy.autojit(body)
+    w = np.float32(0.5)
+    for scale in (2.0, 2.0, 3.0, 3.0, 2.0):             # a Python scalar argument is keyed by its value
+        out = auto({"w": w}, X, scale)
+        u = np.unique(np.round(X * scale))
+        assert out["n"] == len(u) and float(out["s"]) == pytest.approx(float(np.sum(u) * w))
+        np.testing.assert_array_equal(np.asarray(out["x"]), X)
+    assert len(runs) == 2 and auto.stats["replayed"] == 3
+    xlapy.clear_caches()                                # its executables are forgotten: recorded again
+    auto({"w": w}, X, 2.0)
+    assert len(runs) == 3
+
+
+def test_an_error_is_raised_by_the_recording_and_not_recorded():
+    def fun(x):
+        if float(xnp.sum(x)) > 100.0:
+            raise ValueError("too big")
+        return x + 1.0
+    body, runs = counted(fun)
+    auto = xlapy.autojit(body)
+    auto(X)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="too big"):
+            auto(X * 1000.0)                            # a guard miss: recorded again, which raises
+    np.testing.assert_allclose(np.asarray(auto(X)), X + 1.0)
+    assert len(runs) == 3 and auto.stats["replayed"] == 1

@@ -40,7 +40,8 @@ from .pytree import tree_flatten, tree_map, tree_unflatten
 from .tracer import current_trace
 
 MAX_SIGNATURES = 64         # recorded input signatures per function (the oldest forgotten)
-GIVE_UP_AFTER = 4           # a signature whose last calls all missed is recorded from then on, not replayed
+GIVE_UP_AFTER = 4           # a signature whose last 4 calls missed is recorded, not replayed, for the next 16 calls
+RETRY_AFTER = 16
 
 
 @dataclass
@@ -106,7 +107,9 @@ class AutoJitted:
                     self._programs.clear()
                     self._epoch = lazy_cut.epoch()
                 program = self._programs.get(sig)
-            if program is not None and program[1] < GIVE_UP_AFTER:
+            if program is not None and program[1] >= GIVE_UP_AFTER:
+                program[1] = GIVE_UP_AFTER - 1 if program[1] >= GIVE_UP_AFTER + RETRY_AFTER else program[1] + 1
+            elif program is not None:
                 try:
                     out, cuts = lazy_tape.replay(program[0], [host_value(v) for v in leaves if is_concrete_array(v)])
                 except Exception:       # noqa: BLE001 -- a miss; an error is raised again by the recording
