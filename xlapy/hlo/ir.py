@@ -75,14 +75,20 @@ class Instruction:
         self.literal = literal                                   # constants only
         # the attribute order the parser read (the printer keeps it); None: the printer's canonical order
         self._attr_order: tuple[str, ...] | None = None
+        mine = self.operands
         for op in operands:
-            self._append_operand(op)
+            mine.append(op)
+            users = op.users
+            # self is new: it is among op's users only if op came earlier in this loop, and then last
+            if not users or users[-1] is not self:
+                users.append(self)
 
     # -- operands and users --------------------------------------------------------------------------
     def _append_operand(self, op: "Instruction") -> None:
         self.operands.append(op)
-        if self not in op.users:
-            op.users.append(self)
+        users = op.users
+        if not (users and users[-1] is self) and self not in users:
+            users.append(self)
 
     def _drop_user_if_unused(self, op: "Instruction") -> None:
         if all(o is not op for o in self.operands) and self in op.users:
@@ -108,8 +114,27 @@ class Instruction:
         """Every user of self reads `new` instead; if self is its computation's root, `new` becomes root."""
         if new is self:
             return
-        for user in list(self.users):
-            user.replace_uses_of(self, new)
+        users = self.users
+        if users:
+            # replace_uses_of per user, in one pass: O(users + their operands), where a membership test per
+            # user made replacing an instruction with k users O(k^2)
+            new_users = new.users
+            present = set(new_users) if len(users) > 1 else new_users
+            kept = []                   # users that do not read self (none, in a consistent graph) stay
+            for user in list(users):
+                ops = user.operands
+                hit = False
+                for i, op in enumerate(ops):
+                    if op is self:
+                        ops[i] = new
+                        hit = True
+                if not hit:
+                    kept.append(user)
+                elif user not in present:
+                    new_users.append(user)
+                    if present is not new_users:
+                        present.add(user)
+            users[:] = kept
         if self.parent is not None and self.parent.root is self:
             self.parent.root = new
 
@@ -250,22 +275,30 @@ class Computation:
     def post_order(self) -> list[Instruction]:
         """All instructions, each after its operands and control predecessors (XLA's MakeInstructionPostOrder)."""
         order: list[Instruction] = []
-        seen: set[int] = set()
-        mark, emit = seen.add, order.append
+        seen: set[Instruction] = set()          # Instruction hashes by identity
+        mark, emit, covered = seen.add, order.append, seen.issuperset
 
         def edges(inst: Instruction):
             preds = inst.control_predecessors
             return iter(inst.operands + preds if preds else inst.operands)
         for start in self.instructions:
-            if id(start) in seen:
+            if start in seen:
                 continue
-            mark(id(start))
+            # the common case, an instruction listed after everything it reads: the walk below would emit it
+            # at once, so do that without building its stack
+            if covered(start.operands):
+                preds = start.control_predecessors
+                if not preds or covered(preds):
+                    mark(start)
+                    emit(start)
+                    continue
+            mark(start)
             stack = [(start, edges(start))]
             while stack:
                 node, it = stack[-1]
                 for nxt in it:                  # the next unseen edge: descend into it
-                    if id(nxt) not in seen:
-                        mark(id(nxt))
+                    if nxt not in seen:
+                        mark(nxt)
                         stack.append((nxt, edges(nxt)))
                         break
                 else:                           # every edge done
@@ -483,10 +516,9 @@ def _clone_module(module: "Module") -> "Module":
             ops = [mapping[id(o)] for o in inst.operands]
             ni.operands = ops
             ni.users = []
-            for o in ops:
+            for o in ops:               # ni is new: among o's users only if o came earlier in ops, and then last
                 if not o.users or o.users[-1] is not ni:
-                    if ni not in o.users:
-                        o.users.append(ni)
+                    o.users.append(ni)
             ni.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors]
             ni.parent = nc
             ni.attrs = attrs if attrs is not inst.attrs else {}
