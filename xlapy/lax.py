@@ -65,6 +65,7 @@ from .frontend.tracer import aval
 from .frontend.transforms import stop_gradient
 from .frontend.parallel.collectives import (all_gather, all_to_all, axis_index, axis_size, pbroadcast, pcast, pmax,
                                             pmean, pmin, ppermute, pshuffle, psum, psum_scatter, pswapaxes)
+from .frontend.parallel.point_to_point import precv, psend, ragged_all_to_all
 from .frontend.parallel.sharded_jit import with_sharding_constraint
 
 # Not lax's API, but reachable as xlapy.lax.<name> before this module became a façade; kept so that no name
@@ -122,6 +123,8 @@ __all__ = [
     # collectives over named axes (frontend/parallel/collectives.py)
     "all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast", "pmax", "pmean", "pmin", "ppermute",
     "pshuffle", "psum", "psum_scatter", "pswapaxes",
+    # point to point and ragged (frontend/parallel/point_to_point.py)
+    "precv", "psend", "ragged_all_to_all",
     # xlapy's helpers for writing ops (frontend/__init__.py, "How to add an op")
     "aval", "coerce_same", "coerce_same_dtype", "monoid_computation", "scalar_computation",
 ]

@@ -14,7 +14,8 @@ The layers, lowest first (docs: /work/shared/DESIGN.md, "Layers"):
                  autojit (auto-clustering over it); the package __init__ exports these
   frontend ops   xlapy/frontend/: the lax implementation (lax_operands, lax_elementwise, lax_shapes, lax_dot_conv,
                  lax_special, lax_special_math, lax_reduce, lax_fft, lax_linalg, lax_more, control_flow) and numpy's operators and indexing over it (operators,
-                 indexing), api_transforms (jacobians, eval_shape, make_jaxpr: over lax_shapes)
+                 indexing), api_transforms (jacobians, eval_shape, make_jaxpr: over lax_shapes),
+                 parallel/point_to_point (psend, precv, ragged_all_to_all: over lax and the collectives)
   libraries      xlapy/lax.py (the façade over frontend ops), numpy/, scipy/, nn.py, nn_more.py, nn_initializers.py, random*.py,
                  dlpack.py, ad_checkpoint.py, tree.py, sharding.py, experimental/, torch/ (the PyTorch front end),
                  ref.py (mutable array references), user_context.py (make_user_context):
@@ -55,6 +56,7 @@ PLACES = {
     "frontend/lax_fft.py": "frontend ops", "frontend/lax_more.py": "frontend ops", "frontend/lax_linalg.py": "frontend ops",
     "frontend/control_flow.py": "frontend ops", "frontend/operators.py": "frontend ops",
     "frontend/indexing.py": "frontend ops", "frontend/api_transforms.py": "frontend ops",
+    "frontend/parallel/point_to_point.py": "frontend ops",
     "lax.py": "libraries", "numpy/": "libraries", "nn.py": "libraries", "random.py": "libraries",
     "random_numerics.py": "libraries", "random_threefry.py": "libraries", "random_distributions.py": "libraries",
     "dlpack.py": "libraries", "sharding.py": "libraries", "experimental/": "libraries",
