@@ -31,6 +31,7 @@ from . import fft_emitter, scan_emitter
 from . import custom_call_emitter, linalg_emitter
 from . import scatter_emitter
 from . import collectives_emitter
+from . import tiled_transpose
 from .indexing import is_row_major, linear_index, major_to_minor, placed
 from .irhelpers import I8, I8P, i64, loop_nest, memcpy
 from .loops import emit_loop, split_reduction
@@ -112,7 +113,7 @@ class IrEmitter:
             return
         if major_to_minor(src.shape) == major_to_minor(dst.shape) or src.shape.rank <= 1:
             memcpy(self.b, dst.pointer, src.pointer, byte_size(dst.shape))
-        else:
+        elif not tiled_transpose.tiled_copy(self, src, dst):
             emit_loop(self.b, dst.shape, self.generator_of(src), [dst])
 
     def copy_tree(self, src: ValueTree, dst: ValueTree) -> None:
@@ -215,12 +216,14 @@ class IrEmitter:
             return special if special is not None else self.materialize(inst, self.elemental.generator(inst, gens))
         raise unsupported(inst)
 
-    def materialize(self, inst: Instruction, gen: Generator, order: list[int] | None = None) -> ValueTree:
+    def materialize(self, inst: Instruction, gen: Generator, order: list[int] | None = None,
+                    gens: dict[int, Generator] | None = None) -> ValueTree:
         """Run `gen` over inst's shape into new buffers (one per leaf of a tuple-shaped inst), iterating in the
-        buffers' layout order or in `order` (dims, major to minor)."""
+        buffers' layout order or in `order` (dims, major to minor); tile by tile when inst reads an array
+        transposed (tiled_transpose.py; `gens`: a fusion's generators, fused_generators)."""
         tree = self.new_tree(inst.shape, inst)
         bufs = leaves(tree)
-        if bufs:
+        if bufs and not tiled_transpose.tiled(self, inst, gen, bufs, gens):
             emit_loop(self.b, bufs[0].shape, gen, bufs, task_count(inst, self.num_threads), order)
         return tree
 
@@ -274,7 +277,7 @@ def _fusion(em: IrEmitter, inst: Instruction, operands: list[ValueTree]) -> Valu
     if root.opcode != "tuple":
         split = reduction_loop(em, inst, root, [gens[id(o)] for o in root.operands]) \
             if root.opcode == "reduce" else None
-        return split if split is not None else em.materialize(inst, gens[id(root)], transposed_read_order(comp))
+        return split if split is not None else em.materialize(inst, gens[id(root)], transposed_read_order(comp), gens)
     # multi-output fusion: one loop per group of array outputs with equal dimensions
     out = em.new_tree(inst.shape, inst)
     parts = list(out) if isinstance(out, tuple) else [out]
@@ -287,8 +290,9 @@ def _fusion(em: IrEmitter, inst: Instruction, operands: list[ValueTree]) -> Valu
             groups.setdefault(op.shape.dims, []).append(k)
     for dims, ks in groups.items():
         gs = [gens[id(root.operands[k])] for k in ks]
-        emit_loop(em.b, parts[ks[0]].shape, lambda index, gs=gs: tuple(g(index) for g in gs),
-                  [parts[k] for k in ks], tasks)
+        gen, bufs = (lambda index, gs=gs: tuple(g(index) for g in gs)), [parts[k] for k in ks]
+        if not tiled_transpose.tiled(em, inst, gen, bufs, gens, [root.operands[k] for k in ks]):
+            emit_loop(em.b, parts[ks[0]].shape, gen, bufs, tasks)
     return out
 
 

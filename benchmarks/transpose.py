@@ -1,0 +1,182 @@
+"""Transposes on the CPU backend (issue 11): representative transposes and transposing fusions of the real-model
+suite, timed against numpy's `np.ascontiguousarray(x.transpose(...))` and, where JAX is installed, jax.jit.
+
+    .venv/bin/python benchmarks/transpose.py                       # single-threaded, CPU time (thread_time)
+    .venv/bin/python benchmarks/transpose.py --threads 2           # xlapy on 2 threads: wall time
+    PYTHONPATH=/work/main .venv-models/bin/python benchmarks/transpose.py --only 'gpt2|256'   # with JAX
+
+Each case is HLO text (so every side runs the same program); the numpy and JAX columns compute the same values.
+Medians of `--repeat` interleaved rounds (benchmarks/run.py); with one thread the samples are CPU time of the
+calling thread (`time.thread_time()`), which other processes on a shared machine disturb far less than wall
+time. Ratios are xlapy / numpy and xlapy / JAX (above 1: xlapy slower); GB/s counts one read and one write of
+the transposed array.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import time
+
+import numpy as np
+
+try:
+    import ml_dtypes
+    BF16 = ml_dtypes.bfloat16
+except ImportError:      # pragma: no cover
+    BF16 = None
+
+# (name, HLO text, numpy function of the arguments, argument shapes and dtypes)
+CASES = [
+    ("attn f32[8,64,6,32] {0,2,1,3}", """
+HloModule t
+ENTRY e { p = f32[8,64,6,32]{3,2,1,0} parameter(0)
+  ROOT t = f32[8,6,64,32]{3,2,1,0} transpose(p), dimensions={0,2,1,3} }""",
+     lambda x: np.ascontiguousarray(x.transpose(0, 2, 1, 3)), [((8, 64, 6, 32), np.float32)]),
+    ("f32[256,768] {1,0}", """
+HloModule t
+ENTRY e { p = f32[256,768]{1,0} parameter(0)
+  ROOT t = f32[768,256]{1,0} transpose(p), dimensions={1,0} }""",
+     lambda x: np.ascontiguousarray(x.T), [((256, 768), np.float32)]),
+    ("f32[1024,1024] {1,0}", """
+HloModule t
+ENTRY e { p = f32[1024,1024]{1,0} parameter(0)
+  ROOT t = f32[1024,1024]{1,0} transpose(p), dimensions={1,0} }""",
+     lambda x: np.ascontiguousarray(x.T), [((1024, 1024), np.float32)]),
+    ("bf16[256,768] {1,0}", """
+HloModule t
+ENTRY e { p = bf16[256,768]{1,0} parameter(0)
+  ROOT t = bf16[768,256]{1,0} transpose(p), dimensions={1,0} }""",
+     lambda x: np.ascontiguousarray(x.T), [((256, 768), "bf16")]),
+    ("f64[512,384] {1,0}", """
+HloModule t
+ENTRY e { p = f64[512,384]{1,0} parameter(0)
+  ROOT t = f64[384,512]{1,0} transpose(p), dimensions={1,0} }""",
+     lambda x: np.ascontiguousarray(x.T), [((512, 384), np.float64)]),
+    ("fused exp(x)^T + y f32[512,768]", """
+HloModule t
+fused {
+  x = f32[512,768]{1,0} parameter(0)
+  y = f32[768,512]{1,0} parameter(1)
+  e = f32[512,768]{1,0} exponential(x)
+  t = f32[768,512]{1,0} transpose(e), dimensions={1,0}
+  ROOT a = f32[768,512]{1,0} add(t, y) }
+ENTRY e { x = f32[512,768]{1,0} parameter(0)
+  y = f32[768,512]{1,0} parameter(1)
+  ROOT f = f32[768,512]{1,0} fusion(x, y), kind=kLoop, calls=fused }""",
+     lambda x, y: np.exp(x).T + y, [((512, 768), np.float32), ((768, 512), np.float32)]),
+    ("gpt2 [4,64,768]->[768,256] + bias", """
+HloModule t
+fused {
+  x = f32[256,768]{1,0} parameter(0)
+  b = f32[768]{0} parameter(1)
+  r = f32[4,64,768]{2,1,0} reshape(x)
+  bb = f32[4,64,768]{2,1,0} broadcast(b), dimensions={2}
+  a = f32[4,64,768]{2,1,0} add(r, bb)
+  t = f32[768,4,64]{2,1,0} transpose(a), dimensions={2,0,1}
+  ROOT o = f32[768,256]{1,0} reshape(t) }
+ENTRY e { x = f32[256,768]{1,0} parameter(0)
+  b = f32[768]{0} parameter(1)
+  ROOT f = f32[768,256]{1,0} fusion(x, b), kind=kLoop, calls=fused }""",
+     lambda x, b: np.ascontiguousarray((x + b).T), [((256, 768), np.float32), ((768,), np.float32)]),
+    ("vit [128,4,32]->[128,128]^T", """
+HloModule t
+fused {
+  p = f32[128,4,32]{2,1,0} parameter(0)
+  t = f32[4,32,128]{2,1,0} transpose(p), dimensions={1,2,0}
+  ROOT r = f32[128,128]{1,0} reshape(t) }
+ENTRY e { p = f32[128,4,32]{2,1,0} parameter(0)
+  ROOT f = f32[128,128]{1,0} fusion(p), kind=kLoop, calls=fused }""",
+     lambda x: np.ascontiguousarray(x.reshape(128, 128).T), [((128, 4, 32), np.float32)]),
+    ("vit heads [8,4,65,32]->[128,520]", """
+HloModule t
+fused {
+  p = f32[8,4,65,32]{3,2,1,0} parameter(0)
+  r = f32[8,4,65,1,32]{4,3,2,1,0} reshape(p)
+  t = f32[8,65,4,1,32]{4,3,1,2,0} transpose(r), dimensions={0,2,1,3,4}
+  r2 = f32[8,65,4,32]{3,2,1,0} reshape(t)
+  t2 = f32[4,32,8,65]{3,2,1,0} transpose(r2), dimensions={2,3,0,1}
+  ROOT o = f32[128,520]{1,0} reshape(t2) }
+ENTRY e { p = f32[8,4,65,32]{3,2,1,0} parameter(0)
+  ROOT f = f32[128,520]{1,0} fusion(p), kind=kLoop, calls=fused }""",
+     lambda x: np.ascontiguousarray(x.transpose(1, 3, 0, 2).reshape(128, 520)), [((8, 4, 65, 32), np.float32)]),
+    ("layout copy f32[2048,192]{0,1}", """
+HloModule t
+ENTRY e { p = f32[2048,192]{1,0} parameter(0)
+  ROOT t = f32[2048,192]{0,1} copy(p) }""",
+     lambda x: np.asfortranarray(x), [((2048, 192), np.float32)]),
+]
+
+
+def _arg(shape, dtype, rng):
+    if dtype == "bf16":
+        return rng.standard_normal(shape).astype(np.float32).astype(BF16)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _medians(fns: dict, repeat: int, min_time: float, clock) -> dict:
+    """benchmarks/run.py's interleaved rounds with a choice of clock."""
+    inner, samples = {}, {}
+    for name, fn in fns.items():
+        fn()
+        t0 = clock()
+        fn()
+        inner[name] = max(1, int(min_time / repeat / max(clock() - t0, 1e-7)))
+        samples[name] = []
+    for _ in range(repeat):
+        for name, n in inner.items():
+            t0 = clock()
+            for _ in range(n):
+                fns[name]()
+            samples[name].append((clock() - t0) / n)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def _jax_fn(text: str):
+    try:
+        import jax
+        sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "tools"))
+        import xla_check
+    except ImportError:
+        return None
+    exe, device = xla_check.compile_hlo_text(text)
+    return lambda args: [x.block_until_ready() for x in exe.execute([jax.device_put(a, device) for a in args])]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", help="regex on case names")
+    p.add_argument("--threads", type=int, default=1, help="xlapy's num_threads (1: CPU-time samples)")
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--min-time", type=float, default=0.3)
+    p.add_argument("--no-jax", action="store_true")
+    a = p.parse_args(argv)
+    import xlapy
+    clock = time.thread_time if a.threads == 1 else time.perf_counter
+    rng = np.random.default_rng(0)
+    print(f"| case | MB moved | numpy | xlapy | xlapy GB/s | xlapy/numpy | JAX | xlapy/JAX |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, text, ref, specs in CASES:
+        if a.only and not re.search(a.only, name):
+            continue
+        args = [_arg(s, d, rng) for s, d in specs]
+        exe = xlapy.compile(text, backend="cpu", pipeline="cpu", num_threads=a.threads)
+        got = np.asarray(exe(*args))
+        want = np.asarray(ref(*args))
+        assert np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=1e-5), name
+        fns = {"numpy": lambda: ref(*args), "xlapy": lambda: exe(*args)}
+        jax_run = None if a.no_jax else _jax_fn(text)
+        if jax_run is not None:
+            fns["jax"] = lambda: jax_run(args)
+        t = _medians(fns, a.repeat, a.min_time, clock)
+        moved = 2 * got.nbytes
+        jx = t.get("jax")
+        print(f"| {name} | {moved / 1e6:.2f} | {t['numpy'] * 1e6:.1f} us | {t['xlapy'] * 1e6:.1f} us | "
+              f"{moved / t['xlapy'] / 1e9:.2f} | {t['xlapy'] / t['numpy']:.2f}x | "
+              + (f"{jx * 1e6:.1f} us | {t['xlapy'] / jx:.2f}x |" if jx else "— | — |"), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,430 @@
+"""Tiled transposes: a loop whose output is laid out transposed relative to what it reads runs tile by tile.
+
+A plain loop over the output (loops.py) writes along rows but reads a transposed operand with a stride of a whole
+row: one cache line per element, a few GB/s at best (the attention transposes of a transformer's training step and
+their gradients ran at ~1 GB/s, issue 11). XLA's answer, on GPU and CPU alike, is the tiled transpose: after
+collapsing the dims that stay together, the loop nest is over tiles of the two dims that swap (W, contiguous in the
+output, and R, contiguous in what is read), and each tile runs in two phases through a small buffer:
+
+| phase | loops (outer, inner) | reads | writes |
+|---|---|---|---|
+| compute | w in tile, r in tile | the operands along R: contiguous, vectorized; the generator's elementwise work per element | the tile buffer, contiguous |
+| store | r in tile, w in tile | the tile buffer (in L1) | the output along W: contiguous |
+
+Tiles are TILE_BYTES wide in the element size (32x32 f32, 16x16 f64, 64x64 bf16), so a tile's rows are whole cache
+lines and both it and the rows it touches stay in L1. The tiles are the units the parallel-task plan (parallel.py)
+splits over threads.
+
+What is read in which order (`read_order`): each array of the output's size the loop reads (a fusion's parameter,
+a transpose's or copy's operand) is followed through the shape ops between it and the output
+(transpose, reshape, elementwise ops, copy) by probing: numpy carries its elements' physical offsets to the output,
+and when they are affine in the output index the strides give the order in which it is contiguous. The largest
+array read out of the output's order decides. `plan` collapses the dims adjacent in both orders; a permutation that
+leaves the minor-most group in place (a "0213" whose rows stay contiguous on both sides) or collapses to the
+identity is not tiled.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from ...hlo import Instruction
+from ...hlo.shape import Shape
+from .buffers import BufferRef, byte_size
+from .indexing import is_row_major, linear_index, major_to_minor
+from .irhelpers import I8P, alloca_once, element_pointer, for_range, i64
+from .parallel import MIN_BYTES_PER_TASK, chunk_bounds, parallel_for, task_count
+from .types import load_element, storage_type, store_element
+
+TILE_BYTES = 128              # a tile row: two cache lines
+MAX_TILE, MIN_TILE = 64, 8    # tile edge in elements
+MIN_TILED = 4                 # both swapped groups must have at least this many elements
+PROBE_LIMIT = 1 << 21         # arrays probed up to this many elements (compile time)
+_SHAPE_OPS = {"transpose", "reshape", "copy", "convert", "bitcast-convert"}
+
+
+# -- what is read in which order ----------------------------------------------------------------------
+def _physical_offsets(shape: Shape) -> np.ndarray:
+    """An array of shape's logical dims whose element at each index is that element's offset in its layout."""
+    order = major_to_minor(shape)
+    phys = np.arange(shape.numel, dtype=np.int64).reshape([shape.dims[d] for d in order])
+    return phys.transpose(np.argsort(order))
+
+
+def _propagate(inst: Instruction, ops: list[dict]) -> dict:
+    """The offset maps of inst's value from its operands' (param number -> array over the operand's dims)."""
+    op = inst.opcode
+    dims = tuple(inst.shape.dims)
+    out: dict = {}
+    if op == "transpose":
+        perm = [int(p) for p in inst.attrs["dimensions"]]
+        return {k: a.transpose(perm) for k, a in ops[0].items()}
+    if op == "reshape":
+        return {k: a.reshape(dims) for k, a in ops[0].items()}
+    if op in _SHAPE_OPS or inst.info.is_elementwise:
+        for o, maps in zip(inst.operands, ops):
+            if tuple(o.shape.dims) != dims:
+                continue
+            for k, a in maps.items():
+                if k in out and out[k] is not None and not np.array_equal(out[k], a):
+                    out[k] = None                     # reached along two paths with different orders
+                elif k not in out:
+                    out[k] = a
+        return {k: a for k, a in out.items() if a is not None}
+    return {}
+
+
+@dataclass
+class Reads:
+    """The order of the reads over the output: the output's dims split where the reads need it (`vdims`: (output
+    dim, size, step) major to minor in the output's layout; index[dim] is the sum of step * a vdim's index), and
+    `order`: the vdims, major to minor, in the order the read array is contiguous in."""
+    vdims: list[tuple[int, int, int]]
+    order: list[int]
+    source: int | None = None       # the fusion parameter read so
+
+    @property
+    def transposed(self) -> bool:
+        return self.order != sorted(self.order)
+
+
+def _split(line: np.ndarray) -> list[tuple[int, int, int]] | None:
+    """An output dim whose offsets (relative to its first) are `line`, as sub-dims (size, step, stride), major
+    first, each affine; None when some part of it is not (or repeats: a broadcast)."""
+    parts, mult, rest = [], 1, len(line)
+    while rest > 1:
+        stride = int(line[mult])
+        if stride == 0:
+            return None
+        run = 1
+        while run < rest and line[run * mult] == run * stride:
+            run += 1
+        size = max(q for q in range(1, run + 1) if rest % q == 0)
+        if size == 1:
+            return None
+        parts.append((size, mult, stride))
+        mult, rest = mult * size, rest // size
+    return parts[::-1]
+
+
+def _reads_of(offsets: np.ndarray, out: Shape) -> Reads | None:
+    """Reads of an array whose elements' offsets over the output's logical index are `offsets`, when they are an
+    affine function of the (split) index."""
+    rank = offsets.ndim
+    base = int(offsets.flat[0])
+    subs = {}
+    for d in range(rank):
+        line = offsets[tuple(slice(None) if k == d else 0 for k in range(rank))].astype(np.int64) - base
+        subs[d] = _split(line)
+        if subs[d] is None:
+            return None
+    sizes = [size for d in range(rank) for size, _, _ in subs[d]]
+    strides = [stride for d in range(rank) for _, _, stride in subs[d]]
+    refined = offsets.reshape(sizes)
+    expected = np.full(sizes, base, dtype=np.int64)
+    for k, (n, stride) in enumerate(zip(sizes, strides)):
+        expected = expected + (np.arange(n, dtype=np.int64) * stride).reshape([n if j == k else 1 for j in range(len(sizes))])
+    if not np.array_equal(expected, refined):
+        return None
+    vdims, vstrides = [], []
+    for d in major_to_minor(out):
+        for size, step, stride in subs[d]:
+            vdims.append((d, size, step))
+            vstrides.append(stride)
+    return Reads(vdims, sorted(range(len(vdims)), key=lambda v: (-abs(vstrides[v]), v)))
+
+
+def _big(shape: Shape, out: Shape) -> bool:
+    """An array the size of the output (only such arrays reach it through the ops probed)."""
+    return shape.is_array and shape.numel == out.numel
+
+
+def _may_transpose(inst: Instruction, comp, out: Shape) -> bool:
+    """Cheap test before probing: the fusion holds a transpose, or the output or an operand the output's size is
+    laid out other than row-major."""
+    if any(i.opcode == "transpose" for i in comp.instructions) or not is_row_major(out):
+        return True
+    return any(_big(o.shape, out) and not is_row_major(o.shape) for o in inst.operands)
+
+
+def read_order(inst: Instruction, out: Shape, value: Instruction | None = None) -> Reads | None:
+    """The order in which the largest array `inst` reads is contiguous over its output (laid out as `out`), when
+    that is not the output's own order; None when nothing large is read transposed. `value`: for a multi-output
+    fusion, the fused instruction whose value is being stored (default: the fused root, or inst itself)."""
+    if out.is_tuple or out.numel <= 1 or out.numel > PROBE_LIMIT:
+        return None
+    if inst.opcode in ("transpose", "copy"):
+        source = inst.operands[0].shape
+        if not _big(source, out):
+            return None
+        maps = _propagate(inst, [{0: _physical_offsets(source)}])
+        sizes = {0: source.numel}
+    elif inst.opcode == "fusion" and inst.attrs.get("kind") != "kCustom":
+        comp = inst.attrs["calls"]
+        value = comp.root if value is None else value
+        if value.opcode == "tuple" or not _may_transpose(inst, comp, out):
+            return None
+        big = {p.parameter_number: inst.operands[p.parameter_number].shape for p in comp.parameters
+               if _big(inst.operands[p.parameter_number].shape, out)}
+        if not big:
+            return None
+        inner: dict[int, dict] = {}
+        for i in comp.post_order():
+            if i.opcode == "parameter":
+                k = i.parameter_number
+                inner[id(i)] = {k: _physical_offsets(big[k])} if k in big else {}
+            else:
+                inner[id(i)] = _propagate(i, [inner[id(o)] for o in i.operands])
+            if i is value:
+                break
+        maps = inner.get(id(value), {})
+        sizes = {k: s.numel for k, s in big.items()}
+    else:
+        return None
+    best = None
+    for k, offsets in maps.items():
+        reads = _reads_of(offsets, out)
+        if reads is not None and reads.transposed and (best is None or sizes[k] > best[0]):
+            reads.source = k if inst.opcode == "fusion" else None
+            best = (sizes[k], reads)
+    return None if best is None else best[1]
+
+
+# -- what runs in which phase ---------------------------------------------------------------------------
+@dataclass
+class Part:
+    """One output of a tiled loop: `compute` runs in the read order and fills the tile (elements of `ptype`);
+    `finish` (None: the tile is the output) runs in the output's order, reading the tile's element as `held[0]`."""
+    compute: Callable
+    ptype: object
+    finish: Callable | None = None
+    held: list | None = None
+
+
+def _ancestors(value: Instruction) -> set[int]:
+    seen, stack = set(), [value]
+    while stack:
+        i = stack.pop()
+        if id(i) not in seen:
+            seen.add(id(i))
+            stack.extend(i.operands)
+    return seen
+
+
+def _dependents(order: list[Instruction], first: Instruction) -> set[int]:
+    out = {id(first)}
+    for i in order:
+        if any(id(o) in out for o in i.operands):
+            out.add(id(i))
+    return out
+
+
+def split_at_hero(em, comp, value: Instruction, gens: dict, source: int | None, out_ptype) -> Part:
+    """The part computing fused `value`: split at its hero (XLA's term), the last transpose between parameter
+    `source` (the array read transposed) and value, when only shape ops and elementwise ops of its size lie between
+    them: the hero is computed into the tile in the read order (its operands read contiguously), the rest of the
+    fusion in the output's order, so the arrays read in the output's layout are read contiguously too. Otherwise
+    all of value is computed into the tile."""
+    whole = Part(gens[id(value)], out_ptype)
+    params = [p for p in comp.parameters if p.parameter_number == source]
+    if not params:
+        return whole
+    order = comp.post_order()
+    above = _ancestors(value)
+    reached = _dependents(order, params[0])
+    heroes = [t for t in order if t.opcode == "transpose" and id(t) in reached and id(t) in above]
+    if not heroes:
+        return whole
+    hero = heroes[-1]
+    if hero is value:
+        return whole
+    on = _dependents(order, hero)
+    path = [i for i in order if id(i) in on and id(i) in above and i is not hero]
+    for i in path:
+        if i.shape.numel != hero.shape.numel or not (i.opcode in ("reshape", "transpose", "copy", "convert")
+                                                     or i.info.is_elementwise):
+            return whole
+    held: list = [None]
+    computes, finishes = {id(hero): gens[id(hero)]}, {id(hero): lambda index: held[0]}
+    for i in path:
+        if i.opcode in ("reshape", "transpose"):
+            computes[id(i)] = em.elemental.generator(i, [computes[id(i.operands[0])]])
+        else:               # elementwise: the hero's element at the same index
+            computes[id(i)] = next(computes[id(o)] for o in i.operands if id(o) in computes)
+        finishes[id(i)] = em.elemental.generator(i, [finishes.get(id(o), gens[id(o)]) for o in i.operands])
+    return Part(computes[id(value)], hero.shape.ptype, finishes[id(value)], held)
+
+
+# -- the tiling ---------------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    """Groups of vdims (each major to minor, adjacent in the output and in the reads), in the output's order; w and
+    r: the groups contiguous in the output and in the reads; the tile edges."""
+    vdims: list[tuple[int, int, int]]
+    groups: list[list[int]]
+    w: int
+    r: int
+    tile_w: int = 0
+    tile_r: int = 0
+
+    def size(self, g: int) -> int:
+        return math.prod(self.vdims[v][1] for v in self.groups[g])
+
+
+def tile_edge(element_bytes: int) -> int:
+    return max(MIN_TILE, min(MAX_TILE, TILE_BYTES // max(element_bytes, 1)))
+
+
+def plan(reads: Reads, element_bytes: int) -> Plan | None:
+    """The tiling of a loop reading in `reads`; None when it is not a transpose of the minor dims after collapsing
+    (the identity, or the minor-most group stays minor-most: rows contiguous on both sides)."""
+    position = {v: k for k, v in enumerate(reads.order)}
+    groups: list[list[int]] = []
+    for v in range(len(reads.vdims)):
+        if groups and position[v] == position[groups[-1][-1]] + 1:
+            groups[-1].append(v)
+        else:
+            groups.append([v])
+    if len(groups) < 2:
+        return None
+    w = len(groups) - 1
+    r = next(g for g, vs in enumerate(groups) if reads.order[-1] in vs)
+    if r == w:
+        return None
+    p = Plan(reads.vdims, groups, w, r)
+    nw, nr = p.size(w), p.size(r)
+    if nw < MIN_TILED or nr < MIN_TILED:
+        return None
+    edge = tile_edge(element_bytes)
+    p.tile_w, p.tile_r = min(edge, nw), min(edge, nr)
+    return p
+
+
+def _group_index(b: ir.IRBuilder, linear: ir.Value, vs: list[int], vdims, index: list) -> None:
+    """Add to index (logical, None for nothing yet) the contributions of a group's vdims (major to minor) at the
+    group's row-major linear index."""
+    rest = linear
+    for k in reversed(range(len(vs))):
+        d, n, step = vdims[vs[k]]
+        iv = rest if k == 0 else b.urem(rest, i64(n))
+        if k:
+            rest = b.udiv(rest, i64(n))
+        term = iv if step == 1 else b.mul(iv, i64(step), flags=["nsw", "nuw"])
+        index[d] = term if index[d] is None else b.add(index[d], term, flags=["nsw", "nuw"])
+
+
+def emit_tiled(b: ir.IRBuilder, parts: Sequence[Part], bufs: Sequence[BufferRef], reads: Reads | None,
+               tasks: int = 1) -> bool:
+    """Store each part over bufs[0]'s shape into its buffer (all laid out alike) tile by tile; False, having
+    emitted nothing, when the loop is not a tileable transpose (the caller emits its loop)."""
+    if reads is None or not bufs or any(major_to_minor(x.shape) != major_to_minor(bufs[0].shape) or
+                                        x.shape.dims != bufs[0].shape.dims for x in bufs):
+        return False
+    shape = bufs[0].shape
+    element_bytes = max(byte_size(x.shape) // max(x.shape.numel, 1) for x in bufs)
+    p = plan(reads, element_bytes)
+    if p is None:
+        return False
+    nw, nr = p.size(p.w), p.size(p.r)
+    tw, tr = p.tile_w, p.tile_r
+    outer = [g for g in range(len(p.groups)) if g not in (p.w, p.r)]
+    counts = [p.size(g) for g in outer] + [-(-nr // tr), -(-nw // tw)]
+    total = math.prod(counts)
+
+    def new_tiles(b: ir.IRBuilder) -> list:        # in the function the loop runs in (a pool worker's own)
+        return [alloca_once(b, ir.ArrayType(storage_type(part.ptype), tr * tw), "tile") for part in parts]
+
+    def extent(b: ir.IRBuilder, start: ir.Value, n: int, edge: int) -> ir.Value | int:
+        if n % edge == 0:
+            return edge
+        left = b.sub(i64(n), start)
+        return b.select(b.icmp_signed("<", left, i64(edge)), left, i64(edge))
+
+    def one_tile(b: ir.IRBuilder, t: ir.Value, tiles: list) -> None:
+        ivs, rest = [], t
+        for k in reversed(range(len(counts))):
+            if k == 0:
+                ivs.append(rest)
+            else:
+                ivs.append(b.urem(rest, i64(counts[k])))
+                rest = b.udiv(rest, i64(counts[k]))
+        ivs.reverse()
+        base: list = [None] * shape.rank
+        for g, iv in zip(outer, ivs):
+            _group_index(b, iv, p.groups[g], p.vdims, base)
+        r0 = b.mul(ivs[-2], i64(tr), flags=["nsw", "nuw"])
+        w0 = b.mul(ivs[-1], i64(tw), flags=["nsw", "nuw"])
+        rn, wn = extent(b, r0, nr, tr), extent(b, w0, nw, tw)
+
+        def at(wl, rl) -> list:
+            index = list(base)
+            _group_index(b, b.add(w0, wl, flags=["nsw", "nuw"]), p.groups[p.w], p.vdims, index)
+            _group_index(b, b.add(r0, rl, flags=["nsw", "nuw"]), p.groups[p.r], p.vdims, index)
+            return [i64(0) if i is None else i for i in index]
+        with for_range(b, wn, "tile.w") as wl:              # compute: along R, contiguous reads
+            with for_range(b, rn, "tile.r") as rl:
+                index = at(wl, rl)
+                slot = b.add(b.mul(wl, i64(tr), flags=["nsw", "nuw"]), rl, flags=["nsw", "nuw"])
+                for tile, part in zip(tiles, parts):
+                    store_element(b, b.bitcast(tile, I8P), part.ptype, slot, part.compute(index))
+        with for_range(b, rn, "tile.sr") as rl:             # store: along W, contiguous writes
+            with for_range(b, wn, "tile.sw") as wl:
+                index = at(wl, rl)
+                slot = b.add(b.mul(wl, i64(tr), flags=["nsw", "nuw"]), rl, flags=["nsw", "nuw"])
+                k = linear_index(b, index, shape)
+                for tile, part, x in zip(tiles, parts, bufs):
+                    if part.finish is None:         # the tile's bits are the output's
+                        st = storage_type(x.shape.ptype)
+                        b.store(b.load(b.gep(tile, [i64(0), slot], inbounds=True)), element_pointer(b, x.pointer, st, k))
+                    else:
+                        part.held[0] = load_element(b, b.bitcast(tile, I8P), part.ptype, slot)
+                        store_element(b, x.pointer, x.shape.ptype, k, part.finish(index))
+
+    def chunk(b: ir.IRBuilder, start, end, task) -> None:
+        tiles = new_tiles(b)
+        with for_range(b, end, "tile", start=start) as t:
+            one_tile(b, t, tiles)
+
+    if tasks > 1 and total >= tasks and parallel_for(b, chunk_bounds(total, tasks, 1), chunk, quantum=1):
+        return True
+    tiles = new_tiles(b)
+    with for_range(b, total, "tile") as t:
+        one_tile(b, t, tiles)
+    return True
+
+
+def tiled(em, inst: Instruction, gen: Callable, bufs: Sequence[BufferRef], gens: dict | None = None,
+          values: Sequence[Instruction] | None = None) -> bool:
+    """The emitter's hook: store inst's value through gen into bufs as a tiled transpose when inst reads a large
+    array transposed; False: the caller emits its loop. For a fusion, `gens` (its instructions' generators) let
+    the loop split at the transpose (split_at_hero); `values`: the fused instructions whose values bufs get (a
+    multi-output fusion's group; default: the fused root)."""
+    if not bufs:
+        return False
+    comp = inst.attrs.get("calls") if inst.opcode == "fusion" else None
+    values = list(values) if values is not None else [comp.root] if comp is not None else [inst]
+    if len(values) != len(bufs):
+        return False
+    reads = read_order(inst, bufs[0].shape, values[0] if comp is not None else None)
+    if reads is None:
+        return False
+    if gens is None or comp is None:
+        if len(bufs) != 1:
+            return False
+        parts = [Part(gen, bufs[0].shape.ptype)]
+    else:
+        parts = [split_at_hero(em, comp, v, gens, reads.source, x.shape.ptype) for v, x in zip(values, bufs)]
+    return emit_tiled(em.b, parts, bufs, reads, task_count(inst, em.num_threads))
+
+
+def tiled_copy(em, src: BufferRef, dst: BufferRef) -> bool:
+    """A layout-changing copy of a buffer, tiled (tasks by its traffic, as parallel.task_count counts it)."""
+    if src.shape.numel > PROBE_LIMIT or src.shape.dims != dst.shape.dims or src.shape.numel <= 1:
+        return False
+    tasks = max(1, min(em.num_threads, 2 * byte_size(dst.shape) // MIN_BYTES_PER_TASK))
+    reads = _reads_of(_physical_offsets(src.shape), dst.shape)
+    return emit_tiled(em.b, [Part(em.generator_of(src), dst.shape.ptype)], [dst], reads, tasks)
