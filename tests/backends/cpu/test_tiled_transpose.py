@@ -303,6 +303,7 @@ def test_not_tiled(name):
     assert reads is None or tt.plan(reads, 4) is None
 
 
-@pytest.mark.parametrize("size, edge", [(1, 64), (2, 64), (4, 32), (8, 16), (16, 8)])
-def test_tile_edge(size, edge):
-    assert tt.tile_edge(size) == edge
+@pytest.mark.parametrize("size, edges", [(1, (64, 128)), (2, (32, 128)), (4, (16, 128)), (8, (8, 64)),
+                                         (16, (8, 32))])
+def test_tile_edges(size, edges):
+    assert (tt.tile_edge(size), tt.tile_edge(size, tt.TILE_R_BYTES)) == edges

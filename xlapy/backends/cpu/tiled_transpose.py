@@ -8,12 +8,17 @@ output, and R, contiguous in what is read), and each tile runs in two phases thr
 
 | phase | loops (outer, inner) | reads | writes |
 |---|---|---|---|
-| compute | w in tile, r in tile | the operands along R: contiguous, vectorized; the generator's elementwise work per element | the tile buffer, contiguous |
-| store | r in tile, w in tile | the tile buffer (in L1) | the output along W: contiguous |
+| compute | w in tile, r in tile | the arrays laid out like the read one, along R: contiguous, vectorized | the tile buffer, contiguous |
+| store | r in tile, w in tile | the tile buffer (in L1); in a split fusion, the arrays laid out like the output, along W | the output along W: contiguous |
 
-Tiles are TILE_BYTES wide in the element size (32x32 f32, 16x16 f64, 64x64 bf16), so a tile's rows are whole cache
-lines and both it and the rows it touches stay in L1. The tiles are the units the parallel-task plan (parallel.py)
-splits over threads.
+A fusion splits at its hero (XLA's term; `split_at_hero`): the last transpose between the array read transposed
+and the output. The compute phase computes the hero's elements (its operands' work: exp(x) of exp(x)^T + y), the
+store phase the rest of the fusion from them (the + y), so arrays in either layout are read along their rows.
+
+Tiles are TILE_BYTES along the output's rows (a cache line: 16 f32) by TILE_R_BYTES along the reads (128 f32): the
+compute phase's inner loop must be long enough for a vectorized transcendental to overlap its iterations (an
+exponential in 32x32 f32 tiles ran 2x slower than in 16x128 ones), and a tile (8 KiB) and the rows it touches stay
+in L1. The tiles are the units the parallel-task plan (parallel.py) splits over threads.
 
 What is read in which order (`read_order`): each array of the output's size the loop reads (a fusion's parameter,
 a transpose's or copy's operand) is followed through the shape ops between it and the output
@@ -40,8 +45,9 @@ from .irhelpers import I8P, alloca_once, element_pointer, for_range, i64
 from .parallel import MIN_BYTES_PER_TASK, chunk_bounds, parallel_for, task_count
 from .types import load_element, storage_type, store_element
 
-TILE_BYTES = 128              # a tile row: two cache lines
-MAX_TILE, MIN_TILE = 64, 8    # tile edge in elements
+TILE_BYTES = 64               # the tile's extent along the output's rows: a cache line
+TILE_R_BYTES = 512            # ... and along the reads: the compute phase's inner loop
+MAX_TILE, MIN_TILE = 128, 8   # tile edges in elements
 MIN_TILED = 4                 # both swapped groups must have at least this many elements
 PROBE_LIMIT = 1 << 21         # arrays probed up to this many elements (compile time)
 _SHAPE_OPS = {"transpose", "reshape", "copy", "convert", "bitcast-convert"}
@@ -275,8 +281,8 @@ class Plan:
         return math.prod(self.vdims[v][1] for v in self.groups[g])
 
 
-def tile_edge(element_bytes: int) -> int:
-    return max(MIN_TILE, min(MAX_TILE, TILE_BYTES // max(element_bytes, 1)))
+def tile_edge(element_bytes: int, nbytes: int = TILE_BYTES) -> int:
+    return max(MIN_TILE, min(MAX_TILE, nbytes // max(element_bytes, 1)))
 
 
 def plan(reads: Reads, element_bytes: int) -> Plan | None:
@@ -299,8 +305,7 @@ def plan(reads: Reads, element_bytes: int) -> Plan | None:
     nw, nr = p.size(w), p.size(r)
     if nw < MIN_TILED or nr < MIN_TILED:
         return None
-    edge = tile_edge(element_bytes)
-    p.tile_w, p.tile_r = min(edge, nw), min(edge, nr)
+    p.tile_w, p.tile_r = min(tile_edge(element_bytes), nw), min(tile_edge(element_bytes, TILE_R_BYTES), nr)
     return p
 
 
