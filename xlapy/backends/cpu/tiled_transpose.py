@@ -57,7 +57,7 @@ _SHAPE_OPS = {"transpose", "reshape", "copy", "convert", "bitcast-convert"}
 def _physical_offsets(shape: Shape) -> np.ndarray:
     """An array of shape's logical dims whose element at each index is that element's offset in its layout."""
     order = major_to_minor(shape)
-    phys = np.arange(shape.numel, dtype=np.int64).reshape([shape.dims[d] for d in order])
+    phys = np.arange(shape.numel, dtype=np.int32).reshape([shape.dims[d] for d in order])
     return phys.transpose(np.argsort(order))
 
 
@@ -106,9 +106,9 @@ def _split(line: np.ndarray) -> list[tuple[int, int, int]] | None:
         stride = int(line[mult])
         if stride == 0:
             return None
-        run = 1
-        while run < rest and line[run * mult] == run * stride:
-            run += 1
+        steps = line[::mult][:rest]
+        bad = np.flatnonzero(steps != np.arange(rest, dtype=np.int32) * stride)
+        run = int(bad[0]) if bad.size else rest
         size = max(q for q in range(1, run + 1) if rest % q == 0)
         if size == 1:
             return None
@@ -117,31 +117,32 @@ def _split(line: np.ndarray) -> list[tuple[int, int, int]] | None:
     return parts[::-1]
 
 
-def _reads_of(offsets: np.ndarray, out: Shape) -> Reads | None:
+def _transposed_reads(offsets: np.ndarray, out: Shape) -> Reads | None:
     """Reads of an array whose elements' offsets over the output's logical index are `offsets`, when they are an
-    affine function of the (split) index."""
+    affine function of the (split) index and not in the output's order. The order comes from one line along
+    each dim (cheap); the whole array is checked only when that order is transposed."""
     rank = offsets.ndim
     base = int(offsets.flat[0])
     subs = {}
     for d in range(rank):
-        line = offsets[tuple(slice(None) if k == d else 0 for k in range(rank))].astype(np.int64) - base
+        line = offsets[tuple(slice(None) if k == d else 0 for k in range(rank))] - base
         subs[d] = _split(line)
         if subs[d] is None:
             return None
-    sizes = [size for d in range(rank) for size, _, _ in subs[d]]
-    strides = [stride for d in range(rank) for _, _, stride in subs[d]]
-    refined = offsets.reshape(sizes)
-    expected = np.full(sizes, base, dtype=np.int64)
-    for k, (n, stride) in enumerate(zip(sizes, strides)):
-        expected = expected + (np.arange(n, dtype=np.int64) * stride).reshape([n if j == k else 1 for j in range(len(sizes))])
-    if not np.array_equal(expected, refined):
-        return None
     vdims, vstrides = [], []
     for d in major_to_minor(out):
         for size, step, stride in subs[d]:
             vdims.append((d, size, step))
             vstrides.append(stride)
-    return Reads(vdims, sorted(range(len(vdims)), key=lambda v: (-abs(vstrides[v]), v)))
+    reads = Reads(vdims, sorted(range(len(vdims)), key=lambda v: (-abs(vstrides[v]), v)))
+    if not reads.transposed:
+        return None
+    sizes = [size for d in range(rank) for size, _, _ in subs[d]]
+    strides = [stride for d in range(rank) for _, _, stride in subs[d]]
+    expected = np.full(sizes, base, dtype=np.int32)
+    for k, (n, stride) in enumerate(zip(sizes, strides)):
+        expected = expected + (np.arange(n, dtype=np.int32) * stride).reshape([n if j == k else 1 for j in range(len(sizes))])
+    return reads if np.array_equal(expected, offsets.reshape(sizes)) else None
 
 
 def _big(shape: Shape, out: Shape) -> bool:
@@ -155,6 +156,23 @@ def _may_transpose(inst: Instruction, comp, out: Shape) -> bool:
     if any(i.opcode == "transpose" for i in comp.instructions) or not is_row_major(out):
         return True
     return any(_big(o.shape, out) and not is_row_major(o.shape) for o in inst.operands)
+
+
+def _candidates(inst: Instruction, comp, out: Shape) -> dict[int, Shape]:
+    """The parameters of the output's size that may reach it transposed (the rest keep a row-major order): all of
+    them under a non-row-major output, else those laid out otherwise or read by a transpose."""
+    big = {p.parameter_number: inst.operands[p.parameter_number].shape for p in comp.parameters
+           if _big(inst.operands[p.parameter_number].shape, out)}
+    if not big or not is_row_major(out):
+        return big
+    reach: dict[int, frozenset] = {}
+    through: set[int] = set()
+    for i in comp.post_order():
+        reach[id(i)] = frozenset([i.parameter_number]) if i.opcode == "parameter" and i.parameter_number in big \
+            else frozenset().union(*(reach[id(o)] for o in i.operands))
+        if i.opcode == "transpose":
+            through |= reach[id(i)]
+    return {k: s for k, s in big.items() if k in through or not is_row_major(s)}
 
 
 def read_order(inst: Instruction, out: Shape, value: Instruction | None = None) -> Reads | None:
@@ -174,8 +192,7 @@ def read_order(inst: Instruction, out: Shape, value: Instruction | None = None) 
         value = comp.root if value is None else value
         if value.opcode == "tuple" or not _may_transpose(inst, comp, out):
             return None
-        big = {p.parameter_number: inst.operands[p.parameter_number].shape for p in comp.parameters
-               if _big(inst.operands[p.parameter_number].shape, out)}
+        big = {k: s for k, s in _candidates(inst, comp, out).items()}
         if not big:
             return None
         inner: dict[int, dict] = {}
@@ -188,16 +205,14 @@ def read_order(inst: Instruction, out: Shape, value: Instruction | None = None) 
             if i is value:
                 break
         maps = inner.get(id(value), {})
-        sizes = {k: s.numel for k, s in big.items()}
     else:
         return None
-    best = None
-    for k, offsets in maps.items():
-        reads = _reads_of(offsets, out)
-        if reads is not None and reads.transposed and (best is None or sizes[k] > best[0]):
+    for k in sorted(maps):              # all the output's size: the first read transposed decides
+        reads = _transposed_reads(maps[k], out)
+        if reads is not None:
             reads.source = k if inst.opcode == "fusion" else None
-            best = (sizes[k], reads)
-    return None if best is None else best[1]
+            return reads
+    return None
 
 
 # -- what runs in which phase ---------------------------------------------------------------------------
@@ -431,5 +446,5 @@ def tiled_copy(em, src: BufferRef, dst: BufferRef) -> bool:
     if src.shape.numel > PROBE_LIMIT or src.shape.dims != dst.shape.dims or src.shape.numel <= 1:
         return False
     tasks = max(1, min(em.num_threads, 2 * byte_size(dst.shape) // MIN_BYTES_PER_TASK))
-    reads = _reads_of(_physical_offsets(src.shape), dst.shape)
+    reads = _transposed_reads(_physical_offsets(src.shape), dst.shape)
     return emit_tiled(em.b, [Part(em.generator_of(src), dst.shape.ptype)], [dst], reads, tasks)
