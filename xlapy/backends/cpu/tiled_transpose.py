@@ -31,6 +31,7 @@ identity is not tiled.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -50,6 +51,9 @@ TILE_R_BYTES = 512            # ... and along the reads: the compute phase's inn
 MAX_TILE, MIN_TILE = 128, 8   # tile edges in elements
 MIN_TILED = 4                 # both swapped groups must have at least this many elements
 PROBE_LIMIT = 1 << 21         # arrays probed up to this many elements (compile time)
+# XLAPY_TILED_TRANSPOSE=0 emits every loop untiled, as before (for comparisons; not part of the persistent cache's key:
+# compare with XLAPY_CACHE_DIR=off)
+ENABLED = os.environ.get("XLAPY_TILED_TRANSPOSE", "1") != "0"
 _SHAPE_OPS = {"transpose", "reshape", "copy", "convert", "bitcast-convert"}
 
 
@@ -423,7 +427,7 @@ def tiled(em, inst: Instruction, gen: Callable, bufs: Sequence[BufferRef], gens:
     array transposed; False: the caller emits its loop. For a fusion, `gens` (its instructions' generators) let
     the loop split at the transpose (split_at_hero); `values`: the fused instructions whose values bufs get (a
     multi-output fusion's group; default: the fused root)."""
-    if not bufs:
+    if not bufs or not ENABLED:
         return False
     comp = inst.attrs.get("calls") if inst.opcode == "fusion" else None
     values = list(values) if values is not None else [comp.root] if comp is not None else [inst]
@@ -443,7 +447,7 @@ def tiled(em, inst: Instruction, gen: Callable, bufs: Sequence[BufferRef], gens:
 
 def tiled_copy(em, src: BufferRef, dst: BufferRef) -> bool:
     """A layout-changing copy of a buffer, tiled (tasks by its traffic, as parallel.task_count counts it)."""
-    if src.shape.numel > PROBE_LIMIT or src.shape.dims != dst.shape.dims or src.shape.numel <= 1:
+    if not ENABLED or src.shape.numel > PROBE_LIMIT or src.shape.dims != dst.shape.dims or src.shape.numel <= 1:
         return False
     tasks = max(1, min(em.num_threads, 2 * byte_size(dst.shape) // MIN_BYTES_PER_TASK))
     reads = _transposed_reads(_physical_offsets(src.shape), dst.shape)
