@@ -31,12 +31,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .array import Array, host_value, is_concrete_array
+from . import dtypes
+from .array import Array, host_value, interned_aval, is_concrete_array
 from .lazy import cut as lazy_cut
 from .lazy import state as lazy_state
 from .lazy import tape as lazy_tape
 from .lazy.reasons import CutReason
-from .pytree import tree_flatten, tree_map, tree_unflatten
+from .pytree import tree_flatten, tree_unflatten
 from .tracer import current_trace
 
 MAX_SIGNATURES = 64         # recorded input signatures per function (the oldest forgotten)
@@ -87,31 +88,36 @@ class AutoJitted:
         self._clusters: dict[tuple, Cluster] = {}
         self._programs: dict[tuple, list] = {}     # signature -> [tree of recorded steps, misses in a row]
         self._epoch = lazy_cut.epoch()
-        self._flat_trees: dict[int, Any] = {}      # n -> the treedef of (n positional arrays, no keywords)
         self._lock = threading.Lock()
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
         if current_trace() is not None:         # under jit / grad / vmap: traced like any function
             return self.fun(*args, **kwargs)
-        lazy_cut.sync("values pending before an autojit call")
         g = lazy_state.graph()
-        leaves, tree = self._flatten(args, kwargs)
+        if g.pending:
+            lazy_cut.sync("values pending before an autojit call")
         if g.tape is not None:              # called while another autojit records: part of that recording
-            return self._record(g, tree, leaves, None)
-        sig = _signature(tree, leaves)
-        program = None
+            return self._record(g, *_flatten(args, kwargs), None)
+        leaves = tree = None
+        found = _fast_signature(args, kwargs)
+        if found is None:
+            leaves, tree = _flatten(args, kwargs)
+            sig = _signature(tree, leaves)
+            values = None if sig is None else [host_value(v) for v in leaves if is_concrete_array(v)]
+        else:
+            sig, values = found
         if sig is not None:
-            with self._lock:
-                if self._epoch != lazy_cut.epoch():         # clear_caches: every executable is forgotten
+            if self._epoch != lazy_cut.epoch():         # clear_caches: every executable is forgotten
+                with self._lock:
                     self._programs.clear()
                     self._epoch = lazy_cut.epoch()
-                program = self._programs.get(sig)
+            program = self._programs.get(sig)
             if program is not None and program[1] >= GIVE_UP_AFTER:
                 program[1] = GIVE_UP_AFTER - 1 if program[1] >= GIVE_UP_AFTER + RETRY_AFTER else program[1] + 1
             elif program is not None:
                 try:
-                    out, cuts = lazy_tape.replay(program[0], [host_value(v) for v in leaves if is_concrete_array(v)])
+                    out, cuts = lazy_tape.replay(program[0], values)
                 except Exception:       # noqa: BLE001 -- a miss; an error is raised again by the recording
                     program[1] += 1
                     self.stats["misses"] += 1
@@ -124,20 +130,11 @@ class AutoJitted:
                             if step.cluster is not None:
                                 step.cluster.runs += 1
                     return out
-        return self._record(g, tree, leaves, sig)
+        if leaves is None:
+            leaves, tree = _flatten(args, kwargs)
+        return self._record(g, leaves, tree, sig)
 
-    def _flatten(self, args: tuple, kwargs: dict) -> tuple[list, Any]:
-        """(leaves, treedef) of (args, kwargs), numpy leaves made Arrays; positional arrays alone skip the pytree walk."""
-        if not kwargs:
-            tree = self._flat_trees.get(len(args))
-            if tree is not None and all(type(a) in _ARRAY_TYPES for a in args):
-                return [_as_array(a) for a in args], tree
-        leaves, tree = tree_flatten((args, kwargs))
-        if not kwargs and len(leaves) == len(args) and all(type(a) in _ARRAY_TYPES for a in args):
-            self._flat_trees[len(args)] = tree
-        return [_as_array(v) for v in leaves], tree
-
-    def _record(self, g, tree, leaves: list, sig: tuple | None):
+    def _record(self, g, leaves: list, tree, sig: tuple | None):
         """Run f's Python with lazy recording; with a signature, its tape joins the replay tree."""
         call = _Call(self)
         g.sinks.append(call)
@@ -211,14 +208,67 @@ class AutoJitted:
         return "\n".join(lines)
 
 
-_ARRAY_TYPES = (np.ndarray, Array)
-
-
 def _as_array(leaf: Any) -> Any:
     """numpy arguments become xlapy Arrays, as jit traces them: ops on them are recorded, not run by numpy."""
     if isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype.kind in "biufc":
         return Array(leaf)
     return leaf
+
+
+def _flatten(args: tuple, kwargs: dict) -> tuple[list, Any]:
+    """(leaves, treedef) of (args, kwargs), numpy leaves made Arrays."""
+    leaves, tree = tree_flatten((args, kwargs))
+    return [_as_array(v) for v in leaves], tree
+
+
+class _Slow(Exception):
+    """A leaf or node _fast_signature does not know: the pytree path decides."""
+
+
+_SCALARS = (bool, int, float, complex, str)
+
+
+def _fast_signature(args: tuple, kwargs: dict) -> tuple | None:
+    """(signature, array values in leaf order) of a call whose pytree holds only tuples, lists, dicts, None,
+    arrays and Python scalars, without building a PyTreeDef (a warm call's dispatch); None otherwise. An array
+    leaf's part is (shape, dtype, weak type), a scalar's (type, value)."""
+    parts: list = []
+    values: list = []
+    narrowed = dtypes._NARROW
+
+    def walk(x: Any) -> Any:
+        t = type(x)
+        if t is Array:
+            a = x.aval
+            parts.append((a.shape, a.dtype, a.weak_type))
+            values.append(x._value)
+            return 0
+        if t is np.ndarray or isinstance(x, np.generic):
+            v = x if t is np.ndarray else np.asarray(x)
+            dt = v.dtype
+            if dt.kind not in "biufc" or (dt.itemsize == 8 and dt in narrowed and not dtypes.config.enable_x64):
+                raise _Slow         # Array() would convert it: the pytree path does
+            parts.append((v.shape, dt, False))
+            values.append(v)
+            return 0
+        if t is tuple or t is list:
+            return (t, tuple([walk(c) for c in x]))
+        if t is dict:
+            try:
+                keys = tuple(sorted(x))
+            except TypeError:
+                raise _Slow from None
+            return (keys, tuple([walk(x[k]) for k in keys]))
+        if x is None:
+            return None
+        if t in _SCALARS:
+            parts.append((t, x))
+            return 1
+        raise _Slow
+    try:
+        return ("fast", walk(args), walk(kwargs) if kwargs else None, tuple(parts)), values
+    except _Slow:
+        return None
 
 
 def _signature(tree, leaves: list) -> tuple | None:
@@ -234,7 +284,7 @@ def _signature(tree, leaves: list) -> tuple | None:
             except TypeError:
                 return None
             parts.append((type(v), v))
-    return (tree, tuple(parts))
+    return ("tree", tree, tuple(parts))
 
 
 def autojit(fun: Callable | None = None) -> Any:

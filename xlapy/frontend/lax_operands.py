@@ -79,6 +79,8 @@ def coerce_same(name: str, *xs: Any) -> tuple[list[Any], bool]:
     """lax's operand rule: equal dtypes, except weakly typed operands take the strong dtype; rank-0 operands
     broadcast to the common shape. Returns (operands, result is weak)."""
     avs = [aval(x) for x in xs]
+    if len(avs) == 2 and avs[0].dtype == avs[1].dtype and avs[0].shape == avs[1].shape:     # nothing to do
+        return list(xs), avs[0].weak_type and avs[1].weak_type
     target = _strong_dtype(name, avs)
     shapes = {a.shape for a in avs if a.shape != ()}
     if len(shapes) > 1:

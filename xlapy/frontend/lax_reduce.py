@@ -19,7 +19,8 @@ from .lax_elementwise import (add, bitwise_and, bitwise_or, eq, ge, gt, le, lt, 
 from .lax_operands import canonical_axis, convert, lax_error
 from .lax_shapes import broadcast_in_dim, broadcasted_iota, full, full_like, slice as lax_slice
 from .pytree import tree_flatten, tree_unflatten
-from .tracer import ShapedArray, Trace, aval, bind, trace_function
+from .lazy import state as lazy_state
+from .tracer import ShapedArray, Trace, aval, bind, current_trace, trace_function
 
 
 # -- reducer computations --------------------------------------------------------------------------
@@ -33,8 +34,23 @@ def scalar_computation(fn: Callable, avals: Sequence[ShapedArray], in_tree=None,
     return trace.finish(outs)
 
 
+_LAZY_MONOIDS: dict[tuple, Computation] = {}     # (opcode, dtype, name) -> the computation lazy mode records
+
+
 def monoid_computation(opcode: str, dtype, name: str) -> Computation:
-    """region { a = parameter(0); b = parameter(1); ROOT opcode(a, b) } with instructions named `name`."""
+    """region { a = parameter(0); b = parameter(1); ROOT opcode(a, b) } with instructions named `name`.
+    Recorded lazily (outside a trace in lazy mode) it is built once per (opcode, dtype, name): a lazy node keys
+    its computations by object (lazy/graph.py computation_key) and each cut builds copies of them."""
+    if current_trace() is None and lazy_state.enabled():
+        key = (opcode, np.dtype(dtype), name)
+        comp = _LAZY_MONOIDS.get(key)
+        if comp is None:
+            comp = _LAZY_MONOIDS[key] = _monoid_computation(opcode, dtype, name)
+        return comp
+    return _monoid_computation(opcode, dtype, name)
+
+
+def _monoid_computation(opcode: str, dtype, name: str) -> Computation:
     trace = Trace("region")
     a = trace.new_param(ShapedArray((), np.dtype(dtype)), name)
     b = trace.new_param(ShapedArray((), np.dtype(dtype)), name)

@@ -35,13 +35,30 @@ def _is_operand(x: Any) -> bool:
     return hasattr(x, "aval") or dtypes.is_python_scalar(x) or isinstance(x, (np.ndarray, np.generic, list))
 
 
+_BROADCAST_SHAPES: dict[tuple, tuple] = {}      # operand shapes -> numpy's broadcast shape (cached: tens per step)
+
+
+def _broadcast_shapes(shapes: tuple) -> tuple:
+    shape = _BROADCAST_SHAPES.get(shapes)
+    if shape is None:
+        shape = np.broadcast_shapes(*shapes)
+        if len(_BROADCAST_SHAPES) < 4096:
+            _BROADCAST_SHAPES[shapes] = shape
+    return shape
+
+
 def promote_broadcast(name: str, *xs: Any) -> list[Any]:
     """Operands converted to their JAX-promoted dtype and broadcast (numpy rules) to one shape."""
+    if len(xs) == 2:        # the common case first: two arrays of one canonical dtype and one shape
+        a, b = getattr(xs[0], "aval", None), getattr(xs[1], "aval", None)
+        if a is not None and b is not None and a.dtype == b.dtype and a.shape == b.shape and \
+                dtypes.canonicalize(a.dtype) == a.dtype:
+            return list(xs)
     xs = [np.asarray(x) if isinstance(x, list) else x for x in xs]
     types = [dtypes.type_of(x) for x in xs]
     target = dtypes.promote(*types)
     try:
-        shape = np.broadcast_shapes(*(aval(x).shape for x in xs))
+        shape = _broadcast_shapes(tuple(aval(x).shape for x in xs))
     except ValueError:
         raise XlapyError(f"{name}: shapes {', '.join(str(aval(x)) for x in xs)} do not broadcast "
                          f"(at {user_frame()})") from None

@@ -315,14 +315,19 @@ def make_op(trace: "Trace", opcode: str, operands: Sequence[Any], attrs: dict[st
         raise XlapyError(f"{name or opcode}: {e} (operands {described}; at {user_frame()})") from None
 
 
+_RUN_EAGERLY: list = []      # eager.run_eagerly (eager imports this module), found on the first op
+
+
 def bind(opcode: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None, *,
          shape: Shape | None = None, name: str | None = None, weak_type: bool = False) -> Any:
     """Make one HLO op on `operands` (tracers, concrete values, Packed groups). Returns a Tracer/Array, or a
     list of them when the op's result is a tuple. Shape errors name the op, operand shapes and user line."""
     trace = current_trace()
     if trace is None or (_THREAD.compile_time_eval and _all_concrete(operands)):
-        from .eager import run_eagerly
-        return run_eagerly(opcode, operands, attrs, shape=shape, name=name, weak_type=weak_type)
+        if not _RUN_EAGERLY:
+            from .eager import run_eagerly
+            _RUN_EAGERLY.append(run_eagerly)
+        return _RUN_EAGERLY[0](opcode, operands, attrs, shape=shape, name=name, weak_type=weak_type)
     return results_of(trace, make_op(trace, opcode, operands, attrs, shape, name), weak_type)
 
 

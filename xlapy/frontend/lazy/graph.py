@@ -172,9 +172,9 @@ def op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], a
         from .. import eager
         _EAGER.append(eager)
     _op_key, _freeze = _EAGER[0]._op_key, _EAGER[0]._freeze
-    key = _op_key(opcode, operands, avals, attrs, shape, name, backend)
-    if key is not None:
-        return key
+    if not attrs or not any(type(v) is Computation or (type(v) in (list, tuple) and v and type(v[0]) is Computation)
+                            for v in attrs.values()):
+        return _op_key(opcode, operands, avals, attrs, shape, name, backend)
     base = _op_key(opcode, operands, avals, None, None, name, backend)
     try:
         frozen_shape = None if shape is None else _freeze(shape)

@@ -166,7 +166,7 @@ class Tape:
                 specs.append((self.registers[id(v)], v.aval))
             else:
                 specs.append((None, v))
-        self.events.append((Step(RETURN, out_tree, tuple(specs)), None))
+        self.events.append((Step(RETURN, out_tree, tuple(specs), None, builder(out_tree)), None))
 
 
 def insert(root: dict, events: list[tuple[Step, Any]]) -> list[Step]:
@@ -230,8 +230,34 @@ def replay(root: dict, arguments: list) -> Any:
                     a._value = regs[register]
                     a.aval = spec
                     leaves.append(a)
-            return tree_unflatten(step.what, leaves), cuts
+            return step.extra(leaves), cuts
     raise Miss
+
+
+def builder(treedef: Any) -> Any:
+    """leaves -> the pytree of `treedef`: tuples, lists, dicts and None built directly (a warm call's output),
+    any other node by tree_unflatten."""
+    def make(t: Any) -> Any:
+        kind = t.node_type
+        if kind is None:
+            return next
+        if kind is type(None):
+            return lambda it: None
+        parts = [make(c) for c in t.children]
+        if any(p is None for p in parts):
+            return None
+        if kind is tuple:
+            return lambda it: tuple([p(it) for p in parts])
+        if kind is list:
+            return lambda it: [p(it) for p in parts]
+        if kind is dict:
+            keys = t.aux
+            return lambda it: {k: p(it) for k, p in zip(keys, parts)}
+        return None
+    root = make(treedef)
+    if root is None:
+        return lambda leaves: tree_unflatten(treedef, leaves)
+    return lambda leaves: root(iter(leaves))
 
 
 __all__ = ["Tape", "Step", "Miss", "insert", "replay"]
