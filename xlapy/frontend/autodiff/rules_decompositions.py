@@ -22,8 +22,10 @@ The formulas are JAX's (jax/_src/lax/linalg.py JVP rules; the VJPs are their tra
                   eigenvectors' (JAX's _eig_vec_jvp) only when lax.linalg.eig had enable_eigvec_derivs=True
                   (recorded in backend_config), else an AutodiffError, as JAX
 cholesky (lower), getrf and triangular-solve (op modes TRANSPOSE and ADJOINT) take complex values too (JAX's
-convention: the VJP is the plain transpose of the JVP), and gesdd for the singular values alone (mode N);
-complex singular vectors and geqrf/orgqr on complex values have no rules yet (AutodiffError).
+convention: the VJP is the plain transpose of the JVP), and so do gesdd (JAX's complex rule: conjugate
+transposes, s' = Re diag(U^H t V), the phase term U diag(i Im(dS_ii) / s_i)) and geqrf/ungqr (JAX's complex
+correction: the imaginary diagonal of Q^H Q', which geqrf's rule carries in the taus' tangent); their VJPs are
+conj(J^H(conj(ct))), J^H the Hermitian adjoint of the JVP.
 """
 from __future__ import annotations
 
@@ -350,85 +352,83 @@ def _svd_factors(b: Emitter, inst: Instruction):
     return b.gte(inst, 1), b.gte(inst, 2), T(b, b.gte(inst, 3)), mode
 
 
-def _complex_svdvals(b, inst) -> bool:
-    """A complex gesdd is differentiable only in mode N (singular values alone: svdvals, norms, cond)."""
-    if not inst.operands[0].shape.ptype.is_complex:
-        return False
-    if _config(inst).get("mode", "A") != "N":
-        raise AutodiffError(f"differentiation of a complex SVD's singular vectors is not supported yet (instruction "
-                            f"{inst.name}); the singular values alone (compute_uv=False) are")
-    return True
-
-
+# Complex singular vectors (JAX's svd_jvp_rule): the real rule with conjugate transposes, s' = Re diag(dS), and
+# the phase term U' += U diag(i Im(dS_ii) / s_i) (dS = U^H t V has a real diagonal for real matrices, so the
+# term vanishes there). The VJP is conj(J^H(conj(ct))), J^H the Hermitian adjoint of the JVP (JAX's convention).
 def _svd_jvp(b, inst, ts):
     (t,) = ts
-    if _complex_svdvals(b, inst):                          # s' = Re diag(U^H t V), V = vt^H
-        s, u, v, _ = _svd_factors(b, inst)
-        ds = diag_part(b, mm(b, mm(b, _cj(b, T(b, u)), t), _cj(b, v)))
-        return _tuple_tangent(b, inst, {1: b.emit("real", [ds])})
+    cx = inst.operands[0].shape.ptype.is_complex
     s, u, v, mode = _svd_factors(b, inst)
+    v = _cj(b, v)                                          # V = vt^H (_svd_factors gives vt^T)
     m, n = inst.operands[0].shape.dims[-2:]
-    ds_mat = mm(b, mm(b, T(b, u), t), v)
+    ds_mat = mm(b, mm(b, H(b, u), t), v)
     ds = diag_part(b, ds_mat)
+    if cx:
+        ds = b.emit("real", [ds])
     if mode == "N":
         return _tuple_tangent(b, inst, {1: ds})
-    sj, si = _pairwise(b, s, ds_mat)
-    f = _safe_reciprocal(b, b.mul(b.add(sj, si), b.sub(sj, si)))
-    dss = scale_cols(b, ds_mat, s)
-    sds = scale_rows(b, ds_mat, s)
-    du = mm(b, u, b.mul(f, b.add(dss, T(b, dss))))
-    dv = mm(b, v, b.mul(f, b.add(sds, T(b, sds))))
-    s_inv = _safe_reciprocal(b, s)
+    et = ds_mat.shape.element_type
+    sj, si = _pairwise(b, s, b.zeros(Shape.array(s.shape.element_type, ds_mat.shape.dims)))
+    f = b.convert(_safe_reciprocal(b, b.mul(b.add(sj, si), b.sub(sj, si))), et)
+    s_c = b.convert(s, et)
+    dss = scale_cols(b, ds_mat, s_c)
+    sds = scale_rows(b, ds_mat, s_c)
+    inner_u = b.mul(f, b.add(dss, H(b, dss)))
+    s_inv = b.convert(_safe_reciprocal(b, s), et)
+    if cx:                                                 # the phase term, 0.5 (dS - dS^H) / s on the diagonal
+        inner_u = b.add(inner_u, scale_cols(b, diag_only(b, _i_imag(b, ds_mat)), s_inv))
+    du = mm(b, u, inner_u)
+    dv = mm(b, v, b.mul(f, b.add(sds, H(b, sds))))
     if m > n:
         dav = mm(b, t, v)
-        du = b.add(du, scale_cols(b, b.sub(dav, mm(b, u, mm(b, T(b, u), dav))), s_inv))
+        du = b.add(du, scale_cols(b, b.sub(dav, mm(b, u, mm(b, H(b, u), dav))), s_inv))
     if n > m:
-        dahu = mm(b, T(b, t), u)
-        dv = b.add(dv, scale_cols(b, b.sub(dahu, mm(b, v, mm(b, T(b, v), dahu))), s_inv))
-    return _tuple_tangent(b, inst, {1: ds, 2: du, 3: T(b, dv)})
+        dahu = mm(b, H(b, t), u)
+        dv = b.add(dv, scale_cols(b, b.sub(dahu, mm(b, v, mm(b, H(b, v), dahu))), s_inv))
+    return _tuple_tangent(b, inst, {1: ds, 2: du, 3: H(b, dv)})
 
 
 def _svd_vjp(b, inst, ct):
     _, s_bar, u_bar, vt_bar, _ = _parts(b, ct, inst.shape)
-    if _complex_svdvals(b, inst):                          # the plain transpose: conj(U diag(s_bar) vt)
-        if s_bar is None:
-            return [None]
-        _, u, v, _ = _svd_factors(b, inst)
-        et = u.shape.element_type
-        kk = b.zeros(Shape.array(et, u.shape.dims[:-2] + (u.shape.dims[-1],) * 2))
-        d = embed_diag(b, b.convert(s_bar, et), kk)
-        return [_cj(b, mm(b, mm(b, u, d), T(b, v)))]          # _svd_factors' v is vt^T
     s, u, v, mode = _svd_factors(b, inst)
+    v = _cj(b, v)                                          # V = vt^H
     m, n = inst.operands[0].shape.dims[-2:]
     if mode == "N":
         u_bar = vt_bar = None
-    kk = b.zeros(Shape.array(u.shape.element_type, u.shape.dims[:-2] + (u.shape.dims[-1],) * 2))
+    et = u.shape.element_type
+    kk = b.zeros(Shape.array(et, u.shape.dims[:-2] + (u.shape.dims[-1],) * 2))
+    # in the conjugate space: U_bar' = conj(u_bar), V_bar' = (conj(vt_bar))^H = vt_bar^T; s_bar is real
     ds_bar = None
     if s_bar is not None:
-        ds_bar = embed_diag(b, s_bar, kk)
-    sj, si = _pairwise(b, s, kk)
-    f = _safe_reciprocal(b, b.mul(b.add(sj, si), b.sub(sj, si)))
-    s_inv = _safe_reciprocal(b, s)
+        ds_bar = embed_diag(b, b.convert(s_bar, et), kk)
+    sj, si = _pairwise(b, s, b.zeros(Shape.array(s.shape.element_type, kk.shape.dims)))
+    f = b.convert(_safe_reciprocal(b, b.mul(b.add(sj, si), b.sub(sj, si))), et)
+    s_c = b.convert(s, et)
+    s_inv = b.convert(_safe_reciprocal(b, s), et)
     extra = None
     if u_bar is not None:
-        j = b.mul(f, mm(b, T(b, u), u_bar))
-        term = scale_cols(b, b.add(j, T(b, j)), s)
+        ub = _cj(b, u_bar)
+        j1 = mm(b, H(b, u), ub)
+        j = b.mul(f, j1)
+        term = scale_cols(b, b.add(j, H(b, j)), s_c)
+        if et != s.shape.element_type:                     # the phase term's adjoint: i Im(J1_ii) / s_i
+            term = b.add(term, scale_cols(b, diag_only(b, _i_imag(b, j1)), s_inv))
         ds_bar = term if ds_bar is None else b.add(ds_bar, term)
         if m > n:
-            extra = mm(b, scale_cols(b, b.sub(u_bar, mm(b, u, mm(b, T(b, u), u_bar))), s_inv), T(b, v))
+            extra = mm(b, scale_cols(b, b.sub(ub, mm(b, u, mm(b, H(b, u), ub))), s_inv), H(b, v))
     if vt_bar is not None:
         v_bar = T(b, vt_bar)
-        kmat = b.mul(f, mm(b, T(b, v), v_bar))
-        term = scale_rows(b, b.add(kmat, T(b, kmat)), s)
+        kmat = b.mul(f, mm(b, H(b, v), v_bar))
+        term = scale_rows(b, b.add(kmat, H(b, kmat)), s_c)
         ds_bar = term if ds_bar is None else b.add(ds_bar, term)
         if n > m:
-            proj = b.sub(v_bar, mm(b, v, mm(b, T(b, v), v_bar)))
-            e2 = mm(b, u, scale_rows(b, T(b, proj), s_inv))
+            proj = b.sub(v_bar, mm(b, v, mm(b, H(b, v), v_bar)))
+            e2 = mm(b, u, scale_rows(b, H(b, proj), s_inv))
             extra = e2 if extra is None else b.add(extra, e2)
-    out = None if ds_bar is None else mm(b, mm(b, u, ds_bar), T(b, v))
+    out = None if ds_bar is None else mm(b, mm(b, u, ds_bar), H(b, v))
     if extra is not None:
         out = extra if out is None else b.add(out, extra)
-    return [out]
+    return [None if out is None else _cj(b, out)]
 
 
 # -- getrf --------------------------------------------------------------------------------------------------------
@@ -549,7 +549,7 @@ def _qr_parts(b: Emitter, h: Instruction, taus: Instruction, target: str, attrs:
     m, n = h.shape.dims[-2:]
     nb = h.shape.rank - 2
     et = h.shape.element_type
-    org = target.replace("geqrf", "orgqr")
+    org = target.replace("geqrf", "ungqr" if h.shape.ptype.is_complex else "orgqr")
     call = {k: v for k, v in attrs.items() if k in ("api_version",)}
     call["custom_call_target"] = org
     q = b.emit("custom-call", [h, taus], call, shape=h.shape, name="qr.q")
@@ -586,40 +586,67 @@ def _rows_slice(b: Emitter, x: Instruction, n: int) -> Instruction:
     return b.emit("slice", [x], {"slice": _slices(x.shape.dims[:-2] + (n, x.shape.dims[-1]))})
 
 
+# Complex QR (JAX's qr_jvp_rule with its complex correction): Q^H Q' is skew-Hermitian, so besides its strict
+# lower triangle it has an imaginary diagonal, i Im diag(Q^H t R^-1). geqrf's tangent carries that diagonal in
+# the taus' tangent (which orgqr's rule reads; R = triu(h) reads h's diagonal, so it cannot go there). The VJPs
+# are the transposes in JAX's convention: conj(J^H(conj(ct))), J^H the Hermitian adjoint of the JVP.
+def _i_imag(b: Emitter, v: Instruction) -> Instruction:
+    """i Im(v), elementwise."""
+    im = b.emit("imag", [v])
+    return b.emit("complex", [b.zeros(im.shape), im])
+
+
+def H(b: Emitter, x: Instruction) -> Instruction:
+    """The conjugate transpose (the transpose of a real matrix)."""
+    return _cj(b, T(b, x))
+
+
 def _geqrf_jvp(b, inst, ts):
-    _real_only(inst)
     (t,) = ts
     a = inst.operands[0]
+    cx = a.shape.ptype.is_complex
     m, n = _qr_dims(inst, a)
     h, taus = b.gte(inst, 0), b.gte(inst, 1)
     q, r, qf = _qr_parts(b, h, taus, str(inst.attrs["custom_call_target"]), inst.attrs)
     dx_rinv = solve(b, r, t, left=False, lower=False)                  # t R^-1
-    qt = mm(b, T(b, q), dx_rinv)
+    qt = mm(b, H(b, q), dx_rinv)
     low = tril(b, qt, -1)
-    do = b.sub(low, T(b, low))
+    do = b.sub(low, H(b, low))
+    if cx:
+        do = b.add(do, diag_only(b, _i_imag(b, qt)))
     dq = b.add(mm(b, q, b.sub(do, qt)), dx_rinv)
     dr = mm(b, b.sub(qt, do), r)
-    coords = mm(b, T(b, qf), dq)                                       # [m, n]: skew on top, free below
+    coords = mm(b, H(b, qf), dq)                                       # [m, n]: skew on top, free below
     dh = b.add(_rows_pad(b, triu(b, dr), m), tril(b, coords, -1))
-    return _tuple_tangent(b, inst, {0: dh})
+    if not cx:
+        return _tuple_tangent(b, inst, {0: dh})
+    dtaus = _i_imag(b, diag_part(b, _rows_slice(b, coords, n)))      # the imaginary diagonal of Q^H Q'
+    return _tuple_tangent(b, inst, {0: dh, 1: dtaus})
 
 
 def _geqrf_vjp(b, inst, ct):
-    _real_only(inst)
-    h_bar, _ = _parts(b, ct, inst.shape)[:2]
-    if h_bar is None:
+    h_bar, taus_bar = _parts(b, ct, inst.shape)[:2]
+    if h_bar is None and taus_bar is None:
         return [None]
     a = inst.operands[0]
+    cx = a.shape.ptype.is_complex
     m, n = _qr_dims(inst, a)
     h, taus = b.gte(inst, 0), b.gte(inst, 1)
     q, r, qf = _qr_parts(b, h, taus, str(inst.attrs["custom_call_target"]), inst.attrs)
+    h_bar = b.zeros(h.shape) if h_bar is None else _cj(b, h_bar)
     r_bar = triu(b, _rows_slice(b, h_bar, n))
-    q_bar = mm(b, qf, tril(b, h_bar, -1))                              # the adjoint of the coordinates
-    # transpose of JAX's qr_jvp: D = R_bar R^T - Q^T Q_bar; G_bar = triu(D) + tril(D^T, -1)
-    dmat = b.sub(mm(b, r_bar, T(b, r)), mm(b, T(b, q), q_bar))
-    g_bar = b.add(triu(b, dmat), tril(b, T(b, dmat), -1))
+    coords_bar = tril(b, h_bar, -1)
+    if cx and taus_bar is not None:
+        coords_bar = b.add(coords_bar, embed_diag(b, _i_imag(b, _cj(b, taus_bar)), h_bar))
+    q_bar = mm(b, qf, coords_bar)                                      # the adjoint of the coordinates
+    # the adjoint of JAX's qr_jvp: D = R_bar R^H - Q^H Q_bar; G_bar = triu(D) + tril(D^H, -1) (- i Im diag D)
+    dmat = b.sub(mm(b, r_bar, H(b, r)), mm(b, H(b, q), q_bar))
+    g_bar = b.add(triu(b, dmat), tril(b, H(b, dmat), -1))
+    if cx:
+        g_bar = b.sub(g_bar, diag_only(b, _i_imag(b, dmat)))
     z_bar = b.add(mm(b, q, g_bar), q_bar)
-    return [solve(b, r, z_bar, left=False, lower=False, transpose=True)]
+    # conj(z_bar R^-H) = conj(z_bar) R^-T
+    return [solve(b, r, _cj(b, z_bar), left=False, lower=False, transpose=True)]
 
 
 def _orgqr_guard(inst: Instruction) -> None:
@@ -631,7 +658,6 @@ def _orgqr_guard(inst: Instruction) -> None:
 
 
 def _orgqr_jvp(b, inst, ts):
-    _real_only(inst)
     _orgqr_guard(inst)
     th = ts[0]
     if th is None:
@@ -641,7 +667,9 @@ def _orgqr_jvp(b, inst, ts):
     qf = _full_q(b, inst, h, taus)
     low = tril(b, th, -1)
     top = _rows_slice(b, low, n)
-    skew = b.sub(top, T(b, top))
+    skew = b.sub(top, H(b, top))
+    if h.shape.ptype.is_complex and ts[1] is not None:                 # geqrf's: the diagonal of Q^H Q'
+        skew = b.add(skew, embed_diag(b, _i_imag(b, ts[1]), skew))
     coords = b.add(_rows_pad(b, skew, m), _mask_rows_from(b, low, n)) if m > n else skew
     return mm(b, qf, coords)
 
@@ -658,16 +686,17 @@ def _full_q(b, inst, h, taus):
 
 
 def _orgqr_vjp(b, inst, ct):
-    _real_only(inst)
     _orgqr_guard(inst)
     h, taus = inst.operands
     m, n = h.shape.dims[-2:]
     qf = _full_q(b, inst, h, taus)
-    p = mm(b, T(b, qf), ct)                                            # [m, n]
+    p = mm(b, H(b, qf), _cj(b, ct))                                    # [m, n]
     top = _rows_slice(b, p, n)
-    top_bar = b.sub(tril(b, top, -1), tril(b, T(b, top), -1))
+    top_bar = b.sub(tril(b, top, -1), tril(b, H(b, top), -1))
     h_bar = b.add(_rows_pad(b, top_bar, m), _mask_rows_from(b, p, n)) if m > n else top_bar
-    return [h_bar, None]
+    if not h.shape.ptype.is_complex:
+        return [h_bar, None]
+    return [_cj(b, h_bar), _cj(b, _i_imag(b, diag_part(b, top)))]
 
 
 def _host_callback(b, inst, _):
