@@ -17,6 +17,7 @@ from ...errors import UnimplementedError
 from ...hlo import ELIDED, Computation, Instruction, elided_constant_error
 from ...hlo.shape import Shape
 from . import buffer_assignment, kernels
+from .kernel_replay import KernelReplay
 from .aliasing import fused_in_place_operand
 from .buffer_assignment import BufferAssignment
 from .buffers import BufferRef, ScratchAllocator, ValueTree, byte_size, leaves
@@ -65,6 +66,7 @@ class IrEmitter:
         self._constants: dict[int, ir.GlobalVariable] = {}
         self.num_threads = 1      # large loops are split over this many threads (parallel.py)
         self.kernel_cache = kernels.KernelCache(builder.module)     # one function per distinct kernel
+        self.replay = KernelReplay(self)          # kernels of a structure seen before are called, not emitted
         self.timer: KernelTimer | None = None     # set when the module is compiled for the profiler (profile_ir.py)
         self._timed_depth = 0
 
@@ -181,17 +183,24 @@ class IrEmitter:
     def _emit_kernel(self, inst: Instruction, operands: list[ValueTree], outline: bool) -> ValueTree:
         """inst emitted in place, or (outline) as a kernel function of its own that the code calls (kernels.py)."""
         if outline and inst.opcode not in kernels.INLINE:
-            return kernels.outlined(self, inst, lambda: self.emit_instruction(inst, operands))
+            return kernels.outlined(self, inst, operands, lambda: self.emit_instruction(inst, operands))
         return self.emit_instruction(inst, operands)
 
     # -- in-place dynamic-update-slice ---------------------------------------------------------------------
-    def may_update_in_place(self, inst: Instruction, operand_number: int, target: ValueTree) -> bool:
-        """May inst (a DUS, or a fusion rooted at one) write into the buffer of operand `operand_number`?"""
+    def may_update_in_place(self, inst: Instruction, operand_number: int, target: ValueTree,
+                            record: bool = True) -> bool:
+        """May inst (a DUS, or a fusion rooted at one) write into the buffer of operand `operand_number`? The
+        answer depends on where inst sits: a kernel recipe (kernel_replay.py) keeps it as a guard."""
         aliasing = self.assignment.current
-        return (buffer_assignment.IN_PLACE_UPDATES and aliasing is not None and isinstance(target, BufferRef)
-                and id(inst) in aliasing.position and (id(inst), 0) not in self.targets
-                and target.shape.dims == inst.shape.dims and major_to_minor(target.shape) == major_to_minor(inst.shape)
-                and aliasing.can_overwrite(inst, operand_number))
+        answer = (buffer_assignment.IN_PLACE_UPDATES and aliasing is not None and isinstance(target, BufferRef)
+                  and id(inst) in aliasing.position and (id(inst), 0) not in self.targets
+                  and target.shape.dims == inst.shape.dims
+                  and major_to_minor(target.shape) == major_to_minor(inst.shape)
+                  and aliasing.can_overwrite(inst, operand_number))
+        recording = self.replay.recording
+        if record and recording is not None:
+            recording.guards.append((operand_number, answer))
+        return answer
 
     def write_window(self, dus: Instruction, target: BufferRef, gens: list) -> None:
         """Store only the update window of `dus` into target (gens: generators of dus's operands; the first is

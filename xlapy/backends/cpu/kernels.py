@@ -23,7 +23,7 @@ from typing import Callable
 
 from llvmlite import ir
 
-from . import scalar_ops
+from . import kernel_replay, scalar_ops
 from .buffers import BufferRef, ValueTree
 from .irhelpers import I8P, VOID, intrinsic, is_x86, mark_ftz
 from .parallel import ENCLOSING, _foreign_uses, _foreign_values, enclosing_functions
@@ -40,9 +40,32 @@ class KernelError(Exception):
     """A kernel whose result is a buffer the caller cannot name (an internal error of the emitter)."""
 
 
-def outlined(em, inst, emit: Callable[[], ValueTree]) -> ValueTree:
-    """Run `emit()` (which emits `inst` with em.b) into a kernel function and call it; returns inst's value in
-    the caller's terms. A kernel equal to one emitted before (KernelCache) is not kept: the call goes there."""
+def outlined(em, inst, operands: list[ValueTree], emit: Callable[[], ValueTree]) -> ValueTree:
+    """Run `emit()` (which emits `inst` over `operands` with em.b) into a kernel function and call it; returns
+    inst's value in the caller's terms. An instruction structurally equal to one emitted before is not emitted:
+    its recipe makes the call (kernel_replay.py). A kernel whose code equals one emitted before (KernelCache) is
+    not kept: the call goes there."""
+    replay = em.replay
+    key = replay.key(inst, operands)
+    recipe = replay.find(key, inst, operands) if key is not None else None
+    if recipe is not None and kernel_replay.MODE != "check":
+        return replay.replay(recipe, inst, operands)
+    recording = replay.start() if key is not None else None
+    try:
+        value, kernel, buffers = _emit_outlined(em, inst, emit)
+    finally:
+        if recording is not None:
+            replay.stop(recording)
+    if recording is not None:
+        fresh = replay.make(recording, inst, operands, kernel, buffers, value)
+        if recipe is not None:
+            replay.check(recipe, fresh, inst)
+        elif fresh is not None:
+            replay.add(key, fresh)
+    return value
+
+
+def _emit_outlined(em, inst, emit: Callable[[], ValueTree]) -> tuple[ValueTree, ir.Function, list[ir.Value]]:
     b = em.b
     module = b.module
     caller_block = b.block
@@ -68,7 +91,7 @@ def outlined(em, inst, emit: Callable[[], ValueTree]) -> ValueTree:
     kernel = _finish(module, draft, list(foreign), buffers, users, inst.name)
     kernel = em.kernel_cache.share(kernel, set(module.globals) - before)
     b.call(kernel, buffers)
-    return _in_caller(em, value, hoisted)
+    return _in_caller(em, value, hoisted), kernel, buffers
 
 
 def _hoist_scratch_offsets(em, draft: ir.Function) -> dict[int, ir.Value]:
