@@ -139,8 +139,8 @@ def test_plain_transposes_and_copies():
 
 # Loop fusions: an elementwise producer under the transpose (the hero), elementwise work after it reading an array
 # in the output's order (split at the hero), reshape chains as attention's head transposes make them (the output's
-# dims split where the read array's are separate), a multi-output fusion, a transposed parameter layout, and
-# fusions that are not tiled.
+# dims split where the read array's are separate), a multi-output fusion, a transposed parameter layout, a pad and
+# a slice between the array and the transpose, and fusions that are not tiled.
 FUSED = """HloModule fused
 exp_t_add {
   x = f32[24,40]{1,0} parameter(0)
@@ -198,6 +198,26 @@ param_t {
   t = f32[30,26]{1,0} transpose(x), dimensions={1,0}
   ROOT m = f32[30,26]{1,0} multiply(t, y)
 }
+padded {
+  p = f32[4,7,20]{2,1,0} parameter(0)
+  q = f32[4,7,20]{2,1,0} parameter(1)
+  a = f32[4,7,20]{2,1,0} add(p, q)
+  z = f32[] constant(0)
+  pd = f32[4,8,20]{2,1,0} pad(a, z), padding=0_0x0_1x0_0
+  t = f32[20,4,8]{2,1,0} transpose(pd), dimensions={2,0,1}
+  ROOT r = f32[20,32]{1,0} reshape(t)
+}
+padded_low {
+  p = f32[7,20]{1,0} parameter(0)
+  z = f32[] constant(-1)
+  pd = f32[9,20]{1,0} pad(p, z), padding=2_0x0_0
+  ROOT t = f32[20,9]{1,0} transpose(pd), dimensions={1,0}
+}
+sliced {
+  p = f32[26,30]{1,0} parameter(0)
+  s = f32[24,30]{1,0} slice(p), slice={[1:25], [0:30]}
+  ROOT t = f32[30,24]{1,0} transpose(s), dimensions={1,0}
+}
 ENTRY e {
   x = f32[24,40]{1,0} parameter(0)
   y = f32[40,24]{1,0} parameter(1)
@@ -212,6 +232,9 @@ ENTRY e {
   mk = f32[4,6,5,8]{3,2,1,0} parameter(10)
   px = f32[26,30]{1,0} parameter(11)
   py = f32[30,26]{1,0} parameter(12)
+  pp = f32[4,7,20]{2,1,0} parameter(13)
+  pq = f32[4,7,20]{2,1,0} parameter(14)
+  pl = f32[7,20]{1,0} parameter(15)
   f1 = f32[40,24]{1,0} fusion(x, y), kind=kLoop, calls=exp_t_add
   f2 = f32[32,18]{1,0} fusion(h), kind=kLoop, calls=heads
   f3 = f32[48,18]{1,0} fusion(bx, bb), kind=kLoop, calls=bias_t
@@ -220,8 +243,11 @@ ENTRY e {
   f6 = f32[20,33]{1,0} fusion(bf), kind=kLoop, calls=bf_conv
   f7 = f32[4,5,6,8]{3,2,1,0} fusion(mk), kind=kLoop, calls=minor_kept
   f8 = f32[30,26]{1,0} fusion(px, py), kind=kLoop, calls=param_t
+  f9 = f32[20,32]{1,0} fusion(pp, pq), kind=kLoop, calls=padded
+  f10 = f32[30,24]{1,0} fusion(px), kind=kLoop, calls=sliced
+  f11 = f32[20,9]{1,0} fusion(pl), kind=kLoop, calls=padded_low
   ROOT r = (f32[40,24], f32[32,18], f32[48,18], (f32[36,20], f32[36,20], f32[36,20]), f32[30,50], f32[20,33],
-            f32[4,5,6,8], f32[30,26]) tuple(f1, f2, f3, f4, f5, f6, f7, f8)
+            f32[4,5,6,8], f32[30,26], f32[20,32], f32[30,24], f32[20,9]) tuple(f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11)
 }
 """
 
@@ -240,7 +266,7 @@ def test_fusions():
         np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=2e-6, atol=1e-6,
                                    err_msg=str(k))
     tiled = _tiled_kernels(exe)
-    assert {"f1", "f2", "f3", "f4", "f5", "f6", "f8"} <= tiled, sorted(tiled)
+    assert {"f1", "f2", "f3", "f4", "f5", "f6", "f8", "f9", "f10", "f11"} <= tiled, sorted(tiled)
     assert "f7" not in tiled
 
 

@@ -75,6 +75,19 @@ def _propagate(inst: Instruction, ops: list[dict]) -> dict:
         return {k: a.transpose(perm) for k, a in ops[0].items()}
     if op == "reshape":
         return {k: a.reshape(dims) for k, a in ops[0].items()}
+    if op == "slice":
+        window = tuple(slice(r.start, r.limit, r.stride or 1) for r in inst.attrs["slice"])
+        return {k: a[window] for k, a in ops[0].items()}
+    if op == "pad":                   # the padding's elements are read from nowhere: -1
+        pads = inst.attrs["padding"]
+        if any(p.low < 0 or p.high < 0 or p.interior for p in pads):
+            return {}
+        window = tuple(slice(p.low, p.low + n) for p, n in zip(pads, inst.operands[0].shape.dims))
+        padded = {}
+        for k, a in ops[0].items():
+            padded[k] = np.full(dims, -1, dtype=a.dtype)
+            padded[k][window] = a
+        return padded
     if op in _SHAPE_OPS or inst.info.is_elementwise:
         for o, maps in zip(inst.operands, ops):
             if tuple(o.shape.dims) != dims:
@@ -102,16 +115,19 @@ class Reads:
         return self.order != sorted(self.order)
 
 
-def _split(line: np.ndarray) -> list[tuple[int, int, int]] | None:
-    """An output dim whose offsets (relative to its first) are `line`, as sub-dims (size, step, stride), major
-    first, each affine; None when some part of it is not (or repeats: a broadcast)."""
+def _split(line: np.ndarray, valid: np.ndarray) -> list[tuple[int, int, int]] | None:
+    """An output dim whose offsets (relative to its first) are `line` where `valid`, as sub-dims (size, step,
+    stride), major first, each affine; None when some part of it is not (or repeats: a broadcast)."""
     parts, mult, rest = [], 1, len(line)
     while rest > 1:
-        stride = int(line[mult])
+        steps, ok = line[::mult][:rest], valid[::mult][:rest]
+        known = np.flatnonzero(ok[1:]) + 1
+        if not known.size or steps[known[0]] % known[0]:
+            return None
+        stride = int(steps[known[0]]) // int(known[0])
         if stride == 0:
             return None
-        steps = line[::mult][:rest]
-        bad = np.flatnonzero(steps != np.arange(rest, dtype=np.int32) * stride)
+        bad = np.flatnonzero(ok & (steps != np.arange(rest, dtype=np.int32) * stride))
         run = int(bad[0]) if bad.size else rest
         size = max(q for q in range(1, run + 1) if rest % q == 0)
         if size == 1:
@@ -121,16 +137,31 @@ def _split(line: np.ndarray) -> list[tuple[int, int, int]] | None:
     return parts[::-1]
 
 
+def _dim_parts(line: np.ndarray, start: int) -> list[tuple[int, int, int]] | None:
+    """_split for an output dim whose offsets are `line` (-1: padding) from its first element read, `start`. A dim
+    padded below must be one affine part (extended over the padding)."""
+    valid = line >= 0
+    if start == 0:
+        return _split(line - line[0], valid)
+    parts = _split(line[start:] - line[start], valid[start:])
+    return [(len(line), 1, parts[0][2])] if parts is not None and len(parts) == 1 else None
+
+
 def _transposed_reads(offsets: np.ndarray, out: Shape) -> Reads | None:
-    """Reads of an array whose elements' offsets over the output's logical index are `offsets`, when they are an
-    affine function of the (split) index and not in the output's order. The order comes from one line along
-    each dim (cheap); the whole array is checked only when that order is transposed."""
+    """Reads of an array whose elements' offsets over the output's logical index are `offsets` (-1 where the
+    output reads nothing of it: padding), when they are an affine function of the (split) index and not in the
+    output's order. The order comes from one line along each dim from the first element read (cheap); the whole
+    array is checked only when that order is transposed."""
     rank = offsets.ndim
-    base = int(offsets.flat[0])
+    valid = offsets >= 0
+    if 2 * int(valid.sum()) < offsets.size:
+        return None
+    origin = np.unravel_index(int(np.argmax(valid)), offsets.shape) if rank else ()
+    base = int(offsets[origin])
     subs = {}
     for d in range(rank):
-        line = offsets[tuple(slice(None) if k == d else 0 for k in range(rank))] - base
-        subs[d] = _split(line)
+        line = offsets[tuple(slice(None) if k == d else origin[k] for k in range(rank))]
+        subs[d] = _dim_parts(line, int(origin[d]))
         if subs[d] is None:
             return None
     vdims, vstrides = [], []
@@ -143,15 +174,18 @@ def _transposed_reads(offsets: np.ndarray, out: Shape) -> Reads | None:
         return None
     sizes = [size for d in range(rank) for size, _, _ in subs[d]]
     strides = [stride for d in range(rank) for _, _, stride in subs[d]]
+    starts = [int(origin[d]) if len(subs[d]) == 1 else 0 for d in range(rank) for _ in subs[d]]
     expected = np.full(sizes, base, dtype=np.int32)
-    for k, (n, stride) in enumerate(zip(sizes, strides)):
-        expected = expected + (np.arange(n, dtype=np.int32) * stride).reshape([n if j == k else 1 for j in range(len(sizes))])
-    return reads if np.array_equal(expected, offsets.reshape(sizes)) else None
+    for k, (n, stride, o) in enumerate(zip(sizes, strides, starts)):
+        expected = expected + ((np.arange(n, dtype=np.int32) - o) * stride).reshape(
+            [n if j == k else 1 for j in range(len(sizes))])
+    refined, mask = offsets.reshape(sizes), valid.reshape(sizes)
+    return reads if np.array_equal(expected[mask], refined[mask]) else None
 
 
 def _big(shape: Shape, out: Shape) -> bool:
-    """An array the size of the output (only such arrays reach it through the ops probed)."""
-    return shape.is_array and shape.numel == out.numel
+    """An array about the output's size (a pad or slice between them at most halves or doubles it)."""
+    return shape.is_array and 2 * shape.numel >= out.numel and shape.numel <= 2 * out.numel
 
 
 def _may_transpose(inst: Instruction, comp, out: Shape) -> bool:
@@ -209,9 +243,10 @@ def read_order(inst: Instruction, out: Shape, value: Instruction | None = None) 
             if i is value:
                 break
         maps = inner.get(id(value), {})
+        sizes = {k: s.numel for k, s in big.items()}
     else:
         return None
-    for k in sorted(maps):              # all the output's size: the first read transposed decides
+    for k in sorted(maps, key=lambda k: (-sizes[k], k)):     # the largest array read transposed decides
         reads = _transposed_reads(maps[k], out)
         if reads is not None:
             reads.source = k if inst.opcode == "fusion" else None
