@@ -1,7 +1,8 @@
 """Lazy eager mode and autojit against eager op-by-op and jit (issue 15's goals; run: .venv/bin/python
 benchmarks/lazy_eager.py [--quick]). Medians of interleaved repeats; results in benchmarks/lazy_eager.md.
 
-  1. the demo's MLP training step (examples/demo_models.py, batch 32): eager op by op, lazy op by op, jit
+  1. the demo's MLP training step (examples/demo_models.py, batch 32): eager op by op, lazy op by op, the same
+     step under autojit (warm calls replay its recorded cluster without running its Python), jit
   2. a function with xnp.unique in the middle: autojit against the hand-split version (two jits and numpy)
   3. the first call of a 100-op script (fresh processes, persistent cache off, eager and lazy alternating): lazy against eager
 """
@@ -46,6 +47,7 @@ def mlp_step(repeats: int) -> dict:
     step = dm.make_step(dm.mlp_logits, 0.9)
     args = (params, velocity, images, labels, np.float32(0.1))
     jitted = xlapy.jit(step)
+    auto = xlapy.autojit(step)
 
     def lazy_step():
         with xlapy.lazy():
@@ -62,12 +64,19 @@ def mlp_step(repeats: int) -> dict:
         out = jitted(*args)
         float(out[2])
         return out
-    for f in (lazy_step, lazy_step, eager_step, jit_step):     # lazy: op by op at the first cut, compiled at the second
+
+    def autojit_step():
+        out = auto(*args)
+        float(out[2])
+        return out
+    # lazy and autojit: op by op at the first cut, compiled at the second
+    for f in (lazy_step, lazy_step, eager_step, jit_step, autojit_step, autojit_step):
         f()
     before = xlapy.lazy_stats()
-    times = interleaved({"eager": eager_step, "lazy": lazy_step, "jit": jit_step}, repeats)
+    times = interleaved({"eager": eager_step, "lazy": lazy_step, "autojit": autojit_step, "jit": jit_step}, repeats)
     after = xlapy.lazy_stats()
     times["lazy_compiles_when_warm"] = after["compiles"] - before["compiles"]
+    times["autojit_stats"] = dict(auto.stats)
     return times
 
 
@@ -97,7 +106,7 @@ def unique_middle(repeats: int, n: int) -> dict:
         return float(auto(x))
     assert abs(hand_split() - autojitted()) <= 1e-3 * abs(hand_split()) + 1e-3
     times = interleaved({"hand_split": hand_split, "autojit": autojitted}, repeats)
-    times["report"] = auto.report()
+    times["report"] = auto.report() + f"\n  calls: {auto.stats}"
     return times
 
 
@@ -133,9 +142,10 @@ def main(argv=None) -> None:
     print(f"xlapy lazy eager benchmark ({os.cpu_count()} cores, {'quick' if args.quick else 'full'})")
     mlp = mlp_step(repeats)
     print(f"\n1. MLP training step (batch 32), median of {repeats}:")
-    for k in ("eager", "lazy", "jit"):
-        print(f"  {k:6} {mlp[k] * 1e3:8.3f} ms  {mlp[k] / mlp['jit']:7.1f}x jit")
-    print(f"  lazy compiles during the timed steps: {mlp['lazy_compiles_when_warm']}")
+    for k in ("eager", "lazy", "autojit", "jit"):
+        print(f"  {k:7} {mlp[k] * 1e3:8.3f} ms  {mlp[k] / mlp['jit']:7.1f}x jit")
+    print(f"  lazy compiles during the timed steps: {mlp['lazy_compiles_when_warm']}; autojit calls: "
+          f"{mlp['autojit_stats']}")
     for n in (1000, 1_000_000):
         u = unique_middle(max(5, repeats // 3), n)
         print(f"\n2. xnp.unique in the middle, {n} elements:")
