@@ -26,7 +26,8 @@ from ...errors import XlapyError
 from ...hlo import Shape, type_name_of_dtype
 from ..lax_more import Token
 from ..lax_operands import convert_element_type
-from ..lax_shapes import broadcasted_iota, dynamic_slice, reshape
+from ..lax_elementwise import select
+from ..lax_shapes import broadcast_in_dim, broadcasted_iota, dynamic_slice, reshape
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracer import aval, bind, current_trace
 from .collectives import _frames, _no_groups, _size, all_gather, all_to_all, axis_index, collective_attrs, ppermute
@@ -183,6 +184,10 @@ def _ragged_composed(operand, output, input_offsets, send_sizes, output_offsets,
     valid = (t < sizes[:, :, None]) & (src < rows) & (dst < out_rows) & (dst >= 0) & (src >= 0)
     sender = broadcasted_iota(itype, (n, k, rows), 0)
     values = data[sender, src * valid]                                                    # (n, k, rows, ...)
+    # rows that are not sent are zero (and so is their derivative: the scatter below drops them)
+    shape = tuple(aval(values).shape)
+    values = select(broadcast_in_dim(valid, shape, (0, 1, 2)), values, broadcast_in_dim(
+        np.zeros((), a.dtype), shape, ()))
     dst = dst * valid + (1 - valid.astype(itype)) * out_rows                             # invalid rows: dropped
     flat = values.reshape((n * k * rows,) + tuple(a.shape[1:]))
     return output.at[dst.reshape(-1)].set(flat, mode="drop")
