@@ -9,7 +9,8 @@ reads and writes are ordered by the program text, exactly JAX's semantics, and `
 array.
 
 What xlapy's tracing model does not allow, and raises a clear error for (never a silent stale value):
-- a Ref created outside a trace (eagerly, or in an enclosing jit / loop body) read or written inside it: JAX
+- a Ref created outside a trace (eagerly, or in an enclosing jit) read or written inside it (a jit, a grad,
+  a loop body, a cond branch; reading an enclosing trace's Ref is fine, see below): JAX
   threads such a Ref through the jitted computation as an extra input and output; xlapy's jit does not, so
   read `ref[...]` outside and pass the array in, and write the result back after the call;
 - a Ref as a jit argument (jit names it as a non-array argument);
@@ -158,9 +159,9 @@ class Ref:
             where = "outside any trace (eagerly)" if self._trace is None else "in an enclosing trace"
             raise XlapyError(
                 f"Ref.{what}: this Ref of {self.dtype}{list(self.shape)} was created {where} and is used inside "
-                f"jit / a transformation / a loop body. xlapy does not thread Refs across trace boundaries as "
-                f"JAX does: read `ref[...]` outside and pass the array in, and write the result back after, or "
-                f"create the Ref inside the traced function")
+                f"jit / a transformation / a loop body / a cond branch. xlapy does not thread Refs across trace "
+                f"boundaries as JAX does: read `ref[...]` outside and pass the array in, and write the result back "
+                f"after, or create the Ref inside the traced function")
 
     def _window(self, idx: Any):
         """(starts, sizes, local index) when idx holds Slices: the window is dynamic_slice(value, starts, sizes)

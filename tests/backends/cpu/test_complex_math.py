@@ -2,9 +2,9 @@
 sqrt) against numpy and the interpreter: sine, cosine, tan, tanh, expm1, log1p, rsqrt, cbrt, logistic, exp,
 log, sqrt, power and atan2 on c64 and c128, over a grid of 0, -0, tiny, large, overflowing, inf and NaN parts.
 
-On finite arguments the values are also within a few ulp of XLA:CPU's (JAX 0.10.2's, committed by
-tools/gen_complex_math_data.py). Special values must agree exactly (NaN positions, infinities and the signs of zeros: C99 Annex G as numpy gives
-them); finite values within a few ulp of |result|. One compiled module per dtype computes every op.
+Special values must agree exactly (NaN positions, infinities and the signs of zeros: C99 Annex G as numpy gives
+them); finite values within a few ulp of |result|. One compiled module per dtype computes every op. On finite
+arguments the values are also within a few ulp of XLA:CPU's (JAX 0.10.2's, from tools/gen_complex_math_data.py).
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_expm1_and_cbrt_where_numpys_formula_gives_nan(results):
     out = got["exponential-minus-one"][real_axis]
     with np.errstate(all="ignore"):
         want_re = np.expm1(z[real_axis].real)
-    assert np.array_equal(out.real, want_re, equal_nan=True) or mismatches(out.real + 0j, want_re + 0j, TOL[t]).size == 0
+    assert mismatches(out.real + 0j, want_re + 0j, TOL[t]).size == 0
     assert np.array_equal(np.signbit(out.imag), np.signbit(z[real_axis].imag)) and np.all(out.imag == 0)
     big = (z.real > 80) & (z.real < 1e3) & (z.imag != 0) & np.isfinite(z.imag) & (np.abs(z.imag) < 1e-8)
     with np.errstate(all="ignore"):
@@ -150,7 +150,7 @@ def test_power_matches_numpy_on_finite_values(results):
     with np.errstate(all="ignore"):
         want = np.power(z, w)
     for rows in (finite, special):
-        bad = mismatches(got["power"][rows], want[rows], TOL[t] * 50)      # exp(y log x): log's error grows by |y log x|
+        bad = mismatches(got["power"][rows], want[rows], TOL[t] * 50)     # exp(y log x): the error grows with |y log x|
         assert bad.size == 0, _report("power", z[rows], got["power"][rows], want[rows], bad)
     zero = (z == 0) & np.isfinite(w) & (w != 0)
     want_zero = np.where((w.real > 0) & (w.imag == 0), 0, complex(NAN, NAN))
@@ -191,9 +191,9 @@ def test_matches_xla_on_finite_arguments(t):
     z, w = data["z"], data["w"]
     dt = NP[t]
     exe = xlapy.compile(xlapy.hlo.parse(_xla_module(t, z.size)), backend="cpu")
-    outs = dict(zip(XLA_UNARY + ["power"], map(np.asarray, exe(z.astype(dt), (z / 10).astype(dt), (w / 10).astype(dt)))))
-    eps = np.finfo(dt).eps
     x, y = (z / 10).astype(dt), (w / 10).astype(dt)
+    outs = dict(zip(XLA_UNARY + ["power"], map(np.asarray, exe(z.astype(dt), x, y))))
+    eps = np.finfo(dt).eps
     for op, got in outs.items():
         want = data[f"{op}.{t}"]
         ulps = np.full(want.shape, float(XLA_ULPS.get(op, 8)))

@@ -126,8 +126,8 @@ def _sqrt(b, pt, x):
     c_nan = b.fcmp_unordered("uno", c, c)
     a_neg_inf, a_pos_inf = b.fcmp_ordered("==", a, b.fneg(inf)), b.fcmp_ordered("==", a, inf)
     re = b.select(c_inf, inf, b.select(a_neg_inf, b.select(c_nan, c, _zero(ty)), b.select(a_pos_inf, a, re)))
-    im = b.select(c_inf, c, b.select(a_neg_inf, call_math(b, "copysign", inf, c),
-                                     b.select(a_pos_inf, b.select(c_nan, c, call_math(b, "copysign", _zero(ty), c)), im)))
+    pos_inf_im = b.select(c_nan, c, call_math(b, "copysign", _zero(ty), c))
+    im = b.select(c_inf, c, b.select(a_neg_inf, call_math(b, "copysign", inf, c), b.select(a_pos_inf, pos_inf_im, im)))
     return make(b, re, im)
 
 
