@@ -196,7 +196,7 @@ def _may_transpose(inst: Instruction, comp, out: Shape) -> bool:
     return any(_big(o.shape, out) and not is_row_major(o.shape) for o in inst.operands)
 
 
-def _candidates(inst: Instruction, comp, out: Shape) -> dict[int, Shape]:
+def _candidates(inst: Instruction, comp, order: list[Instruction], out: Shape) -> dict[int, Shape]:
     """The parameters of the output's size that may reach it transposed (the rest keep a row-major order): all of
     them under a non-row-major output, else those laid out otherwise or read by a transpose."""
     big = {p.parameter_number: inst.operands[p.parameter_number].shape for p in comp.parameters
@@ -205,7 +205,7 @@ def _candidates(inst: Instruction, comp, out: Shape) -> dict[int, Shape]:
         return big
     reach: dict[int, frozenset] = {}
     through: set[int] = set()
-    for i in comp.post_order():
+    for i in order:
         reach[id(i)] = frozenset([i.parameter_number]) if i.opcode == "parameter" and i.parameter_number in big \
             else frozenset().union(*(reach[id(o)] for o in i.operands))
         if i.opcode == "transpose":
@@ -230,11 +230,12 @@ def read_order(inst: Instruction, out: Shape, value: Instruction | None = None) 
         value = comp.root if value is None else value
         if value.opcode == "tuple" or not _may_transpose(inst, comp, out):
             return None
-        big = {k: s for k, s in _candidates(inst, comp, out).items()}
+        order = comp.post_order()
+        big = _candidates(inst, comp, order, out)
         if not big:
             return None
         inner: dict[int, dict] = {}
-        for i in comp.post_order():
+        for i in order:
             if i.opcode == "parameter":
                 k = i.parameter_number
                 inner[id(i)] = {k: _physical_offsets(big[k])} if k in big else {}
