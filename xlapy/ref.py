@@ -20,7 +20,6 @@ An enclosing trace's Ref may be read inside a nested one (a captured value, as a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,82 +27,13 @@ import numpy as np
 from . import lax
 from . import numpy as xnp
 from .errors import XlapyError
-from .frontend.pytree import register_pytree_node
 from .frontend.tracer import Tracer, current_trace
+from .numpy.dslice import Slice, ds, has_slice, window
 
-__all__ = ["Ref", "Slice", "ds", "empty_ref", "free_ref", "freeze", "new_ref"]
-
-
-# -- ds ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Slice:
-    """`size` elements from `start` (an int or a traced scalar) every `stride` (static): jax's indexing.Slice."""
-    start: Any
-    size: int
-    stride: int = 1
-
-    def __post_init__(self):
-        if not isinstance(self.stride, (int, np.integer)) or self.stride < 1:
-            raise ValueError(f"Slice: stride must be a static int >= 1, got {self.stride!r}")
-        if not isinstance(self.size, (int, np.integer)) or self.size < 0:
-            raise ValueError(f"Slice: size must be a static int >= 0, got {self.size!r}")
-
-    @property
-    def is_dynamic_start(self) -> bool:
-        return not isinstance(self.start, (int, np.integer))
-
-    @property
-    def is_dynamic_size(self) -> bool:
-        return False
-
-    @classmethod
-    def from_slice(cls, slc: slice, size: int) -> "Slice":
-        start, stop, step = slc.indices(size)
-        if step < 1:
-            raise ValueError(f"slice must have a step >= 1 (found: {step})")
-        return cls(start, len(range(start, stop, step)), step)
-
-    def span(self) -> int:
-        """How many elements the window covers, stride gaps included."""
-        return 0 if self.size == 0 else (self.size - 1) * self.stride + 1
-
-
-register_pytree_node(
-    Slice,
-    lambda s: ((s.start,) if s.is_dynamic_start else (), (None if s.is_dynamic_start else s.start, s.size, s.stride)),
-    lambda aux, kids: Slice(kids[0] if aux[0] is None else aux[0], aux[1], aux[2]))
-
-
-def ds(start, size=None, stride: int | None = None):
-    """jax.ds (jax.dslice): `ds(None)` is `:`, `ds(j)` is `:j`, `ds(i, n)` is `i:i+n`, `ds(i, n, s)` is
-    `i:i+n:s`, with a start that may be traced. Used to index Refs (`ref[ds(i, 2)]`)."""
-    if start is None:
-        return slice(None)
-    if stride is None:
-        stride = 1
-    if not isinstance(stride, (int, np.integer)):
-        raise ValueError("Non-static stride in `dslice`")
-    if size is None:
-        start, size = 0, start
-    return Slice(start, size, stride)
+__all__ = ["Ref", "Slice", "ds", "empty_ref", "free_ref", "freeze", "new_ref"]      # Slice, ds: numpy/dslice.py
 
 
 # -- Ref --------------------------------------------------------------------------------------------
-def _expand(idx: Any, ndim: int) -> list[Any]:
-    """The index as one entry per dimension (Ellipsis expanded), or None where it is not plain enough to place
-    Slices (None entries, boolean masks): then Slices are refused."""
-    items = list(idx) if isinstance(idx, tuple) else [idx]
-    if any(i is None or (hasattr(i, "dtype") and np.dtype(i.dtype) == np.bool_) for i in items):
-        return None
-    n_ell = sum(1 for i in items if i is Ellipsis)
-    if n_ell > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if n_ell:
-        k = items.index(Ellipsis)
-        items = items[:k] + [slice(None)] * (ndim - len(items) + 1) + items[k + 1:]
-    return items + [slice(None)] * (ndim - len(items))
-
-
 class Ref:
     """A mutable array reference (jax.Ref); make one with `new_ref`. Not an array: read it with `ref[...]`."""
     __slots__ = ("_value", "_trace", "_state")
@@ -164,29 +94,10 @@ class Ref:
                 f"after, or create the Ref inside the traced function")
 
     def _window(self, idx: Any):
-        """(starts, sizes, local index) when idx holds Slices: the window is dynamic_slice(value, starts, sizes)
-        and idx reads the window at the local index; None when it holds none."""
-        items = _expand(idx, self.ndim) if self.ndim else None
-        if items is None or not any(isinstance(i, Slice) for i in items):
-            if isinstance(idx, Slice) or (isinstance(idx, tuple) and any(isinstance(i, Slice) for i in idx)):
-                raise XlapyError(f"Ref index {idx!r}: a ds() Slice cannot be combined with None or boolean masks")
+        """(starts, sizes, local index) of numpy/dslice.window when idx holds Slices, else None."""
+        if not has_slice(idx):
             return None
-        if len(items) > self.ndim:
-            raise IndexError(f"too many indices for a Ref of rank {self.ndim}: {idx!r}")
-        starts, sizes, local = [], [], []
-        for d, item in enumerate(items):
-            if isinstance(item, Slice):
-                if not item.is_dynamic_start and not 0 <= item.start <= self.shape[d] - item.span():
-                    raise ValueError(f"Out of bound slice: start={item.start}, size={item.size}, "
-                                     f"stride={item.stride}, dim={self.shape[d]}.")
-                starts.append(item.start)
-                sizes.append(item.span())
-                local.append(slice(0, item.span(), item.stride))
-            else:
-                starts.append(0)
-                sizes.append(self.shape[d])
-                local.append(item)
-        return starts, sizes, tuple(local)
+        return window(idx, self.shape, check_bounds=True)
 
     def __getitem__(self, idx: Any):
         self._check("get", writing=False)

@@ -133,3 +133,21 @@ def test_make_user_context_retraces():
     assert traces == [1, 3, 1]
     ctx.set_global(5)
     assert ctx.get_global() == 5 and float(f(2.0)) == 10.0
+
+
+def test_ds_indexes_arrays_as_jax():
+    # the values JAX 0.10.2 gives: a traced start reads / writes a clamped window, a Slice mixes with other indices
+    x = xnp.arange(10.0)
+    np.testing.assert_array_equal(x[ds(2, 3)], [2, 3, 4])
+    np.testing.assert_array_equal(x[ds(1, 3, 2)], [1, 3, 5])
+    np.testing.assert_array_equal(x[ds(8, 4)], [6, 7, 8, 9])
+    np.testing.assert_array_equal(xlapy.jit(lambda v, i: v[ds(i, 3)])(x, 9), [7, 8, 9])
+    np.testing.assert_array_equal(xlapy.jit(lambda v, i: v.at[ds(i, 2)].set(0.0))(x, 3),
+                                  [0, 1, 2, 0, 0, 5, 6, 7, 8, 9])
+    np.testing.assert_array_equal(x.at[ds(1, 2)].add(xnp.ones(2)), [0, 2, 3, 3, 4, 5, 6, 7, 8, 9])
+    np.testing.assert_array_equal(x.at[ds(1, 2)].get(), [1, 2])
+    m = xnp.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(m[ds(1, 2), 1], [5, 9])
+    np.testing.assert_array_equal(m[..., ds(1, 2)], [[1, 2], [5, 6], [9, 10]])
+    with pytest.raises(xlapy.XlapyError, match="None or a boolean mask"):
+        m[None, ds(0, 2)]

@@ -4,7 +4,7 @@ frontend/ops_mixin.ArrayOps as jax/_src/numpy/array_methods.py attaches jax.Arra
 The core that defines Array and Tracer sits below the numpy semantics these need, so it only declares the names;
 xlapy/numpy/__init__.py calls `attach()` once the functions below exist. The tables say what each one calls:
   * Python operators call frontend/operators.py (JAX's promotion, numpy broadcasting, Python's // and %);
-  * indexing calls frontend/indexing.py (`x[i]`, `x.at[i].set(v)`);
+  * indexing calls frontend/indexing.py (`x[i]`, `x.at[i].set(v)`), through numpy/dslice.py for ds() Slices;
   * the methods that are numpy functions (`x.var()`, `x.cumsum()`, `x.clip()` ...) call the xlapy.numpy function
     of the same name.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..frontend import indexing, operators
+from ..frontend import operators
 from ..frontend.ops_mixin import attach_array_methods
-from . import elementwise, indexing_ops, products, reductions, shape_ops, sorting
+from . import dslice, elementwise, indexing_ops, products, reductions, shape_ops, sorting
 
 # operator -> (frontend/operators.py function, whether it is reflected: `2 - x` calls x.__rsub__(2))
 _BINARY_OPERATORS = {
@@ -112,14 +112,14 @@ def _methods() -> dict[str, Callable]:
     methods.update({name: _numpy_method(name, *where) for name, where in _NUMPY_METHODS.items()})
     methods.update({
         "__neg__": operators.negative, "__abs__": operators.absolute, "__invert__": operators.invert,
-        "__getitem__": indexing.getitem, "astype": operators.astype, "reshape": _reshape, "transpose": _transpose,
+        "__getitem__": dslice.getitem, "astype": operators.astype, "reshape": _reshape, "transpose": _transpose,
         "ravel": _ravel, "squeeze": _squeeze, "sum": _sum, "mean": _mean, "max": _max, "min": _min,
     })
     return methods
 
 
 _PROPERTIES = {
-    "at": indexing.IndexUpdateHelper,
+    "at": dslice.IndexUpdateHelper,
     "T": operators.transpose,
     "real": elementwise.real,
     "imag": elementwise.imag,
