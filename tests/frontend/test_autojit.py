@@ -232,3 +232,14 @@ def test_an_error_is_raised_by_the_recording_and_not_recorded():
             auto(X * 1000.0)                            # a guard miss: recorded again, which raises
     np.testing.assert_allclose(np.asarray(auto(X)), X + 1.0)
     assert len(runs) == 3 and auto.stats["replayed"] == 1
+
+
+def test_a_donating_jit_inside_reads_its_argument_and_outputs_are_fresh_arrays():
+    double = xlapy.jit(lambda a: a * 2.0, donate_argnums=0)
+    body, runs = counted(lambda x: double(x + 1.0))
+    auto = xlapy.autojit(body)
+    outs = [auto(X) for _ in range(3)]
+    assert len(runs) == 1 and outs[1] is not outs[2]        # replayed; each call its own Array
+    outs[1].delete()
+    np.testing.assert_allclose(np.asarray(auto(X)), (X + 1.0) * 2.0)
+    np.testing.assert_allclose(np.asarray(auto(X[::-1].copy())), (X[::-1] + 1.0) * 2.0)

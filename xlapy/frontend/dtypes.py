@@ -71,9 +71,19 @@ class Config:
             raise ValueError(f"config option {name!r} must be a positive int, -1 (no bound) or None, got {value!r}")
         setattr(self, key, value)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name != "_flags":
+            object.__setattr__(self, "_flags", None)       # tracing_flags() is computed again
+
     def tracing_flags(self) -> tuple:
-        """The values of the flags that can change what a function traces to (all but the cache sizes)."""
-        return tuple(v for k, v in vars(self).items() if k not in self.CACHE_SIZES)
+        """The values of the flags that can change what a function traces to (all but the cache sizes); kept
+        until a flag is set (every op's cache key reads it)."""
+        flags = self.__dict__.get("_flags")
+        if flags is None:
+            flags = tuple(v for k, v in vars(self).items() if k not in self.CACHE_SIZES and k != "_flags")
+            object.__setattr__(self, "_flags", flags)
+        return flags
 
 
 def _cache_settings():

@@ -44,6 +44,8 @@ def aval_of_value(value: Any) -> ShapedArray:
     aval = getattr(value, "aval", None)
     if aval is not None:
         return aval
+    if type(value) is np.ndarray and value.dtype.kind in "biufc" and dtypes.canonicalize(value.dtype) == value.dtype:
+        return ShapedArray(value.shape, value.dtype, False)     # a numpy operand as it is
     arr = concrete_value(value)
     return ShapedArray(arr.shape, arr.dtype, dtypes.is_python_scalar(value))
 

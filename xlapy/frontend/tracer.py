@@ -283,6 +283,8 @@ def aval(x: Any) -> ShapedArray:
     a = getattr(x, "aval", None)
     if a is not None:
         return a
+    if type(x) is np.ndarray and x.dtype.kind in "biufc" and dtypes.canonicalize(x.dtype) == x.dtype:
+        return ShapedArray(x.shape, x.dtype, False)         # a numpy operand as it is (concrete_value's no-op)
     if dtypes.is_python_scalar(x):
         t = dtypes.python_scalar_type(x)
         return ShapedArray((), t.dtype, t.weak)

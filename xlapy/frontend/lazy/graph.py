@@ -57,6 +57,9 @@ class LazyArray(Array):
 
     def delete(self) -> None:
         self._node = None                   # the value is no longer wanted: the next cut skips it
+        if self._watch is not None:         # a recorded call's value (never in `_value`)
+            self._watch = None
+            return
         Array.delete(self)
 
     def block_until_ready(self) -> "LazyArray":

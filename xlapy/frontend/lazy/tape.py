@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array import Array, interned_aval
+from ..array import Array, interned_aval, is_concrete_array
 from ..pytree import tree_unflatten
 from .graph import LazyArray
 
@@ -164,6 +164,8 @@ class Tape:
         for v in out_leaves:
             if type(v) is LazyArray and v._watch is not None and v._watch[0] is self:
                 specs.append((self.registers[id(v)], v.aval))
+            elif is_concrete_array(v) and not v.is_deleted():
+                specs.append((Const(v._value), v.aval))     # a fresh Array of the same value at each replay
             else:
                 specs.append((None, v))
         self.events.append((Step(RETURN, out_tree, tuple(specs), None, builder(out_tree)), None))
@@ -227,7 +229,7 @@ def replay(root: dict, arguments: list) -> Any:
                     leaves.append(spec)
                 else:
                     a = object.__new__(Array)
-                    a._value = regs[register]
+                    a._value = regs[register] if type(register) is int else register.value
                     a.aval = spec
                     leaves.append(a)
             return step.extra(leaves), cuts
