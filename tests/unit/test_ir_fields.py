@@ -90,9 +90,10 @@ def test_clone_keeps_every_computation_and_module_field():
     assert (new.name, new.attrs, new._async_sugar) == (old.name, old.attrs, old._async_sugar)
     assert [i.name for i in new.instructions] == [i.name for i in old.instructions]
     assert new.root.name == old.root.name and new.parent is clone
-    # _parameter_index is a cache of parameter(n), rebuilt on use: a clone starts without one
+    # _parameter_index is a cache of parameter(n), _positions/_removed_since position()'s hints, each rebuilt on
+    # use: a clone starts without them
     assert set(Computation.FIELDS) == {"name", "instructions", "root", "parent", "attrs", "_async_sugar",
-                                       "_parameter_index"}, \
+                                       "_parameter_index", "_positions", "_removed_since"}, \
         "a new Computation field: clone it in ir._clone_module and check it above"
     for field in Module.CLONED_FIELDS:
         a, b = getattr(module, field), getattr(clone, field)

@@ -188,7 +188,8 @@ class Computation:
     """A list of instructions and its root. FIELDS declares every field (__init__ sets each, __slots__ admits
     no other)."""
 
-    FIELDS = ("name", "instructions", "root", "parent", "attrs", "_async_sugar", "_parameter_index")
+    FIELDS = ("name", "instructions", "root", "parent", "attrs", "_async_sugar", "_parameter_index", "_positions",
+              "_removed_since")
     __slots__ = FIELDS
 
     def __init__(self, name: str, instructions: Iterable[Instruction] = (), root: Instruction | None = None):
@@ -200,6 +201,9 @@ class Computation:
         # the parser made this computation from X-start/-update/-done sugar; the printer writes it back that way
         self._async_sugar = False
         self._parameter_index: dict[int, Instruction] | None = None     # parameter(n)'s cache, never cloned
+        # position() hints for big computations: index of each instruction when made, and removals since
+        self._positions: dict[Instruction, int] | None = None
+        self._removed_since = 0
         for inst in instructions:
             self.add_instruction(inst)
         if root is not None:
@@ -224,8 +228,36 @@ class Computation:
         if inst is self.root:
             raise ValueError(f"cannot remove root {inst.name} of {self.name}")
         inst.detach()
-        self.instructions.remove(inst)
+        del self.instructions[self.position(inst)]
+        self._removed_since += 1
         inst.parent = None
+
+    # a removal from a list of n instructions scanned it: O(n) each, O(n^2) for a pass removing a share of a big
+    # computation (fusion, DCE, CSE). Positions recorded once stay close: each removal through
+    # remove_instruction moves the later ones one place down, so the search is a window that many places wide
+    _HINTED = 256               # lists shorter than this are scanned
+    _MAX_DRIFT = 64             # removals after which the hints are made again
+
+    def position(self, inst: Instruction) -> int:
+        """The index of `inst` in `instructions` (ValueError when absent); fast for big computations."""
+        insts = self.instructions
+        if len(insts) < self._HINTED:
+            return insts.index(inst)
+        hints, drift = self._positions, self._removed_since
+        if hints is not None and drift <= self._MAX_DRIFT:
+            at = hints.get(inst)
+            if at is not None:
+                lo = at - drift
+                if at < len(insts) and insts[at] is inst:
+                    return at
+                try:
+                    # edits made straight to the list (an insert) may have moved it elsewhere: then scan
+                    return insts.index(inst, lo if lo > 0 else 0, at)
+                except ValueError:
+                    pass
+        self._positions = {inst: i for i, inst in enumerate(insts)}
+        self._removed_since = 0
+        return self._positions[inst] if inst in self._positions else insts.index(inst)
 
     def replace_instruction(self, old: Instruction, new: Instruction) -> None:
         """Redirect all uses (and rootness) of `old` to `new`, then delete `old`. `new` is added if needed."""

@@ -35,6 +35,12 @@ def fused_parameter(fusion: Instruction, index: int) -> Instruction:
     return fused_computation(fusion).parameter(index)
 
 
+def fused_size(fusion: Instruction) -> int:
+    """How many instructions besides its parameters a fusion's computation holds, without walking it: it has one
+    parameter per operand (the verifier's check of a call's signature, kept by everything here)."""
+    return len(fused_computation(fusion).instructions) - len(fusion.operands)
+
+
 # -- creating a fusion -----------------------------------------------------------------------------------
 def wrap_in_fusion(inst: Instruction, kind: str = "kLoop", name: str | None = None) -> Instruction:
     """Replace `inst` by a fusion whose computation holds `inst` alone, reading its (distinct) operands as
@@ -48,10 +54,9 @@ def wrap_in_fusion(inst: Instruction, kind: str = "kLoop", name: str | None = No
         attrs["metadata"] = inst.attrs["metadata"]
     fusion = Instruction("fusion", inst.shape, (), attrs, name or "fusion")
     comp.add_instruction(fusion)
-    _put_where(comp, fusion, inst)
     mapped = [_parameter_for(fusion, op) for op in inst.operands]
     inst.replace_all_uses_with(fusion)
-    comp.remove_instruction(inst)
+    _take_place(comp, fusion, inst)
     clone = inst.clone_with(mapped, name=inst.name)
     _add(fused, clone, keep_name=True)
     fused.root = clone
@@ -64,15 +69,24 @@ def _place_computation(module: Module, fused: Computation, before: Computation) 
     module.computations.insert(module.computations.index(before), fused)
 
 
-def _put_where(comp: Computation, fusion: Instruction, inst: Instruction) -> None:
-    """Keep the instruction list in a def-before-use order: the fusion goes where `inst` was."""
-    comp.instructions.remove(fusion)
-    comp.instructions.insert(comp.instructions.index(inst), fusion)
+def _take_place(comp: Computation, fusion: Instruction, inst: Instruction) -> None:
+    """Keep the instruction list in a def-before-use order: the fusion (just added, so last) takes the place of
+    `inst`, which is removed (one scan of the list where moving the fusion and removing inst took three)."""
+    insts = comp.instructions
+    if inst.users:
+        raise ValueError(f"cannot remove {inst.name}: still used by {[u.name for u in inst.users]}")
+    if inst is comp.root:
+        raise ValueError(f"cannot remove root {inst.name} of {comp.name}")
+    assert insts[-1] is fusion
+    insts.pop()
+    insts[comp.position(inst)] = fusion
+    inst.detach()
+    inst.parent = None
 
 
 def _add(comp: Computation, inst: Instruction, keep_name: bool) -> Instruction:
     """Add `inst` to `comp`, keeping its name when asked and free there; else a module-unique one."""
-    if keep_name and all(i.name != inst.name for i in comp.instructions):
+    if keep_name and inst.name not in [i.name for i in comp.instructions]:
         inst.parent = comp
         comp.instructions.append(inst)
         return inst
@@ -83,11 +97,11 @@ def _add(comp: Computation, inst: Instruction, keep_name: bool) -> Instruction:
 def _parameter_for(fusion: Instruction, operand: Instruction) -> Instruction:
     """The fused parameter reading `operand`, added (as the last operand) when the fusion lacks one."""
     comp = fused_computation(fusion)
-    for i, op in enumerate(fusion.operands):
-        if op is operand:
-            return comp.parameter(i)
-    number = len(fusion.operands)
-    fusion.operands.append(operand)
+    operands = fusion.operands
+    if operand in operands:             # Instruction compares by identity
+        return comp.parameter(operands.index(operand))
+    number = len(operands)
+    operands.append(operand)
     if fusion not in operand.users:
         operand.users.append(fusion)
     param = Instruction("parameter", operand.shape, (), {}, f"param_{number}", parameter_number=number)
@@ -101,13 +115,18 @@ def _remove_operand(fusion: Instruction, index: int) -> None:
     param = comp.parameter(index)
     comp.remove_instruction(param)
     op = fusion.operands.pop(index)
-    if all(o is not op for o in fusion.operands) and fusion in op.users:
+    if op not in fusion.operands and fusion in op.users:
         op.users.remove(fusion)
     module = comp.parent
-    for p in comp.parameters:
-        if p.parameter_number > index:
-            p.parameter_number -= 1
-            p.name = module.unique_name(f"param_{p.parameter_number}") if module else f"param_{p.parameter_number}"
+    later = sorted((p for p in comp.instructions if p.opcode == "parameter" and p.parameter_number > index),
+                   key=_parameter_number)
+    for p in later:                     # renamed in order: the names unique_name hands out depend on it
+        p.parameter_number -= 1
+        p.name = module.unique_name(f"param_{p.parameter_number}") if module else f"param_{p.parameter_number}"
+
+
+def _parameter_number(inst: Instruction) -> int:
+    return inst.parameter_number
 
 
 # -- fusing a producer ----------------------------------------------------------------------------------

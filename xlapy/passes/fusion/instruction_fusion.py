@@ -26,7 +26,7 @@ from typing import Callable
 from ...hlo import Computation, Instruction, Module
 from ..pipeline import Pass
 from . import fusible as F
-from .fuse import fuse_into, fused_computation, is_fusion
+from .fuse import fuse_into, fused_computation, fused_size, is_fusion
 
 MAX_CONCATENATE_ARGUMENTS = 8
 MAX_REDUCTIONS_IN_FUSION = 5
@@ -83,9 +83,7 @@ def _always_duplicable(producer: Instruction) -> bool:
 def _size(inst: Instruction) -> int:
     """Instructions a fusion holds besides its parameters (1 for an unfused instruction); counted, not walked:
     this runs for every candidate pair."""
-    if not is_fusion(inst):
-        return 1
-    return sum(1 for i in fused_computation(inst).instructions if i.opcode != "parameter")
+    return fused_size(inst) if is_fusion(inst) else 1
 
 
 def _too_large(producer: Instruction, consumer: Instruction) -> bool:
@@ -245,7 +243,8 @@ class InstructionFusion(Pass):
         if not (is_fusion(consumer) or F.is_fusible(consumer)):
             return None
         settled = set() if settled is None else settled
-        indices = sorted(range(len(consumer.operands)), key=lambda i: -position.get(id(consumer.operands[i]), -1))
+        later_first = [-position.get(id(op), -1) for op in consumer.operands]
+        indices = sorted(range(len(later_first)), key=later_first.__getitem__)
         tried: set[int] = set()
         for i in indices:
             producer = consumer.operands[i]

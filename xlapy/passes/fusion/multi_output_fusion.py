@@ -20,7 +20,7 @@ from __future__ import annotations
 from ...hlo import Computation, Instruction, Module
 from ..pipeline import Pass
 from . import fusible as F
-from .fuse import (add_output, fuse_producer, fused_computation, fused_instructions, get_tuple_element,
+from .fuse import (add_output, fuse_producer, fused_computation, fused_size, get_tuple_element,
                    inline_computation, is_fusion, outputs, remove_fusion_computation, wrap_in_fusion)
 from .instruction_fusion import MAX_FUSED_INSTRUCTIONS, MAX_FUSION_PARAMETERS, fusible_computations
 
@@ -67,7 +67,7 @@ def _size(inst: Instruction, sizes: dict[int, int]) -> int:
     """Instructions in inst's fusion (1 for an unfused instruction), counted once per round (sizes: the cache)."""
     n = sizes.get(id(inst))
     if n is None:
-        n = sizes[id(inst)] = len(fused_instructions(inst)) if is_fusion(inst) else 1
+        n = sizes[id(inst)] = fused_size(inst) if is_fusion(inst) else 1
     return n
 
 
