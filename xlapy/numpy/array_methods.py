@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from ..frontend import operators
 from ..frontend.ops_mixin import attach_array_methods
 from . import dslice, elementwise, indexing_ops, products, reductions, shape_ops, sorting
@@ -91,10 +93,14 @@ def _mean(self, axis=None, keepdims: bool = False, dtype=None):
 
 
 def _max(self, axis=None, keepdims: bool = False):
+    if np.issubdtype(self.dtype, np.complexfloating):      # JAX's lexicographic reducer (numpy/reductions.py)
+        return reductions.max(self, axis, keepdims=keepdims)
     return operators.reduction("max", self, axis, keepdims)
 
 
 def _min(self, axis=None, keepdims: bool = False):
+    if np.issubdtype(self.dtype, np.complexfloating):
+        return reductions.min(self, axis, keepdims=keepdims)
     return operators.reduction("min", self, axis, keepdims)
 
 

@@ -146,14 +146,28 @@ def rint(x):
     return _round_even(to_inexact(arr(x)))
 
 
+def complex_pick(x, y, compare):
+    """x where compare(x, y) holds lexicographically (real parts, then imaginary parts where the real parts are
+    equal), else y: JAX's lowering of lax.max / lax.min (compare = gt / lt) on complex values, and its reducer."""
+    rx, ry = lax.real(x), lax.real(y)
+    pick_x = lax.select(lax.eq(rx, ry), compare(lax.imag(x), lax.imag(y)), compare(rx, ry))
+    return lax.select(pick_x, x, y)
+
+
 def maximum(x, y):
     x, y = promote("maximum", x, y)
-    return lax.bitwise_or(x, y) if aval(x).dtype == np.bool_ else lax.max(x, y)
+    dt = aval(x).dtype
+    if np.issubdtype(dt, np.complexfloating):
+        return complex_pick(x, y, lax.gt)
+    return lax.bitwise_or(x, y) if dt == np.bool_ else lax.max(x, y)
 
 
 def minimum(x, y):
     x, y = promote("minimum", x, y)
-    return lax.bitwise_and(x, y) if aval(x).dtype == np.bool_ else lax.min(x, y)
+    dt = aval(x).dtype
+    if np.issubdtype(dt, np.complexfloating):
+        return complex_pick(x, y, lax.lt)
+    return lax.bitwise_and(x, y) if dt == np.bool_ else lax.min(x, y)
 
 
 def fmax(x, y):
@@ -161,14 +175,14 @@ def fmax(x, y):
     x, y = promote("fmax", x, y)
     if not dtypes.is_inexact(aval(x).dtype):
         return maximum(x, y)
-    return lax.select(isnan(x), y, lax.select(isnan(y), x, lax.max(x, y)))
+    return lax.select(isnan(x), y, lax.select(isnan(y), x, maximum(x, y)))
 
 
 def fmin(x, y):
     x, y = promote("fmin", x, y)
     if not dtypes.is_inexact(aval(x).dtype):
         return minimum(x, y)
-    return lax.select(isnan(x), y, lax.select(isnan(y), x, lax.min(x, y)))
+    return lax.select(isnan(x), y, lax.select(isnan(y), x, minimum(x, y)))
 
 
 def clip(arr_=None, min=None, max=None, *, a=None, a_min=None, a_max=None):

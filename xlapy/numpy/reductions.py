@@ -56,6 +56,10 @@ def _monoid(kind: str, name: str, a, axis, dtype, keepdims, initial, where):
         out = lax.reduce_or(x, axes)
     elif kind == "prod" and dt == np.bool_:
         out = lax.reduce_and(x, axes)
+    elif kind in ("max", "min") and np.issubdtype(dt, np.complexfloating):     # JAX's lexicographic reducer
+        from .elementwise import complex_pick
+        compare = lax.gt if kind == "max" else lax.lt
+        out = lax.reduce(x, ident, lambda acc, v: complex_pick(acc, v, compare), axes)
     else:
         out = {"sum": lax.reduce_sum, "prod": lax.reduce_prod, "max": lax.reduce_max,
                "min": lax.reduce_min}[kind](x, axes)
