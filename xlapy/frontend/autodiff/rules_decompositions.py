@@ -121,19 +121,6 @@ def sym_upper_adjoint(b, y):
     return b.add(triu(b, y), triu(b, T(b, y), 1))
 
 
-def _real_only(inst: Instruction) -> None:
-    for s in [inst.shape] + [o.shape for o in inst.operands]:
-        for leaf in s.leaves():
-            if leaf.is_array and leaf.ptype.is_complex:
-                raise AutodiffError(f"differentiation of {_what(inst)} on complex values is not supported yet "
-                                    f"(instruction {inst.name})")
-
-
-def _what(inst: Instruction) -> str:
-    target = inst.attrs.get("custom_call_target")
-    return f"custom-call {target}" if target else inst.opcode
-
-
 def _parts(b: Emitter, ct, shape: Shape) -> list:
     """A tuple cotangent as a list (None for zero)."""
     if ct is None:
