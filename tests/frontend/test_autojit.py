@@ -129,7 +129,7 @@ GUARDED = {
     "branch": (X * 0.1, 2),             # the branch goes the other way: its own continuation
     "int": (X[::-1].copy(), 3),         # argmax moves: int() reads another value (x 1.01 too: x[0].item())
     "nonzero": (X[::-1].copy(), 1),     # a host op: rerun on the new values, the same count of hits
-    "mask": (X[::-1].copy(), 2),        # a boolean mask is read as a whole: a new mask records, the same replays
+    "mask": (X[::-1].copy(), 1),        # a boolean mask's indices: a host op, rerun on the new mask
     "host function": (X[::-1].copy(), 3),   # np.asarray(x * 2.0): the whole value is the guard
 }
 

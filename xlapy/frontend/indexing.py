@@ -31,6 +31,7 @@ from .lax_shapes import (broadcast_in_dim as lax_broadcast_in_dim, concatenate a
                          dynamic_slice as lax_dynamic_slice, full as lax_full, reshape as lax_reshape, rev as lax_rev,
                          slice as lax_slice)
 from .lazy.graph import is_deferred
+from .lazy.host import host_op
 from .tracer import Tracer, aval, user_frame
 
 
@@ -104,6 +105,15 @@ def _replace_masks(idx: list[Any], consumes, shape: tuple[int, ...]) -> list[Any
         if _bool_mask(i):
             if isinstance(i, Tracer):
                 raise _mask_error(i)
+            if is_deferred(i):      # lazy: its indices are a host op (autojit replays it on new masks)
+                mask_shape = aval(i).shape
+                if mask_shape != tuple(shape[d:d + len(mask_shape)]):
+                    raise XlapyError(f"boolean index of shape {mask_shape} does not match the indexed dimensions "
+                                     f"{tuple(shape[d:d + len(mask_shape)])} of an array of shape {tuple(shape)} "
+                                     f"(at {user_frame()})")
+                out.extend(host_op(_mask_indices, i))
+                d += len(mask_shape)
+                continue
             mask = np.asarray(i)
             if mask.shape != tuple(shape[d:d + mask.ndim]):     # numpy's rule: the mask covers the dims it indexes
                 raise XlapyError(f"boolean index of shape {mask.shape} does not match the indexed dimensions "
@@ -115,6 +125,11 @@ def _replace_masks(idx: list[Any], consumes, shape: tuple[int, ...]) -> list[Any
             out.append(i)
             d += consumes(i)
     return out
+
+
+def _mask_indices(mask: np.ndarray) -> tuple[np.ndarray, ...]:
+    """A boolean mask's nonzero indices, one array per dimension (lazy/host.py's host op)."""
+    return tuple(k.astype(dtypes.default_int(), copy=False) for k in np.nonzero(mask))
 
 
 def getitem(x, index):
