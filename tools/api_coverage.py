@@ -5,6 +5,9 @@ Run with the environment that has real JAX (tools/setup_models_env.sh), which im
     .venv-models/bin/python tools/api_coverage.py            # writes docs/api_coverage.md, prints the table
     .venv-models/bin/python tools/api_coverage.py --check    # prints only; exits 1 if the file is stale
 
+It also writes tests/unit/api_names.json: JAX's public names per module and the share xlapy had, which
+tests/unit/test_api_coverage.py (no JAX needed) checks xlapy never drops below.
+
 A module's public names are `dir(module)` without the names these rules exclude (they are not API an xlapy
 user calls, or they are a module of their own, measured separately or not at all):
 
@@ -33,6 +36,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "api_coverage.md"
+NAMES = ROOT / "tests" / "unit" / "api_names.json"
 
 # JAX module -> the xlapy module that mirrors it
 MODULES = [
@@ -93,15 +97,26 @@ def _resolve(path: str):
             return None
 
 
-def measure() -> list[tuple[str, str, int, list[str]]]:
-    """(jax module, xlapy module, number of JAX names, names xlapy lacks) per row of MODULES."""
+def measure() -> list[tuple[str, str, int, list[str], list[str]]]:
+    """(jax module, xlapy module, number of JAX names, names xlapy lacks, JAX's names) per row of MODULES."""
     rows = []
     for jax_path, xlapy_path in MODULES:
         names = public_names(importlib.import_module(jax_path))
         mine = _resolve(xlapy_path)
         missing = [n for n in names if mine is None or not hasattr(mine, n)]
-        rows.append((jax_path, xlapy_path, len(names), missing))
+        rows.append((jax_path, xlapy_path, len(names), missing, names))
     return rows
+
+
+def names_json(rows) -> str:
+    """tests/unit/api_names.json: per JAX module, its xlapy module, JAX's names and the share xlapy has."""
+    import json
+
+    import jax
+    data = {"jax_version": jax.__version__, "modules": {
+        jax_path: {"xlapy": xlapy_path, "names": names, "share": round((n - len(missing)) / max(n, 1), 4)}
+        for jax_path, xlapy_path, n, missing, names in rows}}
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
 def render(rows) -> str:
@@ -119,7 +134,7 @@ def render(rows) -> str:
         "|---|---|---:|---:|---:|---|",
     ]
     total = have_total = 0
-    for jax_path, xlapy_path, n, missing in rows:
+    for jax_path, xlapy_path, n, missing, _ in rows:
         have = n - len(missing)
         total, have_total = total + n, have_total + have
         share = f"{100 * have / n:.0f}%" if n else "-"
@@ -135,14 +150,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     rows = measure()
-    for jax_path, _, n, missing in rows:
+    for jax_path, _, n, missing, _ in rows:
         print(f"{jax_path:22s} {n - len(missing):4d}/{n:<4d} {100 * (n - len(missing)) / max(n, 1):5.1f}%  "
               f"missing {len(missing)}")
-    text = render(rows)
+    text, names = render(rows), names_json(rows)
     if args.check:
-        return 0 if OUT.exists() and OUT.read_text() == text else 1
+        fresh = OUT.exists() and OUT.read_text() == text and NAMES.exists() and NAMES.read_text() == names
+        return 0 if fresh else 1
     OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    NAMES.write_text(names)
+    print(f"wrote {OUT.relative_to(ROOT)} and {NAMES.relative_to(ROOT)}")
     return 0
 
 
