@@ -40,9 +40,17 @@ class CutReason:
         return f"{what} at {self.where}"
 
 
+_IN_XLAPY: dict[str, bool] = {}        # file name -> whether it is xlapy's (a cut's reason walks the stack)
+
+
 def _in_xlapy(frame) -> bool:
     name = frame.f_code.co_filename
-    return name.startswith("<xlapy") or os.path.abspath(name).startswith(_XLAPY_DIR + os.sep)
+    known = _IN_XLAPY.get(name)
+    if known is None:
+        known = name.startswith("<xlapy") or os.path.abspath(name).startswith(_XLAPY_DIR + os.sep)
+        if len(_IN_XLAPY) < 4096:
+            _IN_XLAPY[name] = known
+    return known
 
 
 def _api_name(frame) -> str:
