@@ -15,7 +15,18 @@ from .pipeline import Pass
 _IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "origin"})
 
 
+_PLAIN = frozenset({int, str, float, bool, type(None)})     # immutable values a key holds as they are
+
+
 def _freeze(v):
+    t = type(v)
+    if t in _PLAIN:
+        return v
+    if t is tuple:                  # dimensions and the like: a tuple of plain values is its own key
+        for x in v:
+            if type(x) not in _PLAIN:
+                return tuple(_freeze(x) for x in v)
+        return v
     if isinstance(v, list):
         return tuple(_freeze(x) for x in v)
     if isinstance(v, Computation):
@@ -35,7 +46,7 @@ def _literal_key(lit):
 
 
 def instruction_key(inst, operand_ids=None):
-    attrs = tuple((k, _freeze(v)) for k, v in inst.attrs.items() if k not in _IGNORED_ATTRS)
+    attrs = tuple([(k, _freeze(v)) for k, v in inst.attrs.items() if k not in _IGNORED_ATTRS])
     ops = tuple(id(o) for o in inst.operands) if operand_ids is None else operand_ids
     return (inst.opcode, inst.shape, ops, attrs, _literal_key(inst.literal))
 

@@ -147,6 +147,10 @@ class Op(Pattern):
         self.opcodes = None if opcode is None else ({opcode} if isinstance(opcode, str) else set(opcode))
         self.operands = operands
         self.name, self.one_user, self.pred, self.dtype = name, one_user, pred, _dtype_of(dtype)
+        # per operand, the opcodes it can have to match (None: any): an operand order that fails this is skipped
+        # before any capture bookkeeping (the simplifier tries thousands of patterns that fail on an opcode)
+        heads = tuple(_heads(p) for p in operands)
+        self._heads = heads if any(h is not None for h in heads) else None
 
     def _match(self, inst, caps, why):
         if self.opcodes is not None and inst.opcode not in self.opcodes:
@@ -163,7 +167,10 @@ class Op(Pattern):
             orders = [inst.operands]
             if len(inst.operands) == 2 and inst.info.is_commutative:
                 orders.append(inst.operands[::-1])
+            heads = self._heads if why is None else None      # explain() records every reason
             for ops in orders:
+                if heads is not None and not _heads_ok(heads, ops):
+                    continue
                 trial = dict(caps)
                 if all(p._match(o, trial, why) for p, o in zip(self.operands, ops)):
                     caps.clear()
@@ -176,6 +183,25 @@ class Op(Pattern):
     def __repr__(self):
         ops = ", ".join([*map(repr, self.operands), *([self._dtype_repr()] if self.dtype else [])])
         return f"{'/'.join(sorted(self.opcodes)) if self.opcodes else 'Op'}({ops})"
+
+
+def _heads(p: Pattern) -> frozenset[str] | None:
+    """The opcodes an instruction matching `p` can have; None: any."""
+    if isinstance(p, Op):
+        return None if p.opcodes is None else frozenset(p.opcodes)
+    if isinstance(p, ConstantScalar):
+        return _SCALAR_HEADS        # literal_scalar looks through broadcasts to a constant
+    return None
+
+
+_SCALAR_HEADS = frozenset({"constant", "broadcast"})
+
+
+def _heads_ok(heads: tuple, ops) -> bool:
+    for allowed, op in zip(heads, ops):
+        if allowed is not None and op.opcode not in allowed:
+            return False
+    return True
 
 
 def literal_scalar(inst: Instruction) -> AnyT | None:

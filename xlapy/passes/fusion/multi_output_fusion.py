@@ -71,8 +71,20 @@ def _size(inst: Instruction, sizes: dict[int, int]) -> int:
     return n
 
 
+def _loop_key(inst: Instruction, keys: dict):
+    """loop_key, once per instruction per walk (keys: the cache, keyed by the instruction itself; a merge drops the
+    entry of what it changed)."""
+    if inst in keys:
+        return keys[inst]
+    key = keys[inst] = loop_key(inst)
+    return key
+
+
 def _n_outputs(inst: Instruction) -> int:
-    return len(outputs(inst)) if is_fusion(inst) else 1
+    if not is_fusion(inst):
+        return 1
+    root = fused_computation(inst).root
+    return len(root.operands) if root.opcode == "tuple" else 1
 
 
 class Reachability:
@@ -131,9 +143,9 @@ def _shared_operand_is_big(x: Instruction) -> bool:
 
 
 def _fits(a: Instruction, b: Instruction, sizes: dict[int, int]) -> bool:
-    params = set(map(id, a.operands)) | set(map(id, b.operands))
-    return (_size(a, sizes) + _size(b, sizes) <= MAX_FUSED_INSTRUCTIONS and len(params) <= MAX_FUSION_PARAMETERS
-            and _n_outputs(a) + _n_outputs(b) <= MAX_OUTPUTS)
+    return (_size(a, sizes) + _size(b, sizes) <= MAX_FUSED_INSTRUCTIONS
+            and _n_outputs(a) + _n_outputs(b) <= MAX_OUTPUTS
+            and len(set(a.operands).union(b.operands)) <= MAX_FUSION_PARAMETERS)   # distinct operands
 
 
 def _as_fusion(inst: Instruction) -> Instruction:
@@ -193,32 +205,34 @@ class MultiOutputFusion(Pass):
         order = comp.post_order()
         reach = Reachability(order)
         sizes: dict[int, int] = {}
+        keys: dict[Instruction, object] = {}
         changed = False
         for x in order:
             if x.parent is comp and _shared_operand_is_big(x):
-                changed |= self._merge_siblings_of(x, reach, sizes)
+                changed |= self._merge_siblings_of(x, reach, sizes, keys)
         for c in comp.post_order():
             if is_fusion(c) and c.attrs.get("kind") == "kLoop" and not c.shape.is_tuple:
                 changed |= self._export_a_producer_into(c, reach, sizes)    # c is then multi-output: once
         return changed
 
-    def _merge_siblings_of(self, x: Instruction, reach: Reachability, sizes: dict[int, int]) -> bool:
+    def _merge_siblings_of(self, x: Instruction, reach: Reachability, sizes: dict[int, int], keys: dict) -> bool:
         """Merge x's candidate users pairwise: each absorbs the later ones it is compatible with."""
         users = [u for u in x.users if _candidate(u)]
         changed = False
         i = 0
         while i < len(users):
             a, j = users[i], i + 1
-            key = loop_key(a)
+            key = _loop_key(a, keys)
             while key is not None and j < len(users):
                 b = users[j]
-                if key != loop_key(b) or not _fits(a, b, sizes) or reach.reaches(a, b) or reach.reaches(b, a):
+                if key != _loop_key(b, keys) or not _fits(a, b, sizes) or reach.reaches(a, b) or reach.reaches(b, a):
                     j += 1
                     continue
                 self.decisions.append((a.name, b.name, "siblings"))
                 merged = merge_siblings(a, b)
                 reach.merged(merged, *((b,) if merged is a else (a, b)))
                 sizes.pop(id(a), None)
+                keys.pop(a, None)
                 users[i] = a = merged
                 del users[j]
                 changed = True
