@@ -55,6 +55,8 @@ def test_ragged_all_to_all_docstring_example(xlapy_backend):
     g = xlapy.shard_map(_per_device, mesh=xlapy.make_mesh((2,), ("x",)), in_specs=(P("x"),) * 6, out_specs=P("x"),
                         backend=xlapy_backend)
     np.testing.assert_array_equal(np.asarray(g(*args)), [[1, 3, 0, 0], [2, 2, 4, 0]])
+    pm = xlapy.pmap(lambda *v: lax.ragged_all_to_all(*v, axis_name="x"), axis_name="x", backend=xlapy_backend)
+    np.testing.assert_array_equal(np.asarray(pm(*args)), [[1, 3, 0, 0], [2, 2, 4, 0]])
 
 
 def test_ragged_all_to_all_gradient(xlapy_backend):
