@@ -7,9 +7,11 @@ functions (the interpreter's definition) give them: csinh / ccosh / ctanh follow
 numpy's C library implements, and sin / cos / tan are those of i z (sin z = -i sinh(i z), cos z = cosh(i z),
 tan z = -i tanh(i z)). Every case is a `select`, never a branch, so the loops stay vectorizable.
 
-Large arguments: cosh and sinh of |x| beyond the parts' overflow threshold are exp(|x|/2)^2/2 with the cos/sin
-factor applied before the second exp(|x|/2), so sinh(800 + 1i) is finite where exp(800) is not (XLA does the
-same); tanh beyond |x| = 22 (f64) / 9 (f32) is sign(x) + 4 sin y cos y e^(-2|x|) i.
+sinh x, cosh x and e^|x| come from one expm1 (glibc's formulas), tan y is sin y / cos y: sin, cos, tan and tanh
+cost four or fewer library calls per element. Large arguments: cosh and sinh of |x| beyond the parts' overflow
+threshold are exp(|x|/2)^2/2 with the cos/sin factor applied before the second exp(|x|/2), so sinh(800 + 1i)
+is finite where exp(800) is not (XLA does the same); tanh beyond |x| = 22 (f64) / 9 (f32) is sign(x) +
+4 sin y cos y e^(-2|x|) i.
 
 Where numpy's formula loses precision and the result's definition does not depend on it, the accurate form is
 used: log1p's real part is log1p(x (2 + x) + y^2) / 2 while that argument is small (numpy's log(hypot(1 + x, y))
@@ -62,16 +64,47 @@ def _nan_of(b, y):
     return b.fsub(y, y)          # NaN for y = inf or NaN (FreeBSD's y - y)
 
 
-def _big_cosh_parts(b, ax, f1, f2):
-    """(e^ax / 2) f1 and (e^ax / 2) f2 for ax >= 0, finite where the products are representable."""
+def _sinh_cosh_exp(b, x) -> tuple:
+    """(sinh x, cosh x, e^|x|) from one expm1 (glibc's formulas), for |x| below the saturation threshold:
+    t = expm1(|x|), w = t + 1; sinh|x| = (2t - t^2 / w) / 2 below 1, else (t + t / w) / 2; cosh x =
+    1 + t^2 / 2w below ln 2 / 2, else (w + 1 / w) / 2."""
+    ty = x.type
+    ax = call_math(b, "fabs", x)
+    t = call_libm(b, "expm1", ax)
+    w = b.fadd(t, _c(ty, 1.0))
+    t2w = b.fdiv(b.fmul(t, t), w)
+    half = _c(ty, 0.5)
+    sh = b.select(b.fcmp_ordered("<", ax, _c(ty, 1.0)), b.fmul(half, b.fsub(b.fadd(t, t), t2w)),
+                  b.fmul(half, b.fadd(t, b.fdiv(t, w))))
+    ch = b.select(b.fcmp_ordered("<", ax, _c(ty, 0.34657359027997264)), b.fadd(_c(ty, 1.0), b.fmul(half, t2w)),
+                  b.fmul(half, b.fadd(w, b.fdiv(_c(ty, 1.0), w))))
+    return call_math(b, "copysign", sh, x), ch, w
+
+
+def _big_cosh_parts(b, ax, w, f1, f2):
+    """(e^ax / 2) f1 and (e^ax / 2) f2 for ax >= 0 (w = e^ax), finite where the products are representable:
+    e^(ax / 2) twice once w may overflow."""
     ty = ax.type
     scaled = b.fcmp_ordered(">=", ax, _c(ty, _EXP_SCALED[_bits(ty)]))
     h = call_math(b, "exp", b.fmul(ax, _c(ty, 0.5)))
     half_h = b.fmul(h, _c(ty, 0.5))
-    full = b.fmul(call_math(b, "exp", ax), _c(ty, 0.5))
+    full = b.fmul(w, _c(ty, 0.5))
     p1 = b.select(scaled, b.fmul(b.fmul(half_h, f1), h), b.fmul(full, f1))
     p2 = b.select(scaled, b.fmul(b.fmul(half_h, f2), h), b.fmul(full, f2))
     return p1, p2
+
+
+def _finite_parts(b, x, cos_y, sin_y, cosh_first: bool) -> tuple:
+    """(cosh x cos y, sinh x sin y) when cosh_first, else (sinh x cos y, cosh x sin y), for finite x and y."""
+    ty = x.type
+    ax = call_math(b, "fabs", x)
+    sh, ch, w = _sinh_cosh_exp(b, x)
+    small = b.fcmp_ordered("<", ax, _c(ty, _TANH_SATURATES[_bits(ty)]))
+    big_c, big_s = _big_cosh_parts(b, ax, w, cos_y, sin_y)        # (e^|x| / 2) cos y, (e^|x| / 2) sin y
+    sign_x = call_math(b, "copysign", _c(ty, 1.0), x)
+    if cosh_first:
+        return (b.select(small, b.fmul(ch, cos_y), big_c), b.select(small, b.fmul(sh, sin_y), b.fmul(big_s, sign_x)))
+    return (b.select(small, b.fmul(sh, cos_y), b.fmul(big_c, sign_x)), b.select(small, b.fmul(ch, sin_y), big_s))
 
 
 def csinh(b, x, y) -> tuple:
@@ -80,17 +113,13 @@ def csinh(b, x, y) -> tuple:
     inf = _c(ty, float("inf"))
     cos_y, sin_y = call_math(b, "cos", y), call_math(b, "sin", y)
     ax = call_math(b, "fabs", x)
-    small = b.fcmp_ordered("<", ax, _c(ty, _TANH_SATURATES[_bits(ty)]))
-    big_re, big_im = _big_cosh_parts(b, ax, cos_y, sin_y)
-    sign_x = call_math(b, "copysign", _c(ty, 1.0), x)
-    finite = (b.select(small, b.fmul(call_libm(b, "sinh", x), cos_y), b.fmul(big_re, sign_x)),
-              b.select(small, b.fmul(call_libm(b, "cosh", x), sin_y), big_im))
+    finite = _finite_parts(b, x, cos_y, sin_y, cosh_first=False)
     x_fin, y_fin = _is_finite(b, x), _is_finite(b, y)
     x_inf = b.fcmp_ordered("==", ax, inf)
     y_zero = _is_zero(b, y)
     return _cases(
         b, (_nan_of(b, x), _nan_of(b, x)),                                      # x NaN, y != 0
-        (b.and_(b.and_(x_fin, y_fin), y_zero), (call_libm(b, "sinh", x), y)),
+        (b.and_(b.and_(x_fin, y_fin), y_zero), (finite[0], y)),                 # sinh x + i y (cos 0 = 1)
         (b.and_(x_fin, y_fin), finite),
         (b.and_(_is_zero(b, x), b.not_(y_fin)), (x, _nan_of(b, y))),
         (y_zero, (x, y)),                                                       # x inf or NaN
@@ -105,17 +134,13 @@ def ccosh(b, x, y) -> tuple:
     inf, zero = _c(ty, float("inf")), _c(ty, 0.0)
     cos_y, sin_y = call_math(b, "cos", y), call_math(b, "sin", y)
     ax = call_math(b, "fabs", x)
-    small = b.fcmp_ordered("<", ax, _c(ty, _TANH_SATURATES[_bits(ty)]))
-    big_re, big_im = _big_cosh_parts(b, ax, cos_y, sin_y)
-    sign_x = call_math(b, "copysign", _c(ty, 1.0), x)
-    finite = (b.select(small, b.fmul(call_libm(b, "cosh", x), cos_y), big_re),
-              b.select(small, b.fmul(call_libm(b, "sinh", x), sin_y), b.fmul(big_im, sign_x)))
+    finite = _finite_parts(b, x, cos_y, sin_y, cosh_first=True)
     x_fin, y_fin = _is_finite(b, x), _is_finite(b, y)
     x_inf = b.fcmp_ordered("==", ax, inf)
     y_zero = _is_zero(b, y)
     return _cases(
         b, (_nan_of(b, x), _nan_of(b, x)),                                      # x NaN, y != 0
-        (b.and_(b.and_(x_fin, y_fin), y_zero), (call_libm(b, "cosh", x), b.fmul(x, y))),
+        (b.and_(b.and_(x_fin, y_fin), y_zero), (finite[0], b.fmul(x, y))),     # cosh x + i x y
         (b.and_(x_fin, y_fin), finite),
         (b.and_(_is_zero(b, x), b.not_(y_fin)), (_nan_of(b, y), b.fmul(x, call_math(b, "copysign", zero, y)))),
         (y_zero, (b.fmul(x, x), b.fmul(call_math(b, "copysign", zero, x), y))),  # x inf or NaN
@@ -130,13 +155,13 @@ def ctanh(b, x, y) -> tuple:
     one, zero, four = _c(ty, 1.0), _c(ty, 0.0), _c(ty, 4.0)
     ax = call_math(b, "fabs", x)
     sin_y, cos_y = call_math(b, "sin", y), call_math(b, "cos", y)
-    t = call_libm(b, "tan", y)
+    t = b.fdiv(sin_y, cos_y)
     beta = b.fadd(one, b.fmul(t, t))
-    s = call_libm(b, "sinh", x)
+    s, _, w = _sinh_cosh_exp(b, x)
     rho = call_math(b, "sqrt", b.fadd(one, b.fmul(s, s)))
     denom = b.fadd(one, b.fmul(beta, b.fmul(s, s)))
     general = (b.fdiv(b.fmul(b.fmul(beta, rho), s), denom), b.fdiv(t, denom))
-    e = call_math(b, "exp", b.fneg(ax))
+    e = b.fdiv(one, w)                                                  # e^-|x|
     saturated = (call_math(b, "copysign", one, x), b.fmul(b.fmul(b.fmul(four, b.fmul(sin_y, cos_y)), e), e))
     x_nan = _is_nan(b, x)
     x_inf = b.fcmp_ordered("==", ax, _c(ty, float("inf")))
