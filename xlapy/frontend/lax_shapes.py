@@ -7,6 +7,7 @@ the whole new shape, and dynamic slices take one scalar start index per dimensio
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -51,7 +52,7 @@ def reshape(operand, new_sizes: Sequence[int], dimensions: Sequence[int] | None 
     if -1 in new_sizes:
         known = int(np.prod([d for d in new_sizes if d != -1]))
         new_sizes = tuple(a.size // known if d == -1 and known else d for d in new_sizes)
-    if int(np.prod(new_sizes, dtype=np.int64)) != a.size:
+    if math.prod(new_sizes) != a.size:
         raise lax_error("reshape", f"cannot reshape {a} ({a.size} elements) to {new_sizes}")
     if dimensions is not None and tuple(dimensions) != tuple(range(a.ndim)):
         operand = transpose(operand, dimensions)

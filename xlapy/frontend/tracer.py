@@ -13,6 +13,7 @@ Each thread has its own stack of traces: threads trace, differentiate and run ea
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -54,7 +55,7 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def hlo_shape(self) -> Shape:

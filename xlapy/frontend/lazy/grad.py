@@ -24,8 +24,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..array import with_weak_type
+from ..autodiff.custom_rules import strip_marks
 from ..pytree import tree_flatten, tree_unflatten
-from ..tracer import Trace, aval
+from ..tracer import Trace, aval, bind
 from . import state
 from .graph import LazyArray, Node, new_lazy
 from .cut import NeedsTrace, _collect, build_computation
@@ -169,7 +171,9 @@ def value_and_grad_lazily(what: str, fun: Callable, argnums, has_aux: bool, args
     else:
         STATS["reused"] += 1
     comp, weak = derived
-    outs = T._call(comp, list(leaves) + list(captured), weak, name)
+    outs = bind("call", list(leaves) + list(captured), {"to_apply": comp}, name=name)    # marks stripped once
+    outs = outs if isinstance(outs, list) else [outs]
+    outs = [with_weak_type(o, w) if w else o for o, w in zip(outs, weak)]
     n = len(out_leaves)
     values, grads = outs[:n], outs[n:]
     per_arg, start = [], 0
@@ -200,6 +204,7 @@ def _derive(name: str, nodes: list[Node], arg_nodes: list[Node], in_avals: Seque
         root, grads = T.vjp_into(b, traced.comp, primals, cts)
         return T._elements(b, root) + [T.materialize(b, grads[i], primals[i].shape) for i in wrt]
     comp = T._derive(name, build)
+    strip_marks(comp)       # it runs outside a trace (transforms._call strips per call; here once per derivation)
     weak = [a.weak_type for a in out_avals] + [in_avals[i].weak_type for i in wrt]
     return comp, weak
 
