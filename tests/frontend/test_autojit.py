@@ -243,3 +243,15 @@ def test_a_donating_jit_inside_reads_its_argument_and_outputs_are_fresh_arrays()
     outs[1].delete()
     np.testing.assert_allclose(np.asarray(auto(X)), (X + 1.0) * 2.0)
     np.testing.assert_allclose(np.asarray(auto(X[::-1].copy())), (X[::-1] + 1.0) * 2.0)
+
+
+def test_a_guard_that_keeps_missing_stops_replay_attempts():
+    def fun(x):
+        return x * float(xnp.sum(x))              # a float read: a guard on its value, new at every call
+    body, runs = counted(fun)
+    auto = xlapy.autojit(body)
+    for k in range(6):
+        x = X + k
+        np.testing.assert_allclose(np.asarray(auto(x)), x * np.sum(x), rtol=1e-6)
+    assert len(runs) == 6 and auto.stats == {"recorded": 6, "replayed": 0, "misses": 4}
+    assert [c.compiles for c in auto.clusters()] == [1, 1]      # the value is a leaf: one structure
