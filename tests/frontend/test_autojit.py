@@ -1,6 +1,7 @@
 """autojit (auto-clustering): every op that breaks jit splits the function instead; clusters are cached by
 structure (compile counts asserted), reported with the breaking op and the user's line, dumped with XLA_FLAGS;
-results agree with eager, jit (on what jit can run) and numpy, on both backends."""
+warm calls replay the recorded clusters, host ops and guards without running f's Python (how often its body
+runs is counted, not timed); results agree with eager, jit (on what jit can run) and numpy, on both backends."""
 from __future__ import annotations
 
 import numpy as np
