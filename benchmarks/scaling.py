@@ -10,6 +10,12 @@ traced step, the compile time (xlapy: `jit(step).lower(...).compile()`, passes +
 each per instruction, and the spread of xlapy's per-instruction time across N: issue 11 asks for it to stay
 flat within +-25% (compile time linear in module size). Every compile is a fresh trace in this process; the
 median of `--repeat` compiles per N.
+
+`--hlo-only` times the HLO half alone (the CPU pass pipeline on a clone of the traced module, as the CPU
+compiler runs it, no LLVM) in this thread's CPU time, which other processes on a shared machine disturb less
+than wall time:
+
+    .venv/bin/python benchmarks/scaling.py --hlo-only --no-jax --repeat 3
 """
 from __future__ import annotations
 
@@ -88,6 +94,25 @@ def xlapy_compile(layers: int) -> tuple[int, float]:
     return count, time.perf_counter() - t0
 
 
+def xlapy_hlo_pipeline(layers: int) -> tuple[int, float]:
+    """The CPU pass pipeline alone on the traced step, in thread CPU time (compile_module's HLO half)."""
+    import xlapy
+    import xlapy.nn
+    import xlapy.numpy as xnp
+    from xlapy.passes.optimize import optimize
+    from xlapy.passes.pipelines import cpu_pipeline
+    loss, params, batch = make_step(xnp, xlapy.nn, layers)
+
+    def step(params, tokens, targets):
+        l, g = xlapy.value_and_grad(loss)(params, tokens, targets)
+        return l, xlapy.tree_util.tree_map(lambda p, d: p - 0.1 * d, params, g)
+    module = xlapy.jit(step).lower(params, *batch).module
+    count = sum(len(c.instructions) for c in module.computations)
+    t0 = time.thread_time()
+    optimize(module.clone(), cpu_pipeline())
+    return count, time.thread_time() - t0
+
+
 def jax_compile(layers: int) -> tuple[int, float]:
     import jax
     import jax.numpy as jnp
@@ -108,8 +133,13 @@ def main(argv=None) -> None:
     ap.add_argument("--layers", default="1,2,4,8,16,32", help="comma-separated N")
     ap.add_argument("--repeat", type=int, default=1, help="compiles per N (median)")
     ap.add_argument("--no-jax", action="store_true", help="xlapy only, even where JAX is installed")
+    ap.add_argument("--hlo-only", action="store_true",
+                    help="time xlapy's HLO pass pipeline alone (thread CPU time), no LLVM")
     args = ap.parse_args(argv)
-    peers = {"xlapy": xlapy_compile}
+    peers = {"xlapy": xlapy_hlo_pipeline if args.hlo_only else xlapy_compile}
+    if args.hlo_only:
+        from xlapy.backends.interpreter.evaluator import handler_table
+        handler_table()                 # constant folding's first use imports the interpreter: not per module
     if not args.no_jax:
         try:
             import jax  # noqa: F401

@@ -338,6 +338,15 @@ class Computation:
                     stack.pop()
         return order
 
+    def post_order_of(self, opcodes: str | frozenset[str]) -> list[Instruction]:
+        """The instructions of post_order() whose opcode is `opcodes` (or one of them), without the walk when the
+        computation holds none (passes looking for a while or a sort in every computation)."""
+        wanted = frozenset((opcodes,)) if isinstance(opcodes, str) else opcodes
+        for inst in self.instructions:
+            if inst.opcode in wanted:
+                return [i for i in self.post_order() if i.opcode in wanted]
+        return []
+
     def clone(self, suffix: str = "clone") -> "Computation":
         """A copy of this computation; called computations are shared, names get `.suffix`."""
         mapping: dict[int, Instruction] = {}

@@ -51,7 +51,7 @@ class ConditionalSimplifier(Pass):
         for comp in list(module.computation_post_order()):
             if comp not in module.computations:
                 continue
-            for inst in [i for i in comp.post_order() if i.opcode == "conditional"]:
+            for inst in comp.post_order_of("conditional"):
                 k = taken_branch(inst)
                 branches = _branches(inst)
                 if (k is None or has_control_edges(branches[k]) or inst.control_predecessors

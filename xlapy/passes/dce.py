@@ -20,10 +20,17 @@ class HloDCE(Pass):
         for comp in module.computations:
             # Instructions named as control predecessors stay (their ordering edge is a use).
             pinned = {id(p) for i in comp.instructions for p in i.control_predecessors}
-            for inst in reversed(comp.post_order()):
-                if _removable(inst) and id(inst) not in pinned:
-                    comp.remove_instruction(inst)
-                    changed = True
+            # A worklist from the unused instructions up through the operands they leave unused: the set a sweep
+            # in reverse post order removes (each instruction after its users), without walking the graph
+            dead = [i for i in comp.instructions if not i.users and _removable(i) and id(i) not in pinned]
+            while dead:
+                inst = dead.pop()
+                operands = list(dict.fromkeys(inst.operands))
+                comp.remove_instruction(inst)
+                changed = True
+                for op in operands:
+                    if not op.users and op.parent is comp and _removable(op) and id(op) not in pinned:
+                        dead.append(op)
         if self.remove_dead_computations and module.entry is not None:
             changed |= module.remove_unreachable_computations() > 0
         return changed

@@ -23,16 +23,22 @@ def non_fusion_computations(module: Module) -> list[Computation]:
     return [c for c in module.computations if id(c) not in fused]
 
 
-def replace(comp: Computation, old: Instruction, new: Instruction, what: str) -> None:
-    """Replace `old` by `new` everywhere; a new instruction keeps old's layout; `old` is deleted."""
+def replace(comp: Computation, old: Instruction, new: Instruction, what: str, control_edges: bool = True) -> None:
+    """Replace `old` by `new` everywhere; a new instruction keeps old's layout; `old` is deleted (unless it is a
+    control predecessor; control_edges=False: the caller knows the computation has no control edges)."""
     if not new.shape.compatible(old.shape):
         raise XlapyError(f"{what} turned {old.name} ({old.shape}) into {new.name} of shape {new.shape}")
     if new.parent is None:
         new.shape = old.shape
         comp.add_instruction(new)
     old.replace_all_uses_with(new)
-    if not old.users and not old.is_root and not any(old in u.control_predecessors for u in comp.instructions):
+    if not old.users and not old.is_root and not (
+            control_edges and any(old in u.control_predecessors for u in comp.instructions)):
         comp.remove_instruction(old)
+
+
+def _any_control_edges(comp: Computation) -> bool:
+    return any(i.control_predecessors for i in comp.instructions)
 
 
 class OpExpanderPass(Pass):
@@ -47,12 +53,16 @@ class OpExpanderPass(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for comp in non_fusion_computations(module):
+            # expansions add no control edges: a computation without any keeps none (no scan per replacement)
+            edges = None
             for inst in comp.post_order():
                 if inst.parent is not comp or not self.matches(inst):
                     continue
                 new = self.expand(inst)
                 if new is None or new is inst:
                     continue
-                replace(comp, inst, new, f"pass {self.name}")
+                if edges is None:
+                    edges = _any_control_edges(comp)
+                replace(comp, inst, new, f"pass {self.name}", edges)
                 changed = True
         return changed

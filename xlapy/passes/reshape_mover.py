@@ -102,7 +102,9 @@ def _sink(comp: Computation, inst: Instruction, first: Instruction) -> None:
 
 def move_in(comp: Computation) -> bool:
     candidates: dict[int, Instruction] = {}
-    for inst in comp.post_order():
+    # any order finds the same candidates (the pruning below reaches the one greatest set whatever the order), so
+    # the list, not a walk; the sinking below goes in post order
+    for inst in comp.instructions:
         if _first_rearrange(inst) is not None:
             candidates[id(inst)] = inst
     removed = True

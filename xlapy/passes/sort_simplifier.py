@@ -82,6 +82,6 @@ class SortSimplifier(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for comp in list(module.computations):
-            for inst in [i for i in comp.post_order() if i.opcode == "sort"]:
+            for inst in comp.post_order_of("sort"):
                 changed |= simplify_sort(module, comp, inst)
         return changed

@@ -4,6 +4,8 @@ from __future__ import annotations
 from ..hlo import Module
 from .pipeline import Pass
 
+_TUPLE_OPS = frozenset({"get-tuple-element", "tuple"})
+
 
 def _is_tuple_of_all_elements(inst) -> object | None:
     """If inst = tuple(gte(t, 0), ..., gte(t, n-1)) with t of matching shape, return t."""
@@ -28,7 +30,7 @@ class TupleSimplifier(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for comp in module.computations:
-            for inst in comp.post_order():
+            for inst in comp.post_order_of(_TUPLE_OPS):
                 repl = None
                 if inst.opcode == "get-tuple-element" and inst.operands[0].opcode == "tuple":
                     # get-tuple-element(tuple(..., a_i, ...)), index=i => a_i

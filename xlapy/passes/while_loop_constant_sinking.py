@@ -62,7 +62,7 @@ class WhileLoopConstantSinking(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for comp in list(module.computations):
-            for inst in [i for i in comp.post_order() if i.opcode == "while"]:
+            for inst in comp.post_order_of("while"):
                 body, cond = inst.attrs["body"], inst.attrs["condition"]
                 if not inst.shape.is_tuple or _call_count(module, body) != 1 or _call_count(module, cond) != 1:
                     continue

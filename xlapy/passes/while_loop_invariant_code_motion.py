@@ -144,10 +144,12 @@ class WhileLoopInvariantCodeMotion(Pass):
     name = "while-loop-invariant-code-motion"
 
     def run(self, module: Module) -> bool:
-        calls = Counter(id(c) for inst in module.instructions() for c in inst.called_computations())
+        calls = None                    # counted when the module has a loop
         changed = False
         for comp in list(module.computations):
-            for inst in [i for i in comp.post_order() if i.opcode == "while"]:
+            for inst in comp.post_order_of("while"):
+                if calls is None:
+                    calls = Counter(id(c) for inst in module.instructions() for c in inst.called_computations())
                 if _editable(calls, inst):
                     changed |= hoist(comp, inst)
         return changed

@@ -170,7 +170,7 @@ class WhileLoopSimplifier(Pass):
         for comp in list(module.computation_post_order()):
             if comp not in module.computations:
                 continue
-            for inst in [i for i in comp.post_order() if i.opcode == "while"]:
+            for inst in comp.post_order_of("while"):
                 if inst.parent is not comp or inst.control_predecessors or orders_others(inst):
                     continue
                 changed |= (remove_unused(comp, inst) or remove_zero_or_one_trip(comp, inst)
