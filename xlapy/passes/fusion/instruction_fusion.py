@@ -13,7 +13,8 @@ matching row of REFUSALS (a reason why not) or, when none matches, a fusion:
     concatenate fusion is inefficient     > 8 operands, or a large concat along the minor dimension
     expensive producer, consumer reuses   exp(x) broadcast: exp would run once per output element
     expensive producer would duplicate    exp(x) with two users is computed once, not once per user
-    producer must not be duplicated       a multi-user producer some user cannot take (see _globally_unfusible)
+    producer must not be duplicated       a multi-user producer some user cannot take, or a link of a chain of
+                                          multi-user values (x_l = x_(l-1) + a_l): see _globally_unfusible
     constant into a non-fusion            a fusion of a constant and one op gains nothing
     producer is a fusion                  XLA:CPU does not fuse fusions; FusionMerger does it, with care
     too many reductions / too large       caps below
@@ -186,6 +187,16 @@ def _subtracts_reading(inst: Instruction):
                     yield sub, lambda o, outer=outer: outer.get(id(o), o)
 
 
+def _links_a_chain(producer: Instruction) -> bool:
+    """Is `producer` (several users, reads more than it writes) computed from another value with several users
+    that is not effectively unary? Then duplicating it into its users would make each recompute the chain
+    behind it as well (the operand is duplicable for the same reason, and so on up): a transformer's
+    residual stream x_l = x_(l-1) + f_l(...), read by every layer's LayerNorm, was recomputed from x_0 inside
+    each LayerNorm fusion (quadratic in depth; ViT's training step held twice XLA's fused instructions, whose
+    reductions are not loop-fusible and so keep each x_l materialized). Such links stay materialized."""
+    return any(len(op.users) > 1 and op.operands and not F.effectively_unary(op) for op in producer.operands)
+
+
 def _globally_unfusible(order: list[Instruction]) -> set[int]:
     """Multi-user producers that must stay materialized: duplicating them into the users that can take
     them would read more than it saves while some other user still needs the materialized value."""
@@ -199,6 +210,9 @@ def _globally_unfusible(order: list[Instruction]) -> set[int]:
         if F.effectively_unary(producer):
             continue
         if sum(F.byte_size(o) for o in producer.operands) <= F.byte_size(producer):
+            continue
+        if _links_a_chain(producer):
+            out.add(id(producer))
             continue
         if all(decide(u, u.operands.index(producer))[0] is not None for u in producer.users):
             continue
