@@ -188,7 +188,8 @@ def op_key(opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], a
 
 def _infer(key: tuple, opcode: str, operands: Sequence[Any], avals: Sequence[ShapedArray], attrs, shape,
            name) -> tuple:
-    """(is_tuple, result avals) of the op, built once per key on parameters as eager builds it."""
+    """(is_tuple, result avals, the weakly typed aval of a single result) of the op, built once per key on
+    parameters as eager builds it."""
     known = _SHAPES.get(key)
     if known is not None:
         return known
@@ -197,9 +198,11 @@ def _infer(key: tuple, opcode: str, operands: Sequence[Any], avals: Sequence[Sha
     param_operands = [Packed(next(params) for _ in o) if isinstance(o, Packed) else next(params) for o in operands]
     inst = make_op(trace, opcode, param_operands, attrs, shape, name)
     if inst.shape.is_tuple:
-        known = (True, tuple(aval_of_shape(s) for s in inst.shape.tuple_shapes))
+        outs = tuple(aval_of_shape(s) for s in inst.shape.tuple_shapes)
+        known = (True, tuple(interned_aval(a.shape, a.dtype, False) for a in outs), None)
     else:
-        known = (False, (aval_of_shape(inst.shape),))
+        a = aval_of_shape(inst.shape)
+        known = (False, (interned_aval(a.shape, a.dtype, False),), interned_aval(a.shape, a.dtype, True))
     if len(_SHAPES) < _MAX_SHAPES:
         _SHAPES[key] = known
     return known
@@ -208,7 +211,7 @@ def _infer(key: tuple, opcode: str, operands: Sequence[Any], avals: Sequence[Sha
 def record(opcode: str, operands: Sequence[Any], attrs: dict | None, values: Sequence[Any],
            avals: Sequence[ShapedArray], key: tuple, shape, name: str | None, weak_type: bool) -> Any:
     """Record one op in the calling thread's pending graph; returns its LazyArray (a list of them for a tuple)."""
-    is_tuple, outs = _infer(key, opcode, operands, avals, attrs, shape, name)
+    is_tuple, outs, weak = _SHAPES.get(key) or _infer(key, opcode, operands, avals, attrs, shape, name)
     g = state.graph()
     refs = [Packed(_operand_ref(v, g) for v in o) if isinstance(o, Packed) else _operand_ref(o, g) for o in operands]
     with g.lock:
@@ -216,10 +219,9 @@ def record(opcode: str, operands: Sequence[Any], attrs: dict | None, values: Seq
         g.nodes += 1
         node = Node(key, opcode, refs, attrs, shape, name, g.seq, g)
         if is_tuple:
-            result: Any = [new_lazy(node, i, interned_aval(a.shape, a.dtype, False)) for i, a in enumerate(outs)]
+            result: Any = [new_lazy(node, i, a) for i, a in enumerate(outs)]
         else:
-            a = outs[0]
-            result = new_lazy(node, -1, interned_aval(a.shape, a.dtype, bool(weak_type)))
+            result = new_lazy(node, -1, weak if weak_type else outs[0])
         full = g.nodes >= state.MAX_NODES[0] and not g.abstract
     if full:
         sys.modules[__package__ + ".cut"].sync("size limit")
