@@ -25,7 +25,7 @@ from .backend import registry_default
 from .compile_cache import CompileCache
 from .lazy import graph as lazy_graph
 from .lazy import state as lazy_state
-from .tracer import Packed, ShapedArray, Trace, Tracer, concrete_value, make_op
+from .tracer import Packed, ShapedArray, Trace, Tracer, concrete_value, make_op, numpy_aval
 
 _CACHE = CompileCache(lambda: dtypes.config.eager_cache_size)
 
@@ -44,8 +44,8 @@ def aval_of_value(value: Any) -> ShapedArray:
     aval = getattr(value, "aval", None)
     if aval is not None:
         return aval
-    if type(value) is np.ndarray and value.dtype.kind in "biufc" and dtypes.canonicalize(value.dtype) == value.dtype:
-        return ShapedArray(value.shape, value.dtype, False)     # a numpy operand as it is
+    if type(value) is np.ndarray:
+        return numpy_aval(value)
     arr = concrete_value(value)
     return ShapedArray(arr.shape, arr.dtype, dtypes.is_python_scalar(value))
 

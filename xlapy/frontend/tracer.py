@@ -279,13 +279,28 @@ def concrete_value(value: Any) -> np.ndarray:
     return arr if canon == arr.dtype else arr.astype(canon)
 
 
+_NUMPY_AVALS: dict[tuple, ShapedArray] = {}     # (shape, dtype, x64) -> the aval of a numpy operand of them
+
+
+def numpy_aval(x: np.ndarray) -> ShapedArray:
+    """The aval of a numpy operand (canonicalized as concrete_value would), one object per (shape, dtype)."""
+    key = (x.shape, x.dtype, dtypes.config.enable_x64)
+    a = _NUMPY_AVALS.get(key)
+    if a is None:
+        arr = concrete_value(x)
+        a = ShapedArray(tuple(arr.shape), arr.dtype, False)
+        if len(_NUMPY_AVALS) < 4096 and arr.dtype == x.dtype:
+            _NUMPY_AVALS[key] = a
+    return a
+
+
 def aval(x: Any) -> ShapedArray:
     """The abstract value of any operand: a Tracer, an Array, a numpy value or a Python scalar."""
     a = getattr(x, "aval", None)
     if a is not None:
         return a
-    if type(x) is np.ndarray and x.dtype.kind in "biufc" and dtypes.canonicalize(x.dtype) == x.dtype:
-        return ShapedArray(x.shape, x.dtype, False)         # a numpy operand as it is (concrete_value's no-op)
+    if type(x) is np.ndarray:
+        return numpy_aval(x)
     if dtypes.is_python_scalar(x):
         t = dtypes.python_scalar_type(x)
         return ShapedArray((), t.dtype, t.weak)
