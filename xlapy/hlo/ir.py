@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -184,6 +184,10 @@ class Instruction:
         return f"<{self.name} = {self.shape} {self.opcode}({', '.join(o.name for o in self.operands)})>"
 
 
+def _parameter_number(inst: Instruction) -> int:
+    return inst.parameter_number
+
+
 class Computation:
     """A list of instructions and its root. FIELDS declares every field (__init__ sets each, __slots__ admits
     no other)."""
@@ -220,6 +224,8 @@ class Computation:
         self.instructions.append(inst)
         if self.root is None:
             self.root = inst
+        if inst.opcode == "parameter" and self._parameter_index is not None:
+            self._parameter_index[inst.parameter_number] = inst
         return inst
 
     def remove_instruction(self, inst: Instruction) -> None:
@@ -299,6 +305,21 @@ class Computation:
         if n in index:
             return index[n]
         raise IndexError(f"computation {self.name} has no parameter {n}")
+
+    def remove_parameter(self, number: int, rename: Callable[[Instruction], str] | None = None) -> Instruction:
+        """Remove parameter `number` (unused) and number the later ones one lower, in order, naming each
+        `rename(parameter)` when given; parameter(n) stays indexed (a fusion pass does this once per fused
+        producer). Returns the removed parameter."""
+        param = self.parameter(number)
+        self.remove_instruction(param)
+        params = [i for i in self.instructions if i.opcode == "parameter"]
+        later = sorted((p for p in params if p.parameter_number > number), key=_parameter_number)
+        for p in later:
+            p.parameter_number -= 1
+            if rename is not None:
+                p.name = rename(p)
+        self._parameter_index = {p.parameter_number: p for p in params}
+        return param
 
     @property
     def is_entry(self) -> bool:

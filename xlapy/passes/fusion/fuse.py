@@ -112,21 +112,12 @@ def _parameter_for(fusion: Instruction, operand: Instruction) -> Instruction:
 def _remove_operand(fusion: Instruction, index: int) -> None:
     """Drop operand `index` and its (now unused) parameter; renumber and rename the later parameters."""
     comp = fused_computation(fusion)
-    param = comp.parameter(index)
-    comp.remove_instruction(param)
+    module = comp.parent
+    comp.remove_parameter(index, lambda p: module.unique_name(f"param_{p.parameter_number}") if module
+                          else f"param_{p.parameter_number}")
     op = fusion.operands.pop(index)
     if op not in fusion.operands and fusion in op.users:
         op.users.remove(fusion)
-    module = comp.parent
-    later = sorted((p for p in comp.instructions if p.opcode == "parameter" and p.parameter_number > index),
-                   key=_parameter_number)
-    for p in later:                     # renamed in order: the names unique_name hands out depend on it
-        p.parameter_number -= 1
-        p.name = module.unique_name(f"param_{p.parameter_number}") if module else f"param_{p.parameter_number}"
-
-
-def _parameter_number(inst: Instruction) -> int:
-    return inst.parameter_number
 
 
 # -- fusing a producer ----------------------------------------------------------------------------------
