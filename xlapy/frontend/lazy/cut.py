@@ -117,9 +117,15 @@ def _collect(live: list[LazyArray]) -> list[Node]:
             continue
         nodes[id(node)] = node
         for ref in node.operands:
-            for r in (ref if isinstance(ref, Packed) else (ref,)):
-                if type(r) is tuple and type(r[0]) is Node and id(r[0]) not in nodes:
-                    stack.append(r[0])
+            t = type(ref)
+            if t is tuple:
+                producer = ref[0]
+                if type(producer) is Node and id(producer) not in nodes:
+                    stack.append(producer)
+            elif t is Packed:
+                for r in ref:
+                    if type(r) is tuple and type(r[0]) is Node and id(r[0]) not in nodes:
+                        stack.append(r[0])
     return sorted(nodes.values(), key=lambda n: n.seq)
 
 
