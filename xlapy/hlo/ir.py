@@ -275,17 +275,29 @@ class Computation:
 
     def remove_dead(self) -> int:
         """Delete instructions with no users that are not the root, parameters or side-effecting."""
+        # A worklist from the unused instructions up through what each removal leaves unused (its operands, and
+        # its control predecessors, which it no longer pins): the same set as sweeping until nothing changes,
+        # where a sweep asked every instruction whether it was a control predecessor (O(n^2) per sweep)
+        pins: dict[Instruction, int] = {}
+        for u in self.instructions:
+            for p in u.control_predecessors:
+                pins[p] = pins.get(p, 0) + 1
+
+        def removable(inst: Instruction) -> bool:
+            return not (inst.users or inst is self.root or inst.opcode == "parameter" or inst.has_side_effect
+                        or pins.get(inst))
+        dead = [i for i in self.instructions if removable(i)]
         removed = 0
-        changed = True
-        while changed:
-            changed = False
-            for inst in reversed(list(self.instructions)):
-                if (inst.users or inst is self.root or inst.opcode == "parameter" or inst.has_side_effect
-                        or any(inst in u.control_predecessors for u in self.instructions)):
-                    continue
-                self.remove_instruction(inst)
-                removed += 1
-                changed = True
+        while dead:
+            inst = dead.pop()
+            if inst.parent is not self or not removable(inst):
+                continue
+            freed = list(dict.fromkeys(inst.operands + inst.control_predecessors))
+            for p in inst.control_predecessors:
+                pins[p] -= 1
+            self.remove_instruction(inst)
+            removed += 1
+            dead.extend(i for i in freed if i.parent is self and removable(i))
         return removed
 
     # -- queries -------------------------------------------------------------------------------------
