@@ -4,6 +4,11 @@ suite, timed against numpy's `np.ascontiguousarray(x.transpose(...))` and, where
     .venv/bin/python benchmarks/transpose.py                       # single-threaded, CPU time (thread_time)
     .venv/bin/python benchmarks/transpose.py --threads 2           # xlapy on 2 threads: wall time
     PYTHONPATH=/work/main .venv-models/bin/python benchmarks/transpose.py --only 'gpt2|256'   # with JAX
+    .venv/bin/python benchmarks/transpose.py --model gpt2/train --top 12     # a model's transposing kernels
+
+`--model` compiles a module of the real-model suite, takes its N kernels that transpose (a transpose, a fusion
+holding one) moving the most elements (operands and results), and times each as a module of its own compiled tiled and untiled (tiled_transpose.ENABLED)
+in this process: the kernel-level before/after of benchmarks/transpose_results.md.
 
 Each case is HLO text (so every side runs the same program; XLA gets a fusion as a call and fuses it itself); the
 numpy and JAX columns compute the same values. Medians of `--repeat` interleaved rounds (benchmarks/run.py); with
@@ -149,6 +154,53 @@ def _jax_fn(text: str):
     return placed
 
 
+def _model_kernels(module_id: str, top: int, repeat: int, min_time: float) -> None:
+    import importlib.util
+    import os
+    from pathlib import Path
+    from xlapy.backends.cpu import tiled_transpose
+    from xlapy.hlo.printer import computation_to_text, shape_text
+    import xlapy
+    os.environ["XLAPY_CACHE_DIR"] = "off"
+    spec = importlib.util.spec_from_file_location("model_inputs", Path(__file__).parent / "models" / "inputs.py")
+    inputs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(inputs)
+    text = inputs.load_entry(module_id)["hlo_path"].read_text()
+    optimized = xlapy.compile(xlapy.hlo.parse(text), backend="cpu", num_threads=1).module
+    kernels = [i for i in optimized.entry.instructions if i.opcode == "transpose" or i.opcode == "fusion" and any(
+        x.opcode == "transpose" for x in i.attrs["calls"].instructions)]
+    kernels.sort(key=lambda i: -sum(s.numel for x in [i, *i.operands] for s in x.shape.leaves() if s.is_array))
+    rng = np.random.default_rng(0)
+    print("| kernel | result | untiled | tiled | tiled / untiled |")
+    print("|---|---|---|---|---|")
+    total = {"tiled": 0.0, "untiled": 0.0}
+    for inst in kernels[:top]:
+        params = "\n".join(f"  p{k} = {shape_text(o.shape)} parameter({k})" for k, o in enumerate(inst.operands))
+        names = ", ".join(f"p{k}" for k in range(len(inst.operands)))
+        if inst.opcode == "fusion":
+            called = computation_to_text(inst.attrs["calls"]) + "\n"
+            call = f"fusion({names}), kind={inst.attrs['kind']}, calls=%{inst.attrs['calls'].name}"
+        else:
+            called = "triv { a = f32[] parameter(0)\n  ROOT n = f32[] negate(a) }\n"    # keeps the pipeline off
+            call = f"transpose({names}), dimensions={{{','.join(str(d) for d in inst.attrs['dimensions'])}}}"
+        kernel = f"HloModule k\n{called}\nENTRY e {{\n{params}\n  ROOT r = {shape_text(inst.shape)} {call}\n}}\n"
+        args = [rng.standard_normal(o.shape.dims).astype(o.shape.dtype) if o.shape.ptype.kind == "float"
+                else np.zeros(o.shape.dims, o.shape.dtype) for o in inst.operands]
+        fns = {}
+        for on in (True, False):
+            tiled_transpose.ENABLED = on
+            exe = xlapy.compile(xlapy.hlo.parse(kernel), backend="cpu", num_threads=1)
+            fns["tiled" if on else "untiled"] = (lambda e: lambda: e(*args))(exe)
+        tiled_transpose.ENABLED = True
+        t = _medians(fns, repeat, min_time, time.thread_time)
+        for k in total:
+            total[k] += t[k]
+        print(f"| {inst.name} | {shape_text(inst.shape)[:60]} | {t['untiled'] * 1e6:.0f} us | {t['tiled'] * 1e6:.0f} us "
+              f"| {t['tiled'] / t['untiled']:.2f}x |", flush=True)
+    print(f"| all {min(top, len(kernels))} | | {total['untiled'] * 1e3:.2f} ms | {total['tiled'] * 1e3:.2f} ms | "
+          f"{total['tiled'] / total['untiled']:.2f}x |")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", help="regex on case names")
@@ -156,7 +208,12 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--min-time", type=float, default=0.3)
     p.add_argument("--no-jax", action="store_true")
+    p.add_argument("--model", help="a real-model module id (gpt2/train): time its transposing kernels instead")
+    p.add_argument("--top", type=int, default=12, help="with --model: how many kernels (largest first)")
     a = p.parse_args(argv)
+    if a.model:
+        _model_kernels(a.model, a.top, a.repeat, a.min_time)
+        return 0
     import xlapy
     clock = time.thread_time if a.threads == 1 else time.perf_counter
     rng = np.random.default_rng(0)

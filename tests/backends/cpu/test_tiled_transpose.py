@@ -13,6 +13,12 @@ from xlapy.backends.cpu import tiled_transpose as tt
 from xlapy.hlo import parse
 
 
+@pytest.fixture(autouse=True)
+def small_slabs(monkeypatch):
+    """The cases here are small: tile them anyway (by default a slab within L1 is not tiled)."""
+    monkeypatch.setattr(tt, "MIN_SLAB_BYTES", 0)
+
+
 def _args(module, seed=0):
     rng = np.random.default_rng(seed)
     out = []
@@ -327,6 +333,14 @@ def test_not_tiled(name):
     inst = _inst(PLAIN, name)
     reads = tt.read_order(inst, inst.shape)
     assert reads is None or tt.plan(reads, 4) is None
+
+
+def test_small_slab_not_tiled(monkeypatch):
+    monkeypatch.setattr(tt, "MIN_SLAB_BYTES", 32 << 10)
+    inst = _inst(PLAIN, "t2")                     # 37 x 45 f32: 6.7 KB
+    assert tt.plan(tt.read_order(inst, inst.shape), 4) is None
+    big = _inst(PARALLEL, "t")                    # 100 x 130 x 6 f32 swapped with 130: tiled
+    assert tt.plan(tt.read_order(big, big.shape), 4) is not None
 
 
 @pytest.mark.parametrize("size, edges", [(1, (64, 128)), (2, (32, 128)), (4, (16, 128)), (8, (8, 64)),
