@@ -27,6 +27,7 @@ import numpy as np
 from . import lax
 from . import numpy as xnp
 from .errors import XlapyError
+from .frontend.ref_threading import RefCrossesTrace
 from .frontend.tracer import Tracer, current_trace
 from .numpy.dslice import Slice, ds, has_slice, window
 
@@ -37,6 +38,7 @@ __all__ = ["Ref", "Slice", "ds", "empty_ref", "free_ref", "freeze", "new_ref"]  
 class Ref:
     """A mutable array reference (jax.Ref); make one with `new_ref`. Not an array: read it with `ref[...]`."""
     __slots__ = ("_value", "_trace", "_state")
+    is_mutable_ref = True       # frontend/ref_threading.is_ref: jit and control flow thread it
 
     def __init__(self, value: Any):
         self._value = value
@@ -85,13 +87,14 @@ class Ref:
         here = current_trace()
         if here is self._trace:
             return
-        if self._trace is None or writing:
-            where = "outside any trace (eagerly)" if self._trace is None else "in an enclosing trace"
-            raise XlapyError(
-                f"Ref.{what}: this Ref of {self.dtype}{list(self.shape)} was created {where} and is used inside "
-                f"jit / a transformation / a loop body / a cond branch. xlapy does not thread Refs across trace "
-                f"boundaries as JAX does: read `ref[...]` outside and pass the array in, and write the result back "
-                f"after, or create the Ref inside the traced function")
+        if self._trace is not None and not writing:
+            return          # an enclosing trace's value, read: captured as any outer tracer
+        where = "outside any trace (eagerly)" if self._trace is None else "in an enclosing trace"
+        raise RefCrossesTrace(self, (
+            f"Ref.{what}: this Ref of {self.dtype}{list(self.shape)} was created {where} and is used inside a "
+            f"transformation that does not thread Refs (grad, vmap, checkpoint, ...; jit, while_loop, fori_loop, "
+            f"scan, cond and switch do): create the Ref inside the transformed function, or read `ref[...]` "
+            f"outside, pass the array in and write the result back after"))
 
     def _window(self, idx: Any):
         """(starts, sizes, local index) of numpy/dslice.window when idx holds Slices, else None."""

@@ -4,6 +4,10 @@ Each body is traced into its own computation by `trace_function`; values it clos
 traces are captured as extra parameters. A while loop carries those captured values in its tuple (as JAX
 does with its consts), a conditional passes each branch its own operand tuple. Bodies are first traced
 with flat parameters and then rewritten to take the single tuple parameter HLO wants (`_tuplify`).
+
+Refs (xlapy/ref.py) of the enclosing trace written inside a body or branch are threaded as JAX discharges them
+(frontend/ref_threading.py): while_loop and scan carry their values, cond and switch pass them to every branch
+and return them, and the Refs hold the op's results after it.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from .lax_elementwise import add, clamp, lt, ne, sub
 from .lax_operands import convert, convert_element_type
 from .lax_shapes import dynamic_index_in_dim, dynamic_update_index_in_dim, full
 from .pytree import leaf_paths, tree_flatten, tree_map, tree_structure, tree_unflatten
+from .ref_threading import bound, live_value, retrying, set_values
 from .tracer import Packed, ShapedArray, Trace, aval, bind, current_trace, trace_function, user_frame
 
 
@@ -55,8 +60,35 @@ def _unique_values(captures_lists) -> list[Any]:
     return out
 
 
+def _run_bound(refs: list, values: Sequence[Any], fn: Callable, *args) -> tuple[Any, list]:
+    """fn(*args) while the Refs hold `values` (tracers of the current trace); (its result, their last values)."""
+    with bound(refs, values, current_trace()):
+        out = fn(*args)
+        return out, [live_value(r) for r in refs]
+
+
+def _threading_refs(op: Callable) -> Any:
+    """op(refs) with no Refs first, then with each Ref of the calling trace that the functions wrote (retrying);
+    op returns (its result, the Refs' last values), which the Refs then hold."""
+    def attempt(refs: list) -> Any:
+        out, finals = op(refs)
+        set_values(refs, finals)
+        return out
+    return retrying(attempt, current_trace())
+
+
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """Repeat `val = body_fun(val)` while `cond_fun(val)`; val is a pytree of fixed shapes and dtypes."""
+    def op(refs: list) -> tuple[Any, list]:
+        if not refs:
+            return _while_loop(cond_fun, body_fun, init_val), []
+        return _while_loop(lambda state: _run_bound(refs, state[1], cond_fun, state[0])[0],
+                           lambda state: _run_bound(refs, state[1], body_fun, state[0]),
+                           (init_val, [live_value(r) for r in refs]))
+    return _threading_refs(op)
+
+
+def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     leaves, tree = tree_flatten(init_val)
     avals = [aval(v) for v in leaves]
     in_tree = tree_structure((init_val,))
@@ -102,6 +134,15 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any) -> Any:
 
 
 def _branches(index, branches: Sequence[Callable], operands: tuple) -> Any:
+    def op(refs: list) -> tuple[Any, list]:
+        if not refs:
+            return _traced_branches(index, branches, operands), []
+        threaded = [lambda *args, b=b: _run_bound(refs, args[-1], b, *args[:-1]) for b in branches]
+        return _traced_branches(index, threaded, tuple(operands) + ([live_value(r) for r in refs],))
+    return _threading_refs(op)
+
+
+def _traced_branches(index, branches: Sequence[Callable], operands: tuple) -> Any:
     leaves, tree = tree_flatten(operands)
     avals = [aval(v) for v in leaves]
     traced = [trace_function(b, avals, tree, "region") for b in branches]
@@ -177,6 +218,19 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     """carry, ys = scan(f, init, xs): `carry, y = f(carry, x)` over the leading axis of xs; ys stacked.
     Lowered like JAX: a while loop over (i, carry, ys buffers), slicing xs with dynamic-slice and writing
     ys with dynamic-update-slice."""
+    def op(refs: list) -> tuple[Any, list]:
+        if not refs:
+            return _scan(f, init, xs, length, reverse), []
+
+        def threaded(state, x):
+            (carry, y), finals = _run_bound(refs, state[1], f, state[0], x)
+            return (carry, finals), y
+        (carry, finals), ys = _scan(threaded, (init, [live_value(r) for r in refs]), xs, length, reverse)
+        return (carry, ys), finals
+    return _threading_refs(op)
+
+
+def _scan(f: Callable, init: Any, xs: Any, length: int | None, reverse: bool) -> tuple[Any, Any]:
     x_leaves, x_tree = tree_flatten(xs)
     lengths = {aval(x).shape[0] for x in x_leaves if aval(x).ndim}
     if any(aval(x).ndim == 0 for x in x_leaves):

@@ -43,7 +43,8 @@ from .lazy import clear_lazy_cache
 from .lazy import inline as lazy_inline
 from .lazy import state as lazy_state
 from .pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
-from .signature import Signature, abstractify
+from .ref_threading import bound, distinct, is_ref, live_value, retrying
+from .signature import RefAval, Signature, abstractify
 from .tracer import OPEN_TRACES, Trace, current_trace, thread_traces
 from .warm_call import MISS, make_warm_call
 
@@ -62,9 +63,10 @@ class Lowered:
     """A traced function: `.as_text()` is the HLO before optimization, `.compile()` optimizes and compiles."""
 
     def __init__(self, module: Module, in_tree: PyTreeDef, out_tree: PyTreeDef, out_weak: Sequence[bool],
-                 backend: str, jitted: "Jitted"):
+                 backend: str, jitted: "Jitted", ref_io: "RefIO | None" = None):
         self.module, self.in_tree, self.out_tree = module, in_tree, out_tree
         self.out_weak, self.backend, self._jitted = tuple(out_weak), backend, jitted
+        self.ref_io = ref_io
 
     def as_text(self) -> str:
         return self.module.to_text()
@@ -104,11 +106,36 @@ class Compiled:
         return out
 
 
+class RefIO:
+    """How a traced function threads Refs (frontend/ref_threading.py): the leaves that are Ref arguments, the Refs
+    it closes over (parameters after the leaves'), and which of those (indices into arguments' + captured) it
+    writes: their last values are the module's outputs after the function's own, written back after each call."""
+
+    def __init__(self, arg_leaves: Sequence[int], captured: Sequence[Any], written: Sequence[int],
+                 written_weak: Sequence[bool]):
+        self.arg_leaves, self.captured = tuple(arg_leaves), tuple(captured)
+        self.written, self.written_weak = tuple(written), tuple(written_weak)
+
+    def inputs(self, leaves: Sequence[Any]) -> list:
+        """The executable's arguments: each leaf's value (a Ref's current one), then the captured Refs'."""
+        return [host_value(live_value(v) if is_ref(v) else v) for v in leaves] + \
+            [host_value(live_value(r)) for r in self.captured]
+
+    def write_back(self, leaves: Sequence[Any], results: Sequence[Any]) -> None:
+        refs = [leaves[k] for k in self.arg_leaves] + list(self.captured)
+        for slot, value, weak in zip(self.written, results, self.written_weak):
+            refs[slot]._value = Array(value, weak_type=weak)
+
+
 def _run(executable: Any, leaves: Sequence[Any], lowered: Lowered) -> Any:
-    arrays = [host_value(leaf) for leaf in leaves]
+    io = lowered.ref_io
+    arrays = [host_value(leaf) for leaf in leaves] if io is None else io.inputs(leaves)
     out = executable(*arrays)
     n = lowered.out_tree.num_leaves
-    outs = list(out) if n != 1 else [out]
+    total = n + (len(io.written) if io is not None else 0)
+    outs = list(out) if total != 1 else [out]
+    if io is not None:
+        io.write_back(leaves, outs[n:])
     return tree_unflatten(lowered.out_tree, [Array(o, weak_type=w) for o, w in zip(outs, lowered.out_weak)])
 
 
@@ -253,20 +280,44 @@ class Jitted:
     def _trace_untimed(self, sig: Signature, args: tuple, kwargs: dict) -> Lowered:
         with self._lock:
             self.trace_count += 1
+        arg_refs = [k for k, a in enumerate(sig.avals) if isinstance(a, RefAval)]
+        leaves = self._split(args, kwargs)[2] if arg_refs else []
+        distinct([leaves[k] for k in arg_refs], self.module_name)
+        return retrying(lambda captured: self._trace_once(sig, args, kwargs, arg_refs, leaves, captured),
+                        current_trace())
+
+    def _trace_once(self, sig: Signature, args: tuple, kwargs: dict, arg_refs: list[int], leaves: list,
+                    captured: list) -> Lowered:
+        """One trace of f; Ref arguments and the Refs in `captured` are threaded (RefIO)."""
         names = self._leaf_names(sig.tree)
         trace = Trace("main")
         with trace:
-            params = [trace.new_param(a, _sanitize(n)) for a, n in zip(sig.avals, names)]
-            dyn_args, dyn_kwargs = tree_unflatten(sig.tree, params)
-            static = dict(sig.static)
-            full_args = [static.get(i, a) for i, a in enumerate(dyn_args)]
-            full_kwargs = dict(dyn_kwargs, **{k: v for k, v in static.items() if isinstance(k, str)})
-            out = self.fun(*full_args, **full_kwargs)
-            out_leaves, out_tree = tree_flatten(out)
-            outs = [trace.lift(v) for v in out_leaves]
-        comp = trace.finish(outs, tuple_root=len(outs) != 1)
+            params = [trace.new_param(a.aval if isinstance(a, RefAval) else a, _sanitize(n))
+                      for a, n in zip(sig.avals, names)]
+            refs = [leaves[k] for k in arg_refs] + captured
+            ref_params = [params[k] for k in arg_refs] + [trace.new_param(live_value(r).aval, f"ref_{j}")
+                                                          for j, r in enumerate(captured)]
+            values = list(params)
+            for k in arg_refs:
+                values[k] = leaves[k]
+            with bound(refs, ref_params, trace):
+                dyn_args, dyn_kwargs = tree_unflatten(sig.tree, values)
+                static = dict(sig.static)
+                full_args = [static.get(i, a) for i, a in enumerate(dyn_args)]
+                full_kwargs = dict(dyn_kwargs, **{k: v for k, v in static.items() if isinstance(k, str)})
+                out = self.fun(*full_args, **full_kwargs)
+                out_leaves, out_tree = tree_flatten(out)
+                if any(is_ref(v) for v in out_leaves):
+                    raise XlapyError(f"{self.module_name}: a jitted function cannot return a Ref; return "
+                                     f"`freeze(ref)` or `ref[...]`")
+                outs = [trace.lift(v) for v in out_leaves]
+                finals = [trace.lift(live_value(r)) for r in refs]
+        written = [j for j, (f, p) in enumerate(zip(finals, ref_params)) if f is not p]
+        extra = [finals[j] for j in written]
+        comp = trace.finish(outs + extra, tuple_root=len(outs) + len(extra) != 1)
         module = build_module(self.module_name, comp)
-        return Lowered(module, sig.tree, out_tree, [o.aval.weak_type for o in outs], sig.backend, self)
+        io = RefIO(arg_refs, captured, written, [f.aval.weak_type for f in extra]) if refs else None
+        return Lowered(module, sig.tree, out_tree, [o.aval.weak_type for o in outs], sig.backend, self, io)
 
     def lower(self, *args, **kwargs) -> Lowered:
         sig, _, _ = self._signature(args, kwargs)
@@ -287,7 +338,7 @@ class Jitted:
         sig, _, leaves = self._signature(args, kwargs)
         lowered, executable = self._cache.get_or_make(sig, lambda: self._compile(sig, args, kwargs))
         if lazy_state.enabled() and self.backend is None and not (self.donate_argnums or self.donate_argnames) \
-                and lazy_inline.wants_inline(leaves):       # pending arguments: one node of the lazy graph
+                and lowered.ref_io is None and lazy_inline.wants_inline(leaves):       # pending arguments: one node of the lazy graph
             return lazy_inline.call_lowered(lowered, leaves)
         run = self._warm_call(sig, args, kwargs, leaves, lowered, executable)
         if run is not None:
@@ -313,7 +364,7 @@ class Jitted:
                    executable: Any) -> Callable | None:
         """A new warm-call function for this call of sig (the existing ones did not match its kinds of leaves:
         Arrays, numpy arrays, scalars), kept while there is room (_MAX_FAST per function); None if none."""
-        if self._warm_count() >= _MAX_FAST:
+        if self._warm_count() >= _MAX_FAST or lowered.ref_io is not None:     # Refs: the full path (_run)
             return None
         run = make_warm_call(sig, args, kwargs, leaves, lowered, executable, self._donated_keys(len(args)),
                              check_backend=self.backend is None, label=self.module_name)

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import XlapyError
 from . import dtypes
 from .pytree import PyTreeDef
+from .ref_threading import is_ref, live_value
 from .tracer import ShapedArray
 
 
@@ -27,7 +28,18 @@ class Signature:
     profiled: bool = False  # compiled while a profiler trace ran: its kernels log their times (xlapy.profiler)
 
 
-def abstractify(value: Any, path: str = "") -> ShapedArray:
+@dataclass(frozen=True)
+class RefAval:
+    """A Ref argument's entry in a Signature: never equal to an array's of the same aval (jit threads a Ref: its
+    value is a parameter, its last value an extra output written back into it)."""
+    aval: ShapedArray
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+
+def abstractify(value: Any, path: str = "") -> ShapedArray | RefAval:
     """The aval jit specializes on: shape, canonical dtype and weak type."""
     aval = getattr(value, "aval", None)
     if aval is not None:
@@ -37,5 +49,7 @@ def abstractify(value: Any, path: str = "") -> ShapedArray:
         return ShapedArray((), t.dtype, t.weak)
     if isinstance(value, (np.ndarray, np.generic)):
         return ShapedArray(tuple(value.shape), dtypes.canonicalize(value.dtype), False)
+    if is_ref(value):
+        return RefAval(abstractify(live_value(value), path))
     raise XlapyError(f"jit: argument{path} of type {type(value).__name__} is not an array, scalar or pytree of "
                      f"them; pass it with static_argnums / static_argnames")
