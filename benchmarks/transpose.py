@@ -154,6 +154,20 @@ def _jax_fn(text: str):
     return placed
 
 
+def _callees(comp) -> list:
+    """comp and every computation it calls, callees first."""
+    out: list = []
+
+    def visit(c):
+        for i in c.instructions:
+            for callee in i.called_computations():
+                visit(callee)
+        if c not in out:
+            out.append(c)
+    visit(comp)
+    return out
+
+
 def _model_kernels(module_id: str, top: int, repeat: int, min_time: float) -> None:
     import importlib.util
     import os
@@ -178,7 +192,7 @@ def _model_kernels(module_id: str, top: int, repeat: int, min_time: float) -> No
         params = "\n".join(f"  p{k} = {shape_text(o.shape)} parameter({k})" for k, o in enumerate(inst.operands))
         names = ", ".join(f"p{k}" for k in range(len(inst.operands)))
         if inst.opcode == "fusion":
-            called = computation_to_text(inst.attrs["calls"]) + "\n"
+            called = "\n".join(computation_to_text(c) for c in _callees(inst.attrs["calls"])) + "\n"
             call = f"fusion({names}), kind={inst.attrs['kind']}, calls=%{inst.attrs['calls'].name}"
         else:
             called = "triv { a = f32[] parameter(0)\n  ROOT n = f32[] negate(a) }\n"    # keeps the pipeline off
