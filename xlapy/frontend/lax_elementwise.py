@@ -88,8 +88,8 @@ mul = _binary("mul", "multiply")
 div = _binary("div", "divide")
 rem = _binary("rem", "remainder")
 pow = _binary("pow", "power")
-max = _binary("max", "maximum")
-min = _binary("min", "minimum")
+_max_real = _binary("max", "maximum")
+_min_real = _binary("min", "minimum")
 atan2 = _binary("atan2", "atan2")
 bitwise_and = _binary("and", "and")
 bitwise_or = _binary("or", "or")
@@ -104,6 +104,26 @@ lt = _compare("lt", "LT")
 le = _compare("le", "LE")
 gt = _compare("gt", "GT")
 ge = _compare("ge", "GE")
+
+
+def _lexicographic(name: str, real_op, direction: str):
+    """lax.max / lax.min: the HLO op on real values; on complex values JAX's lowering (neither backend defines
+    maximum on complex): x where compare(x, y) holds on the real parts, or on the imaginary parts where the real
+    parts are equal, else y (so a NaN real part in x, or in y, picks y)."""
+    def op(x, y):
+        (x, y), _ = coerce_same(name, x, y)
+        if aval(x).dtype.kind != "c":
+            return real_op(x, y)
+        compare = gt if direction == "GT" else lt
+        rx, ry = real(x), real(y)
+        return select(select(eq(rx, ry), compare(imag(x), imag(y)), compare(rx, ry)), x, y)
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name} (lax.{name}); on complex values lexicographic (real, then imaginary), as JAX."
+    return op
+
+
+max = _lexicographic("max", _max_real, "GT")
+min = _lexicographic("min", _min_real, "LT")
 
 
 def integer_pow(x, y: int):

@@ -6,6 +6,8 @@ gather <-> scatter-add, dynamic-slice <-> dynamic-update-slice, transpose <-> in
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...hlo import Instruction, Shape
 from ...hlo.attrs import PadDim, SliceRange
 from .rules_common import AutodiffError, Emitter, is_float, reducer_kind, to_element_type
@@ -128,7 +130,7 @@ def _scatter_kind(inst: Instruction) -> str:
     return kind
 
 
-def _gather_of_scatter(b, inst: Instruction, ct: Instruction) -> Instruction:
+def _gather_of_scatter(b, inst: Instruction, ct: Instruction, bounds: bool = True) -> Instruction:
     """ct at the positions the scatter wrote: the gather with the scatter's dimension numbers."""
     x, idx, upd = inst.operands
     a = inst.attrs
@@ -146,16 +148,101 @@ def _gather_of_scatter(b, inst: Instruction, ct: Instruction) -> Instruction:
              "operand_batching_dims": a.get("input_batching_dims", ()),
              "start_indices_batching_dims": a.get("scatter_indices_batching_dims", ()),
              "index_vector_dim": a["index_vector_dim"], "slice_sizes": tuple(sizes)}
-    return b.emit("gather", [ct, idx], {k: v for k, v in attrs.items() if v != ()})
+    gathered = b.emit("gather", [ct, idx], {k: v for k, v in attrs.items() if v != ()})
+    if not bounds:
+        return gathered
+    return _drop_out_of_bounds(b, gathered, idx, a["index_vector_dim"], _scatter_upper(inst), window)
+
+
+def _scatter_upper(inst: Instruction) -> list[int]:
+    """Per component of a scatter's index vector, the largest start whose window fits in the operand."""
+    x, _, upd = inst.operands
+    a = inst.attrs
+    inserted = set(a.get("inserted_window_dims", ())) | set(a.get("input_batching_dims", ()))
+    window, sizes, pos = list(a.get("update_window_dims", ())), [], 0
+    for i in range(x.shape.rank):
+        if i in inserted:
+            sizes.append(1)
+        else:
+            sizes.append(upd.shape.dims[window[pos]])
+            pos += 1
+    return [x.shape.dims[d] - sizes[d] for d in a.get("scatter_dims_to_operand_dims", ())]
+
+
+def _static_starts_ok(idx: Instruction, index_vector_dim: int, upper: list[int], unique: bool = False) -> bool:
+    """Whether idx is a constant whose start vectors are all in bounds (and distinct, when `unique`)."""
+    if idx.opcode != "constant" or idx.literal is None:
+        return False
+    dims = tuple(idx.shape.dims) + ((1,) if index_vector_dim == idx.shape.rank else ())
+    starts = np.moveaxis(np.asarray(idx.literal).reshape(dims), index_vector_dim, -1).reshape(-1, len(upper))
+    if not ((starts >= 0) & (starts <= np.asarray(upper, dtype=np.int64))).all():
+        return False
+    return not unique or len({tuple(s) for s in starts.tolist()}) == len(starts)
+
+
+def _drop_out_of_bounds(b, gathered: Instruction, idx: Instruction, index_vector_dim: int, upper: list[int],
+                        offset_dims: list[int]) -> Instruction:
+    """Zero the rows of `gathered` whose start index is out of bounds (0 <= start <= upper, per component): the
+    scatter dropped those updates, so they get no cotangent (JAX's gather in mode fill-or-drop). A gather clamps
+    its starts instead, so without this a dropped update would read the cotangent of the nearest window."""
+    if not upper or _static_starts_ok(idx, index_vector_dim, upper):     # known starts, all in bounds
+        return gathered
+    et = idx.shape.element_type
+    if index_vector_dim == idx.shape.rank:
+        bound = b.full(idx.shape, upper[0])
+    else:
+        bound = b.broadcast(b.constant(np.asarray(upper), et), (index_vector_dim,), idx.shape)
+    ok = b.emit("and", [b.compare(idx, b.full(idx.shape, 0), "GE"), b.compare(idx, bound, "LE")])
+    if index_vector_dim < idx.shape.rank:
+        ok = b.emit("reduce", [ok, b.scalar(True, "pred")],
+                    {"dimensions": (index_vector_dim,), "to_apply": b.reducer("and", "pred")})
+    batch = [d for d in range(gathered.shape.rank) if d not in set(offset_dims)]
+    keep = b.broadcast(ok, batch, gathered.shape)
+    return b.select(keep, gathered, b.zeros(gathered.shape))
 
 
 def _scatter_vjp(b, inst, ct):
     x, idx, upd = inst.operands
     if _scatter_kind(inst) == "add":
         return [ct, None, _gather_of_scatter(b, inst, ct)]
-    # overwrite (indices assumed unique, as JAX assumes for its transpose)
+    # overwrite: x's cotangent where nothing was written; an update's where it was the one written
     ct_x = b.add_instruction(inst.clone_with([ct, idx, b.zeros(upd.shape)], name="scatter.vjp"))
-    return [ct_x, None, _gather_of_scatter(b, inst, ct)]
+    return [ct_x, None, _written_updates(b, inst, _gather_of_scatter(b, inst, ct, bounds=False))]
+
+
+def _written_updates(b, inst: Instruction, gathered: Instruction) -> Instruction:
+    """`gathered` (per update element) where that update is the one the overwriting scatter kept, else 0: JAX's
+    scatter JVP trick. Each update gets an id (1, 2, ...), the ids are scattered as the updates were and gathered
+    back; an update dropped out of bounds, or overwritten by a duplicate index, does not find its own id."""
+    x, idx, upd = inst.operands
+    if _static_starts_ok(idx, inst.attrs["index_vector_dim"], _scatter_upper(inst), unique=True):
+        return gathered
+    window = set(inst.attrs.get("update_window_dims", ()))
+    batch = [d for d in range(upd.shape.rank) if d not in window]
+    count = int(np.prod([upd.shape.dims[d] for d in batch], dtype=np.int64))
+    id_type = "u32" if count + 1 < 2 ** 32 else "u64"
+    batch_shape = Shape.array(id_type, [upd.shape.dims[d] for d in batch])
+    ids = b.emit("iota", [], {"iota_dimension": 0}, shape=Shape.array(id_type, (count,)))
+    ids = b.reshape(b.add(ids, b.full(ids.shape, 1)), batch_shape.dims)
+    ids = b.broadcast(ids, batch, Shape.array(id_type, upd.shape.dims))
+    scattered = b.add_instruction(inst.clone_with([b.zeros(Shape.array(id_type, x.shape.dims)), idx, ids],
+                                                  shape=Shape.array(id_type, x.shape.dims), name="scatter.ids"))
+    scattered.attrs["to_apply"] = _overwrite(b, id_type)       # the clone's own attrs dict
+    back = _gather_of_scatter(b, inst, scattered, bounds=False)
+    return b.select(b.compare(back, ids, "EQ"), gathered, b.zeros(gathered.shape))
+
+
+def _overwrite(b, element_type: str):
+    """(old, new) -> new on scalars of element_type: an overwriting scatter's combiner."""
+    from ...passes.build import new_computation, parameter, shared_computation
+
+    def build():
+        comp = new_computation(b.module, f"scalar_overwrite_{element_type}", first=True)
+        s = Shape.scalar(element_type)
+        parameter(comp, 0, s, "old")
+        comp.root = parameter(comp, 1, s, "new")
+        return comp
+    return shared_computation(b.module, ("scatter_overwrite", element_type), build)
 
 
 def _scatter_jvp(b, inst, ts):
