@@ -8,14 +8,14 @@ for `Slice`s), so inside a trace (jit, grad, vmap, a loop body) a Ref created th
 reads and writes are ordered by the program text, exactly JAX's semantics, and `freeze(ref)` gives the final
 array.
 
-What xlapy's tracing model does not allow, and raises a clear error for (never a silent stale value):
-- a Ref created outside a trace (eagerly, or in an enclosing jit) read or written inside it (a jit, a grad,
-  a loop body, a cond branch; reading an enclosing trace's Ref is fine, see below): JAX
-  threads such a Ref through the jitted computation as an extra input and output; xlapy's jit does not, so
-  read `ref[...]` outside and pass the array in, and write the result back after the call;
-- a Ref as a jit argument (jit names it as a non-array argument);
-- returning a Ref from jit (also an error in JAX).
-An enclosing trace's Ref may be read inside a nested one (a captured value, as any outer tracer).
+Across trace boundaries a Ref is threaded as JAX discharges it (frontend/ref_threading.py): a Ref argument of a
+jitted function is a parameter of the traced module, a Ref it closes over too, and the ones written come back as
+extra outputs, written into the Refs after each call (a Ref signature is its own kind of signature:
+signature.RefAval); while_loop / fori_loop / scan carry the Refs of the enclosing trace that their bodies write,
+cond / switch pass them to every branch and return them. grad, vmap and the other transformations do not thread
+Refs: writing a Ref of an enclosing trace there, or reading an eager one, raises (JAX reads it; xlapy asks to
+create it inside or pass the value in). A Ref of an enclosing trace may be read anywhere (a captured value).
+Passing one Ref as two arguments, or returning a Ref from jit, raises as in JAX.
 `empty_ref` starts zero-filled (JAX leaves it uninitialized). A Ref used after `freeze` / `free_ref` raises.
 """
 from __future__ import annotations
