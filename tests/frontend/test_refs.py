@@ -105,8 +105,9 @@ def test_a_ref_argument_to_jit_is_written_back():
     g = xlapy.jit(lambda a: a[...] + 1.0)
     np.testing.assert_array_equal(g(xnp.zeros(3)), [1, 1, 1])
     np.testing.assert_array_equal(g(r), [4, 5, 6])
-    assert g.trace_count == 2 and len(g._order) == 1       # the Ref signature takes the full path (_run)
+    assert g.trace_count == 2 and len(g._order) == 2       # each signature has its warm call
     np.testing.assert_array_equal(g(xnp.ones(3)), [2, 2, 2])
+    assert "._value = r1" in f._order[0].source                  # the warm call writes the Ref back
     # the Ref's value is a parameter, its last value an output after f's own
     assert "ENTRY %main (x_ref: f32[3], y: f32[]) -> (f32[], f32[3])" in f.lower(r, 1.0).as_text()
 
@@ -196,7 +197,7 @@ def test_refs_written_in_loops_and_branches_are_carried():
 
 def test_refs_that_cannot_cross_raise():
     r = new_ref(xnp.zeros(3))
-    with pytest.raises(xlapy.XlapyError, match="the same Ref is passed as two arguments"):
+    with pytest.raises(xlapy.XlapyError, match="the same Ref is two of the inputs"):
         xlapy.jit(lambda a, b: a[...] + b[...])(r, r)
     with pytest.raises(xlapy.XlapyError, match="cannot return a Ref"):
         xlapy.jit(lambda a: a)(r)
@@ -213,6 +214,11 @@ def test_refs_that_cannot_cross_raise():
         return xlapy.grad(loss)(x)
     with pytest.raises(xlapy.XlapyError, match="enclosing trace"):
         written_under_grad(1.0)
+    c = new_ref(xnp.zeros(3))
+    both = xlapy.jit(lambda a: a.addupdate(c[...]))
+    both(r)
+    with pytest.raises(xlapy.XlapyError, match="passed and also closed over"):
+        both(c)             # the cached trace has two cells; warm and full paths both refuse
     frozen = new_ref(xnp.zeros(2))
     freeze(frozen)
     with pytest.raises(xlapy.XlapyError, match="frozen"):

@@ -118,6 +118,7 @@ class RefIO:
 
     def inputs(self, leaves: Sequence[Any]) -> list:
         """The executable's arguments: each leaf's value (a Ref's current one), then the captured Refs'."""
+        distinct([leaves[k] for k in self.arg_leaves] + list(self.captured), "jit")
         return [host_value(live_value(v) if is_ref(v) else v) for v in leaves] + \
             [host_value(live_value(r)) for r in self.captured]
 
@@ -364,7 +365,7 @@ class Jitted:
                    executable: Any) -> Callable | None:
         """A new warm-call function for this call of sig (the existing ones did not match its kinds of leaves:
         Arrays, numpy arrays, scalars), kept while there is room (_MAX_FAST per function); None if none."""
-        if self._warm_count() >= _MAX_FAST or lowered.ref_io is not None:     # Refs: the full path (_run)
+        if self._warm_count() >= _MAX_FAST:
             return None
         run = make_warm_call(sig, args, kwargs, leaves, lowered, executable, self._donated_keys(len(args)),
                              check_backend=self.backend is None, label=self.module_name)

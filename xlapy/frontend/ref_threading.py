@@ -73,5 +73,6 @@ def distinct(refs: Sequence[Any], what: str) -> None:
     seen: set[int] = set()
     for r in refs:
         if id(r) in seen:
-            raise XlapyError(f"{what}: the same Ref is passed as two arguments; pass each Ref once")
+            raise XlapyError(f"{what}: the same Ref is two of the inputs (passed as two arguments, or passed and "
+                             f"also closed over by the function as traced); pass each Ref once")
         seen.add(id(r))

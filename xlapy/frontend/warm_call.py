@@ -25,6 +25,7 @@ from . import dtypes
 from .array import Array, interned_aval
 from .backend import registry_default
 from .pytree import PyTreeDef, registered_node
+from .ref_threading import is_ref
 from .signature import Signature, abstractify
 from .tracer import Tracer, concrete_value
 
@@ -74,6 +75,7 @@ class _Writer:
         self.values: list[str] = []             # per leaf, the expression of its numpy value
         self.donated_arrays: list[str] = []     # the variables holding donated Arrays
         self.callee: Any = None                 # what CALL names: the native entry, else the executable
+        self.ref_args: list[str] = []           # the variables holding Ref arguments (jit.RefIO), leaf order
         self._names = iter(f"v{i}" for i in range(1 << 30))
         self._leaves = iter(zip(leaves, sig.avals))
 
@@ -192,27 +194,56 @@ class _Writer:
             self.values.append(f"asarray({v}, {self.const(aval.dtype)})")
         elif isinstance(value, Tracer):
             raise _Unsupported
+        elif is_ref(value):             # its current value, an Array (jit.RefIO writes the new one back)
+            self.emit(f"if type({v}) is not {self.const(t)} or {v}._state != 'live': return MISS")
+            self.values.append(self.ref_value(v, aval.aval))
+            self.ref_args.append(v)
         else:
             self.emit(f"if type({v}) is not {self.const(t)} or abstractify({v}) != {self.const(aval)}: return MISS")
             self.values.append(f"concrete_value({v})")
 
+    def ref_value(self, ref: str, aval: Any) -> str:
+        """Check that the Ref in expression `ref` holds an Array of `aval`; the expression of its numpy value."""
+        w, a = self.name(), self.const(interned_aval(aval.shape, aval.dtype, aval.weak_type))
+        self.emit(f"{w} = {ref}._value")
+        self.emit(f"if type({w}) is not Array: return MISS")
+        self.emit(f"t = {w}.aval")
+        self.emit(f"if t is not {a} and (t.shape != {a}.shape or t.dtype != {a}.dtype or "
+                  f"t.weak_type != {a}.weak_type): return MISS")
+        return f"{w}._value"
+
     # -- 3. the call and its results --------------------------------------------------------------------------
     def call(self, executable: Any, lowered: "Lowered") -> None:
-        """Call the executable on the leaves' values, delete donated Arrays, return the output pytree."""
+        """Call the executable on the leaves' values (and the Refs' jit closes over), delete donated Arrays, write
+        the Refs' new values back, return the output pytree."""
         fast = getattr(executable, "fast_call", None)
         self.callee = fast or executable
-        n = lowered.out_tree.num_leaves
+        io, n = lowered.ref_io, lowered.out_tree.num_leaves
+        refs = list(self.ref_args)
+        for ref in (io.captured if io is not None else ()):
+            c = self.const(ref)
+            self.emit(f"if {c}._state != 'live': return MISS")
+            self.values.append(self.ref_value(c, ref._value.aval))
+            refs.append(c)
+        for i, a in enumerate(refs):        # one Ref in two places: the full path raises
+            for other in refs[i + 1:]:
+                self.emit(f"if {a} is {other}: return MISS")
+        written = [refs[slot] for slot in io.written] if io is not None else []
+        total = n + len(written)
         self.emit(f"o = CALL({', '.join(self.values)})")
         for v in self.donated_arrays:
             self.emit(f"{v}.delete()")
-        for k, (shape, weak) in enumerate(zip(_result_shapes(lowered.module, n), lowered.out_weak)):
-            o = "o" if n == 1 else f"o[{k}]"
+        weaks = list(lowered.out_weak) + (list(io.written_weak) if io is not None else [])
+        for k, (shape, weak) in enumerate(zip(_result_shapes(lowered.module, total), weaks)):
+            o = "o" if total == 1 else f"o[{k}]"
             if fast is not None:       # results are fresh row-major ndarrays of exactly these avals
                 self.emit(f"r{k} = new(Array)")
                 self.emit(f"r{k}._value = {o}")
                 self.emit(f"r{k}.aval = {self.const(interned_aval(tuple(shape.dims), shape.dtype, bool(weak)))}")
             else:
                 self.emit(f"r{k} = Array({o}, weak_type={bool(weak)})")
+        for j, ref in enumerate(written):
+            self.emit(f"{ref}._value = r{n + j}")
         self.emit(f"return {self.output(lowered.out_tree, iter(range(n)))}")
 
     def output(self, tree: PyTreeDef, results) -> str:
