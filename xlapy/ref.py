@@ -13,8 +13,9 @@ jitted function is a parameter of the traced module, a Ref it closes over too, a
 extra outputs, written into the Refs after each call (a Ref signature is its own kind of signature:
 signature.RefAval); while_loop / fori_loop / scan carry the Refs of the enclosing trace that their bodies write,
 cond / switch pass them to every branch and return them. grad, vmap and the other transformations do not thread
-Refs: writing a Ref of an enclosing trace there, or reading an eager one, raises (JAX reads it; xlapy asks to
-create it inside or pass the value in). A Ref of an enclosing trace may be read anywhere (a captured value).
+Refs: writing a Ref of an enclosing trace there raises (as JAX does for a differentiated value). A Ref may be
+read anywhere: an enclosing trace's value is captured, an eager Ref's present value read as a constant outside
+jit (grad and vmap trace again at each call), a parameter inside jit.
 Passing one Ref as two arguments, or returning a Ref from jit, raises as in JAX.
 `empty_ref` starts zero-filled (JAX leaves it uninitialized). A Ref used after `freeze` / `free_ref` raises.
 """
@@ -27,7 +28,7 @@ import numpy as np
 from . import lax
 from . import numpy as xnp
 from .errors import XlapyError
-from .frontend.ref_threading import RefCrossesTrace
+from .frontend.ref_threading import RefCrossesTrace, may_read_eagerly
 from .frontend.tracer import Tracer, current_trace
 from .numpy.dslice import Slice, ds, has_slice, window
 
@@ -87,8 +88,8 @@ class Ref:
         here = current_trace()
         if here is self._trace:
             return
-        if self._trace is not None and not writing:
-            return          # an enclosing trace's value, read: captured as any outer tracer
+        if not writing and (self._trace is not None or may_read_eagerly()):
+            return          # an enclosing trace's value, read: captured as any outer tracer (an eager one: a constant)
         where = "outside any trace (eagerly)" if self._trace is None else "in an enclosing trace"
         raise RefCrossesTrace(self, (
             f"Ref.{what}: this Ref of {self.dtype}{list(self.shape)} was created {where} and is used inside a "

@@ -201,8 +201,17 @@ def test_refs_that_cannot_cross_raise():
         xlapy.jit(lambda a, b: a[...] + b[...])(r, r)
     with pytest.raises(xlapy.XlapyError, match="cannot return a Ref"):
         xlapy.jit(lambda a: a)(r)
+    d = new_ref(np.float32(5.0))      # grad and vmap read an eager Ref's present value, as JAX (5.0, then 7.0)
+    assert float(xlapy.grad(lambda x: x * d[...])(2.0)) == 5.0
+    d[...] = np.float32(7.0)
+    assert float(xlapy.grad(lambda x: x * d[...])(2.0)) == 7.0
+    np.testing.assert_array_equal(xlapy.vmap(lambda x: x + d[...])(xnp.zeros(2)), [7, 7])
+
+    def written(x):
+        d[...] = x
+        return x * 2
     with pytest.raises(xlapy.XlapyError, match="created outside any trace.*does not thread Refs"):
-        xlapy.grad(lambda x: x * r[0])(2.0)         # JAX reads it (5.0 here); xlapy's grad does not thread Refs
+        xlapy.grad(written)(2.0)                    # JAX refuses too (a differentiated value)
 
     @xlapy.jit
     def written_under_grad(x):

@@ -16,6 +16,7 @@ import contextlib
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import XlapyError
+from .tracer import thread_traces
 
 
 class RefCrossesTrace(XlapyError):
@@ -24,6 +25,14 @@ class RefCrossesTrace(XlapyError):
     def __init__(self, ref: Any, message: str):
         super().__init__(message)
         self.ref = ref
+
+
+def may_read_eagerly() -> bool:
+    """Whether an eager Ref may be read inside the current traces as its present value (a constant): not inside a
+    `main` trace (jit's, or pmap's and shard_map's device program: modules they keep, which must not bake a
+    value; jit makes it a parameter instead). grad, vmap and loops at the top level trace again at every call,
+    and JAX reads the Ref there too."""
+    return all(t.name != "main" for t in thread_traces())
 
 
 def is_ref(value: Any) -> bool:
