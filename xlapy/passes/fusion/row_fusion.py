@@ -179,10 +179,12 @@ def _seeds(comp: Computation) -> list[Instruction]:
     return out
 
 
-def _outline(comp: Computation, group: _Group) -> Instruction:
-    """Replace the group's members by one kCustom fusion holding them (in post order) in its computation."""
+def _outline(comp: Computation, group: _Group, order: dict[int, int] | None = None) -> Instruction:
+    """Replace the group's members by one kCustom fusion holding them (in post order) in its computation.
+    `order`: id -> position in comp.post_order(), when the caller has it."""
     module = comp.parent
-    order = {id(i): n for n, i in enumerate(comp.post_order())}
+    if order is None:
+        order = {id(i): n for n, i in enumerate(comp.post_order())}
     members = sorted(group.members, key=lambda m: order[id(m)])
     outside = [m for m in members if m.is_root or any(id(u) not in group.ids for u in m.users)]
     inner = Computation(module.unique_name(NAME))
@@ -251,13 +253,19 @@ class RowFusion(Pass):
         changed = False
         for comp in fusible_computations(module):
             taken: set[int] = set()
+            # positions in post order, walked again only after an outline changed the computation (once per
+            # seed made the pass quadratic: seeds grow with the module)
+            position = None
             for seed in _seeds(comp):
                 if id(seed) in taken or seed.parent is not comp:
                     continue
+                if position is None:
+                    position = {id(i): n for n, i in enumerate(comp.post_order())}
                 group = _Group(seed, _outer_rank(seed))
-                group.grow({id(i): n for n, i in enumerate(comp.post_order())})
+                group.grow(position)
                 if group.profitable():
                     taken |= group.ids
-                    _outline(comp, group)
+                    _outline(comp, group, position)
+                    position = None
                     changed = True
         return changed
