@@ -228,6 +228,17 @@ def test_refs_that_cannot_cross_raise():
     both(r)
     with pytest.raises(xlapy.XlapyError, match="passed and also closed over"):
         both(c)             # the cached trace has two cells; warm and full paths both refuse
+    @xlapy.jit
+    def writes_in_cond(x):
+        a = new_ref(x)
+
+        def cond_fun(i):
+            a[...] = a[...] + 1
+            return i < 3
+        return xlapy.lax.while_loop(cond_fun, lambda i: i + 1, 0)
+    with pytest.raises(xlapy.XlapyError, match="cond_fun writes a Ref"):
+        writes_in_cond(1.0)
+    assert "argument a: a Ref -> an array" in xlapy.explain_recompile(both, xnp.zeros(3))
     frozen = new_ref(xnp.zeros(2))
     freeze(frozen)
     with pytest.raises(xlapy.XlapyError, match="frozen"):

@@ -82,10 +82,18 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     def op(refs: list) -> tuple[Any, list]:
         if not refs:
             return _while_loop(cond_fun, body_fun, init_val), []
-        return _while_loop(lambda state: _run_bound(refs, state[1], cond_fun, state[0])[0],
+        return _while_loop(lambda state: _read_only(refs, state[1], cond_fun, state[0]),
                            lambda state: _run_bound(refs, state[1], body_fun, state[0]),
                            (init_val, [live_value(r) for r in refs]))
     return _threading_refs(op)
+
+
+def _read_only(refs: list, values: Sequence[Any], fn: Callable, *args) -> Any:
+    """A while loop's condition: it may read the Refs, not write them (JAX's cond_fun has no effects either)."""
+    out, finals = _run_bound(refs, values, fn, *args)
+    if any(f is not v for f, v in zip(finals, values)):
+        raise XlapyError(f"while_loop: cond_fun writes a Ref; write it in body_fun (at {user_frame()})")
+    return out
 
 
 def _while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
@@ -223,8 +231,11 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
             return _scan(f, init, xs, length, reverse), []
 
         def threaded(state, x):
-            (carry, y), finals = _run_bound(refs, state[1], f, state[0], x)
-            return (carry, finals), y
+            out, finals = _run_bound(refs, state[1], f, state[0], x)
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise XlapyError(f"scan: f must return a pair (carry, y), got {type(out).__name__} "
+                                 f"(at {user_frame()})")
+            return (out[0], finals), out[1]
         (carry, finals), ys = _scan(threaded, (init, [live_value(r) for r in refs]), xs, length, reverse)
         return (carry, ys), finals
     return _threading_refs(op)

@@ -470,6 +470,9 @@ def _differences(jitted: Jitted, old: Signature, new: Signature) -> list[str]:
         out.append(f"argument structure changed: {old.tree} -> {new.tree}")
         return out
     for name, a, b in zip(jitted._leaf_names(new.tree), old.avals, new.avals):
+        if isinstance(a, RefAval) != isinstance(b, RefAval):
+            kinds = ["a Ref" if isinstance(v, RefAval) else "an array" for v in (a, b)]
+            out.append(f"argument {name}: {kinds[0]} -> {kinds[1]}")
         if a.shape != b.shape:
             out.append(f"argument {name}: shape {a.shape} -> {b.shape}")
         if a.dtype != b.dtype:
