@@ -5,10 +5,12 @@ suite, timed against numpy's `np.ascontiguousarray(x.transpose(...))` and, where
     .venv/bin/python benchmarks/transpose.py --threads 2           # xlapy on 2 threads: wall time
     PYTHONPATH=/work/main .venv-models/bin/python benchmarks/transpose.py --only 'gpt2|256'   # with JAX
     .venv/bin/python benchmarks/transpose.py --model gpt2/train --top 12     # a model's transposing kernels
+    .venv/bin/python benchmarks/transpose.py --model gpt2/train --step --threads 2 --repeat 20   # its whole step
 
 `--model` compiles a module of the real-model suite, takes its N kernels that transpose (a transpose, a fusion
 holding one) moving the most elements (operands and results), and times each as a module of its own compiled tiled and untiled (tiled_transpose.ENABLED)
-in this process: the kernel-level before/after of benchmarks/transpose_results.md.
+in this process: the kernel-level before/after of benchmarks/transpose_results.md. `--step` compiles the whole
+module tiled and untiled instead and runs the two alternately (CPU time of the calling thread and wall time).
 
 Each case is HLO text (so every side runs the same program; XLA gets a fusion as a call and fuses it itself); the
 numpy and JAX columns compute the same values. Medians of `--repeat` interleaved rounds (benchmarks/run.py); with
@@ -168,18 +170,49 @@ def _callees(comp) -> list:
     return out
 
 
-def _model_kernels(module_id: str, top: int, repeat: int, min_time: float) -> None:
+def _model_inputs():
     import importlib.util
-    import os
     from pathlib import Path
+    spec = importlib.util.spec_from_file_location("model_inputs", Path(__file__).parent / "models" / "inputs.py")
+    inputs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(inputs)
+    return inputs
+
+
+def _model_step(module_id: str, threads: int, repeat: int) -> None:
+    """The whole module compiled tiled and untiled, run alternately (the order flips every round)."""
+    import os
+    import xlapy
+    from xlapy.backends.cpu import tiled_transpose
+    os.environ["XLAPY_CACHE_DIR"] = "off"
+    inputs = _model_inputs()
+    entry = inputs.load_entry(module_id)
+    text, args = entry["hlo_path"].read_text(), inputs.make_inputs(entry)
+    exes = {}
+    for on in (True, False):
+        tiled_transpose.ENABLED = on
+        exes["tiled" if on else "untiled"] = xlapy.compile(xlapy.hlo.parse(text), backend="cpu", num_threads=threads)
+    tiled_transpose.ENABLED = True
+    cpu, wall = {k: [] for k in exes}, {k: [] for k in exes}
+    for r in range(repeat):
+        for k in (list(exes) if r % 2 == 0 else list(exes)[::-1]):
+            w0, t0 = time.perf_counter(), time.thread_time()
+            exes[k](*args)
+            cpu[k].append(time.thread_time() - t0)
+            wall[k].append(time.perf_counter() - w0)
+    for what, samples in (("CPU time (calling thread)", cpu), ("wall time", wall)):
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        print(f"{module_id}, {threads} thread(s), {what}: untiled {med['untiled'] * 1e3:.1f} ms, tiled "
+              f"{med['tiled'] * 1e3:.1f} ms, tiled / untiled {med['tiled'] / med['untiled']:.3f}")
+
+
+def _model_kernels(module_id: str, top: int, repeat: int, min_time: float) -> None:
+    import os
     from xlapy.backends.cpu import tiled_transpose
     from xlapy.hlo.printer import computation_to_text, shape_text
     import xlapy
     os.environ["XLAPY_CACHE_DIR"] = "off"
-    spec = importlib.util.spec_from_file_location("model_inputs", Path(__file__).parent / "models" / "inputs.py")
-    inputs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(inputs)
-    text = inputs.load_entry(module_id)["hlo_path"].read_text()
+    text = _model_inputs().load_entry(module_id)["hlo_path"].read_text()
     optimized = xlapy.compile(xlapy.hlo.parse(text), backend="cpu", num_threads=1).module
     kernels = [i for i in optimized.entry.instructions if i.opcode == "transpose" or i.opcode == "fusion" and any(
         x.opcode == "transpose" for x in i.attrs["calls"].instructions)]
@@ -224,7 +257,11 @@ def main(argv=None) -> int:
     p.add_argument("--no-jax", action="store_true")
     p.add_argument("--model", help="a real-model module id (gpt2/train): time its transposing kernels instead")
     p.add_argument("--top", type=int, default=12, help="with --model: how many kernels (largest first)")
+    p.add_argument("--step", action="store_true", help="with --model: time the whole step instead")
     a = p.parse_args(argv)
+    if a.model and a.step:
+        _model_step(a.model, a.threads, a.repeat)
+        return 0
     if a.model:
         _model_kernels(a.model, a.top, a.repeat, a.min_time)
         return 0
