@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections import Counter
 
 from ..hlo import Instruction, Module
+from .control_util import has_control_edges
 from .dce import HloDCE
 from .op_expander import replace
 from .pipeline import Pass
 
 
-def inline_call(call: Instruction) -> dict[int, Instruction]:
-    """Clone the callee into the caller and replace `call`; returns callee instruction id -> its clone."""
+def inline_call(call: Instruction, control_edges: bool = True) -> dict[int, Instruction]:
+    """Clone the callee into the caller and replace `call`; returns callee instruction id -> its clone.
+    control_edges=False: the caller knows that neither computation has control edges."""
     (callee,) = call.called_computations()
     caller = call.parent
     mapping: dict[int, Instruction] = {}
@@ -30,7 +32,7 @@ def inline_call(call: Instruction) -> dict[int, Instruction]:
         clone = inst.clone_with([mapping[id(o)] for o in inst.operands])
         clone.control_predecessors = [mapping[id(p)] for p in inst.control_predecessors]
         mapping[id(inst)] = caller.add_instruction(clone)
-    replace(caller, call, mapping[id(callee.root)], "call-inliner")
+    replace(caller, call, mapping[id(callee.root)], "call-inliner", control_edges)
     return mapping
 
 
@@ -49,12 +51,18 @@ class CallInliner(Pass):
                              for c in inst.called_computations())
         changed = False
         for comp in module.computation_post_order():
+            # whether comp has control edges, asked once (not per inlined call: quadratic in the calls); an
+            # inlined callee brings its own along
+            edges = None
             for inst in comp.post_order():
                 if inst.parent is not comp or not _inlinable(inst):
                     continue
                 if self.single_call_site and call_sites[id(inst.called_computations()[0])] != 1:
                     continue
-                inline_call(inst)
+                if edges is None:
+                    edges = has_control_edges(comp)
+                edges = edges or has_control_edges(inst.called_computations()[0])
+                inline_call(inst, edges)
                 changed = True
         if changed:
             HloDCE().run(module)
