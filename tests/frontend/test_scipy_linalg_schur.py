@@ -120,7 +120,7 @@ def test_lax_schur_backends_agree():
 
 @ONCE
 def test_interpreter_schur_without_scipy(monkeypatch):
-    monkeypatch.setattr(lapack_schur, "_scipy_schur", None)
+    monkeypatch.setattr(lapack_schur, "_scipy_schur", lambda: None)
     rs = np.random.RandomState(5)
     for a in (rs.randn(5, 5), rs.randn(4, 4) + 1j * rs.randn(4, 4)):
         got = xlapy.jit(lambda x: lax.linalg.schur(x), backend="interpreter")(a.astype(np.complex64 if

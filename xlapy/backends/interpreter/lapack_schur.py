@@ -26,10 +26,20 @@ from ...errors import ExecutionError
 from ...hlo import Instruction
 from .decompositions import _reflector
 
-try:                                        # optional: LAPACK's own gees, exact for defective matrices too
-    from scipy.linalg import schur as _scipy_schur
-except ImportError:                         # pragma: no cover - scipy is optional
-    _scipy_schur = None
+_SCIPY: list = []
+
+
+def _scipy_schur():
+    """scipy.linalg.schur (LAPACK's own gees, exact for defective matrices too) when scipy is installed, else
+    None. Imported on first use: importing scipy.linalg costs ~1 s, which every first compile paid when constant
+    folding built the interpreter's handler table."""
+    if not _SCIPY:
+        try:
+            from scipy.linalg import schur
+        except ImportError:                 # pragma: no cover - scipy is optional
+            schur = None
+        _SCIPY.append(schur)
+    return _SCIPY[0]
 
 
 def _config_ints(inst: Instruction) -> dict[str, int]:
@@ -82,8 +92,9 @@ def _schur_eig(a: np.ndarray, real: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _schur_one(a: np.ndarray, real: bool) -> tuple[np.ndarray, np.ndarray]:
-    if _scipy_schur is not None:
-        return _scipy_schur(a, output="real" if real else "complex", check_finite=False)
+    schur = _scipy_schur()
+    if schur is not None:
+        return schur(a, output="real" if real else "complex", check_finite=False)
     return _schur_eig(a, real)
 
 
@@ -111,7 +122,7 @@ def gees(inst: Instruction, args: list, ev) -> tuple:
     ws = np.zeros((len(flat), n), np.result_type(a.dtype, np.complex64))
     info = np.zeros(len(flat), np.int32)
     for i, m in enumerate(flat):
-        if _scipy_schur is None and not np.isfinite(m).all():
+        if _scipy_schur() is None and not np.isfinite(m).all():
             info[i] = 1
             continue
         try:
