@@ -75,7 +75,6 @@ class Recording:
         self.allocs: list[tuple[int, int]] = []      # (offset, bytes)
         self.names: dict[int, str] = {}              # offset -> what name_pointer called it
         self.guards: list[tuple[int, bool]] = []
-        self.valid = True
 
 
 class KernelReplay:
@@ -83,14 +82,13 @@ class KernelReplay:
         self.em = em
         self.recipes: dict[str, list[Recipe]] = {}
         self._structure: dict[int, str] = {}        # id(computation) -> digest, for this module's computations
-        self.replayed = 0
         self.recording: Recording | None = None
 
     # -- keys ------------------------------------------------------------------------------------------
     def key(self, inst: Instruction, operands: list[ValueTree]) -> str | None:
         if MODE == "0" or self.em.timer is not None:
             return None
-        parts = [self._instruction(inst, {}, [])]
+        parts = [self._instruction(inst, {})]
         if parts[0] is None:
             return None
         seen: dict[int, int] = {}
@@ -120,7 +118,7 @@ class KernelReplay:
         number: dict[int, int] = {}
         lines = []
         for inst in comp.post_order():
-            line = self._instruction(inst, number, lines)
+            line = self._instruction(inst, number)
             if line is None:
                 self._structure[id(comp)] = None
                 return None
@@ -131,7 +129,7 @@ class KernelReplay:
         self._structure[id(comp)] = digest
         return digest
 
-    def _instruction(self, inst: Instruction, number: dict[int, int], _lines) -> str | None:
+    def _instruction(self, inst: Instruction, number: dict[int, int]) -> str | None:
         """One line for inst: operands by their number in the computation (or shape, at the top)."""
         if inst.opcode in NEVER:
             return None
@@ -192,7 +190,6 @@ class KernelReplay:
             if what is not None:
                 gep(n)                                  # named slices are registered (liveness, the dump)
         b.call(recipe.kernel, [value_of(r) for r in recipe.args])
-        self.replayed += 1
         STATS["replayed"] += 1
 
         def build(v):
@@ -239,8 +236,6 @@ class KernelReplay:
     def make(self, rec: Recording, inst: Instruction, operands: list[ValueTree], kernel: ir.Function,
              buffers: list[ir.Value], value: ValueTree) -> Recipe | None:
         """The recipe of an emission (None when some argument or result cannot be said in roles)."""
-        if not rec.valid:
-            return None
         index = {offset: n for n, (offset, _) in enumerate(rec.allocs)}
         op_roles: dict[int, tuple] = {}
         for k, leaf in enumerate(p.pointer for op in operands for p in leaves(op)):
