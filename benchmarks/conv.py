@@ -45,45 +45,37 @@ def _data(n, h, w, c, k, co, stride, groups):
     return x, f, ct
 
 
-def _jax_like(mod_jit, mod_vjp, lax, k, stride, groups):
+def _jax_like_fns(jit, vjp, lax, put, shape, arrays):
+    """Forward and both gradients of the convolution `shape`, jitted through a JAX-like API (xlapy's or JAX's)."""
+    k, stride, groups = shape[5], shape[7], shape[8]
     pad = [(k // 2, k // 2)] * 2
 
     def conv(x, f):
         return lax.conv_general_dilated(x, f, (stride, stride), pad, dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                         feature_group_count=groups)
-    fwd = mod_jit(conv)
-    dx = mod_jit(lambda x, f, ct: mod_vjp(lambda x: conv(x, f), x)[1](ct)[0])
-    df = mod_jit(lambda x, f, ct: mod_vjp(lambda f: conv(x, f), f)[1](ct)[0])
-    return fwd, dx, df
+    fwd = jit(conv)
+    dx = jit(lambda x, f, ct: vjp(lambda x: conv(x, f), x)[1](ct)[0])
+    df = jit(lambda x, f, ct: vjp(lambda f: conv(x, f), f)[1](ct)[0])
+    x, f, ct = [put(a) for a in arrays]
+    return {"forward": lambda: fwd(x, f).block_until_ready(),
+            "input grad": lambda: dx(x, f, ct).block_until_ready(),
+            "filter grad": lambda: df(x, f, ct).block_until_ready()}
 
 
 def xlapy_fns(shape, arrays):
     import xlapy
     import xlapy.lax as lax
-    _, *dims = shape
-    k, stride, groups = dims[4], dims[6], dims[7]
-    fwd, dx, df = _jax_like(xlapy.jit, xlapy.vjp, lax, k, stride, groups)
-    x, f, ct = [xlapy.numpy.asarray(a) for a in arrays]
-    return {"forward": lambda: fwd(x, f).block_until_ready(),
-            "input grad": lambda: dx(x, f, ct).block_until_ready(),
-            "filter grad": lambda: df(x, f, ct).block_until_ready()}
+    return _jax_like_fns(xlapy.jit, xlapy.vjp, lax, xlapy.numpy.asarray, shape, arrays)
 
 
 def jax_fns(shape, arrays):
     import jax
-    _, *dims = shape
-    k, stride, groups = dims[4], dims[6], dims[7]
-    fwd, dx, df = _jax_like(jax.jit, jax.vjp, jax.lax, k, stride, groups)
-    x, f, ct = [jax.device_put(a) for a in arrays]
-    return {"forward": lambda: fwd(x, f).block_until_ready(),
-            "input grad": lambda: dx(x, f, ct).block_until_ready(),
-            "filter grad": lambda: df(x, f, ct).block_until_ready()}
+    return _jax_like_fns(jax.jit, jax.vjp, jax.lax, jax.device_put, shape, arrays)
 
 
 def torch_fns(shape, arrays):
     import torch
-    _, *dims = shape
-    k, stride, groups = dims[4], dims[6], dims[7]
+    k, stride, groups = shape[5], shape[7], shape[8]
     x, f, ct = arrays
     tx = torch.from_numpy(x).permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last)
     tw = torch.from_numpy(f).permute(3, 2, 0, 1).contiguous(memory_format=torch.channels_last)
