@@ -18,6 +18,7 @@ selection) is not supported (JAX does not either).
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -26,20 +27,16 @@ from ...errors import ExecutionError
 from ...hlo import Instruction
 from .decompositions import _reflector
 
-_SCIPY: list = []
-
-
+@functools.cache
 def _scipy_schur():
     """scipy.linalg.schur (LAPACK's own gees, exact for defective matrices too) when scipy is installed, else
     None. Imported on first use: importing scipy.linalg costs ~1 s, which every first compile paid when constant
     folding built the interpreter's handler table."""
-    if not _SCIPY:
-        try:
-            from scipy.linalg import schur
-        except ImportError:                 # pragma: no cover - scipy is optional
-            schur = None
-        _SCIPY.append(schur)
-    return _SCIPY[0]
+    try:
+        from scipy.linalg import schur
+    except ImportError:                     # pragma: no cover - scipy is optional
+        return None
+    return schur
 
 
 def _config_ints(inst: Instruction) -> dict[str, int]:
