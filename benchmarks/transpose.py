@@ -35,6 +35,14 @@ try:
 except ImportError:      # pragma: no cover
     BF16 = None
 
+def _matrix_transpose(ty: str, shape: tuple[int, int], dtype):
+    """The case of a plain row-major matrix transpose."""
+    (r, c) = shape
+    text = (f"\nHloModule t\nENTRY e {{ p = {ty}[{r},{c}]{{1,0}} parameter(0)\n"
+            f"  ROOT t = {ty}[{c},{r}]{{1,0}} transpose(p), dimensions={{1,0}} }}")
+    return (f"{ty}[{r},{c}] {{1,0}}", text, lambda x: np.ascontiguousarray(x.T), [(shape, dtype)])
+
+
 # (name, HLO text, numpy function of the arguments, argument shapes and dtypes)
 CASES = [
     ("attn f32[8,64,6,32] {0,2,1,3}", """
@@ -42,26 +50,10 @@ HloModule t
 ENTRY e { p = f32[8,64,6,32]{3,2,1,0} parameter(0)
   ROOT t = f32[8,6,64,32]{3,2,1,0} transpose(p), dimensions={0,2,1,3} }""",
      lambda x: np.ascontiguousarray(x.transpose(0, 2, 1, 3)), [((8, 64, 6, 32), np.float32)]),
-    ("f32[256,768] {1,0}", """
-HloModule t
-ENTRY e { p = f32[256,768]{1,0} parameter(0)
-  ROOT t = f32[768,256]{1,0} transpose(p), dimensions={1,0} }""",
-     lambda x: np.ascontiguousarray(x.T), [((256, 768), np.float32)]),
-    ("f32[1024,1024] {1,0}", """
-HloModule t
-ENTRY e { p = f32[1024,1024]{1,0} parameter(0)
-  ROOT t = f32[1024,1024]{1,0} transpose(p), dimensions={1,0} }""",
-     lambda x: np.ascontiguousarray(x.T), [((1024, 1024), np.float32)]),
-    ("bf16[256,768] {1,0}", """
-HloModule t
-ENTRY e { p = bf16[256,768]{1,0} parameter(0)
-  ROOT t = bf16[768,256]{1,0} transpose(p), dimensions={1,0} }""",
-     lambda x: np.ascontiguousarray(x.T), [((256, 768), "bf16")]),
-    ("f64[512,384] {1,0}", """
-HloModule t
-ENTRY e { p = f64[512,384]{1,0} parameter(0)
-  ROOT t = f64[384,512]{1,0} transpose(p), dimensions={1,0} }""",
-     lambda x: np.ascontiguousarray(x.T), [((512, 384), np.float64)]),
+    _matrix_transpose("f32", (256, 768), np.float32),
+    _matrix_transpose("f32", (1024, 1024), np.float32),
+    _matrix_transpose("bf16", (256, 768), "bf16"),
+    _matrix_transpose("f64", (512, 384), np.float64),
     ("fused exp(x)^T + y f32[512,768]", """
 HloModule t
 fused {
