@@ -44,7 +44,8 @@ import llvmlite
 import llvmlite.binding as llvm
 
 FORMAT = "xlapy-cpu-entry-1"
-_KEYED_ENV = ("XLAPY_OUTLINE_KERNELS", "XLAPY_LLVM_LEVEL", "XLAPY_TILED_TRANSPOSE", "XLAPY_KERNEL_REPLAY")
+_KEYED_ENV = ("XLAPY_OUTLINE_KERNELS", "XLAPY_LLVM_LEVEL", "XLAPY_TILED_TRANSPOSE", "XLAPY_KERNEL_REPLAY",
+              "XLAPY_LLVM_LSR")
 _DECLARE = re.compile(r'^declare [^@]*@"?([A-Za-z_.$][\w.$]*)"?\(', re.M)
 
 
