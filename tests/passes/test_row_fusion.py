@@ -162,3 +162,40 @@ def test_full_pipeline_fuses_jax_softmax_and_layernorm():
         cpu_pipeline().run(m)
         kinds = [i.attrs.get("kind") for i in m.entry.instructions if i.opcode == "fusion"]
         assert kinds == ["kCustom"], (fn.__name__, m.to_text())
+
+
+def test_outlining_many_groups_walks_the_computation_a_constant_number_of_times(monkeypatch):
+    """Each outline keeps the topological order by itself (no post order per outline, which made the pass
+    quadratic in the module), and the instruction list comes out def-before-use: the transpose t, listed before
+    the group's last member y, must now follow the fusion."""
+    from xlapy.hlo import Computation, parse
+    groups = 12
+    body = "\n".join(f"""  m{g} = f32[64] reduce(x{g}, ninf), dimensions={{1}}, to_apply=max
+  b{g} = f32[64,32] broadcast(m{g}), dimensions={{0}}
+  e{g} = f32[64,32] subtract(x{g}, b{g})
+  t{g} = f32[32,64] transpose(e{g}), dimensions={{1,0}}
+  y{g} = f32[64,32] multiply(e{g}, e{g})""" for g in range(groups))
+    params = "\n".join(f"  x{g} = f32[64,32] parameter({g})" for g in range(groups))
+    outputs = ", ".join(f"y{g}, t{g}" for g in range(groups))
+    text = f"""HloModule many
+
+{MAX}
+ENTRY main {{
+{params}
+  ninf = f32[] constant(-inf)
+{body}
+  ROOT r = ({", ".join(["f32[64,32], f32[32,64]"] * groups)}) tuple({outputs})
+}}
+"""
+    module = parse(text)
+    walks = []
+    real = Computation.post_order
+    monkeypatch.setattr(Computation, "post_order",
+                        lambda self: walks.append(self.name) or real(self))
+    assert RowFusion().run(module)
+    entry = module.entry
+    assert sum(name == entry.name for name in walks) <= 3
+    monkeypatch.undo()
+    assert [i.opcode for i in entry.instructions].count("fusion") == groups
+    assert entry.instructions == entry.post_order()            # def-before-use
+    xlapy.hlo.verify(module)

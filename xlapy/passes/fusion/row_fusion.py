@@ -115,10 +115,14 @@ class _Group:
         self.outer = tuple(seed.shape.dims[:k])
         self.members: list[Instruction] = [seed]
         self.ids = {id(seed)}
+        self._reads: dict[int, list | None] = {}    # member_reads of each candidate, asked once per group
 
-    def reaches_group(self, inst: Instruction, memo: dict) -> bool:
-        """Does inst (not a member) depend on a member? (then adding its user would break convexity)"""
-        stack, seen = [inst], []
+    def reaches_group(self, inst: Instruction, memo: dict, order: "_Order") -> bool:
+        """Does inst (not a member) depend on a member? (then adding its user would break convexity) Only what
+        lies after the seed in the topological order can: the walk stops there, so it covers the group's span,
+        not everything above it."""
+        first = order.key[id(self.members[0])]          # the seed: every other member reads it, transitively
+        stack = [inst]
         while stack:
             x = stack.pop()
             if id(x) in memo:
@@ -127,15 +131,17 @@ class _Group:
                 continue
             if id(x) in self.ids:
                 return True
-            seen.append(x)
             memo[id(x)] = False
-            stack.extend(x.operands)
+            if order.key[id(x)] > first:
+                stack.extend(x.operands)
         return False
 
-    def accepts(self, user: Instruction) -> bool:
+    def accepts(self, user: Instruction, order: "_Order") -> bool:
         if user.opcode in ("parameter", "tuple", "get-tuple-element") or user.control_predecessors:
             return False
-        reads = member_reads(user, self.k, self.outer)
+        if id(user) not in self._reads:
+            self._reads[id(user)] = member_reads(user, self.k, self.outer)
+        reads = self._reads[id(user)]
         if reads is None or (_reduces(user) and _outer_rank(user) < self.k):
             return False
         memo: dict = {}
@@ -143,18 +149,18 @@ class _Group:
             if id(o) in self.ids:
                 if mode != ROW:
                     return False
-            elif self.reaches_group(o, memo):
+            elif self.reaches_group(o, memo, order):
                 return False
         return True
 
-    def grow(self, order: dict[int, int]) -> None:
+    def grow(self, order: "_Order") -> None:
         changed = True
         while changed:
             changed = False
             users = sorted({id(u): u for m in self.members for u in m.users if id(u) not in self.ids}.values(),
-                           key=lambda u: order[id(u)])
+                           key=order.of)
             for u in users:
-                if self.accepts(u):
+                if self.accepts(u, order):
                     self.members.append(u)
                     self.ids.add(id(u))
                     changed = True
@@ -165,6 +171,47 @@ class _Group:
             return False
         internal = [m for m in self.members if any(id(u) in self.ids for u in m.users)]
         return sum(_inner_bytes(m, self.k) for m in internal) <= MAX_ROW_BUFFER_BYTES
+
+
+class _Order:
+    """A topological order of a computation's instructions, kept valid across outlines without walking the
+    computation again (a post order per outline made the pass quadratic: outlines grow with the module). Keys
+    are tuples, compared lexicographically, so there is always room for a key between two others: the fusion
+    replacing a group takes its last member's key K, and what must now follow it (the get-tuple-elements, then
+    the users of the group that came before K, and their users before K, in their old order) takes K + (0, i).
+    No key extends K + (0, ...) yet: K belonged to one instruction, now gone."""
+
+    def __init__(self, comp: Computation):
+        self.key: dict[int, tuple] = {id(inst): (n,) for n, inst in enumerate(comp.post_order())}
+
+    def of(self, inst: Instruction) -> tuple:
+        return self.key[id(inst)]
+
+    def outlined(self, members: list[Instruction], fusion: Instruction, after: list[Instruction]) -> None:
+        """`fusion` replaced `members` (sorted by key); `after` (the get-tuple-elements of the fusion) read it."""
+        key = self.key
+        last = key[id(members[-1])]
+        # the group's users that came before its last member, and what reads them before it (never a member:
+        # the group is convex), must now follow the fusion
+        cone, stack, seen = [], list(after) + [fusion], set()
+        while stack:
+            for u in stack.pop().users:
+                if id(u) not in seen and key.get(id(u), last) < last:
+                    seen.add(id(u))
+                    cone.append(u)
+                    stack.append(u)
+        cone.sort(key=self.of)
+        for m in members:
+            del key[id(m)]
+        key[id(fusion)] = last
+        for n, inst in enumerate(list(after) + cone, start=1):
+            key[id(inst)] = last + (0, n)
+
+    def sort(self, comp: Computation) -> None:
+        """The instruction list in key order (then in post order: control edges are not keyed)."""
+        comp.instructions.sort(key=self.of)
+        comp._positions = None
+        comp.instructions = comp.post_order()
 
 
 def _seeds(comp: Computation) -> list[Instruction]:
@@ -179,13 +226,12 @@ def _seeds(comp: Computation) -> list[Instruction]:
     return out
 
 
-def _outline(comp: Computation, group: _Group, order: dict[int, int] | None = None) -> Instruction:
-    """Replace the group's members by one kCustom fusion holding them (in post order) in its computation.
-    `order`: id -> position in comp.post_order(), when the caller has it."""
+def _outline(comp: Computation, group: _Group, order: _Order) -> Instruction:
+    """Replace the group's members by one kCustom fusion holding them (in post order) in its computation. The
+    fusion is appended to comp's list and the members leave it: the caller puts the list back in order
+    (order.sort) once it has outlined every group."""
     module = comp.parent
-    if order is None:
-        order = {id(i): n for n, i in enumerate(comp.post_order())}
-    members = sorted(group.members, key=lambda m: order[id(m)])
+    members = sorted(group.members, key=order.of)
     outside = [m for m in members if m.is_root or any(id(u) not in group.ids for u in m.users)]
     inner = Computation(module.unique_name(NAME))
     externals: list[Instruction] = []
@@ -210,15 +256,20 @@ def _outline(comp: Computation, group: _Group, order: dict[int, int] | None = No
     _place_computation(module, inner, comp)
     fusion = comp.add_instruction(Instruction("fusion", shape, externals, {"kind": KIND, "calls": inner},
                                               module.unique_name(NAME)))
+    gtes = []
     for n, m in enumerate(outside):
         value = fusion
         if len(outside) > 1:
             value = comp.add_instruction(Instruction("get-tuple-element", m.shape, [fusion], {"index": n},
                                                      "get-tuple-element"))
+            gtes.append(value)
         m.replace_all_uses_with(value)
-    for m in reversed(members):
-        comp.remove_instruction(m)
-    comp.instructions = comp.post_order()       # keep the list in a def-before-use order
+    for m in reversed(members):         # users first: each is unused once the later ones are gone
+        if m.users:
+            raise ValueError(f"cannot remove {m.name}: still used by {[u.name for u in m.users]}")
+        m.detach()
+        m.parent = None
+    order.outlined(members, fusion, gtes)
     return fusion
 
 
@@ -253,19 +304,21 @@ class RowFusion(Pass):
         changed = False
         for comp in fusible_computations(module):
             taken: set[int] = set()
-            # positions in post order, walked again only after an outline changed the computation (once per
-            # seed made the pass quadratic: seeds grow with the module)
-            position = None
+            order = None                # made on the first seed, kept valid by each outline
+            outlined = False
             for seed in _seeds(comp):
                 if id(seed) in taken or seed.parent is not comp:
                     continue
-                if position is None:
-                    position = {id(i): n for n, i in enumerate(comp.post_order())}
+                if order is None:
+                    order = _Order(comp)
                 group = _Group(seed, _outer_rank(seed))
-                group.grow(position)
+                group.grow(order)
                 if group.profitable():
                     taken |= group.ids
-                    _outline(comp, group, position)
-                    position = None
-                    changed = True
+                    _outline(comp, group, order)
+                    outlined = True
+            if outlined:
+                comp.instructions = [i for i in comp.instructions if i.parent is comp]
+                order.sort(comp)
+                changed = True
         return changed
