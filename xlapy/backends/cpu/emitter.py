@@ -28,7 +28,7 @@ from .conv_emitter import convolution
 from .sort_emitter import sort, topk
 from .row_emitter import row_fusion
 from .column_reduce import column_reduction, is_column_reduction
-from . import fft_emitter, scan_emitter
+from . import fft_emitter, loop_state, scan_emitter
 from . import custom_call_emitter, linalg_emitter
 from . import scatter_emitter
 from . import collectives_emitter
@@ -373,8 +373,8 @@ def _copy(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
 
 def _while(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     b = em.b
-    state = em.new_tree(inst.shape, inst)
-    em.copy_tree(operands[0], state)
+    state, copies = loop_state.initial_state(em, inst, operands[0])
+    em.copy_tree(tuple(s for s, _ in copies), tuple(d for _, d in copies))
     cond_bb = b.append_basic_block(f"{inst.name}.cond")
     body_bb = b.append_basic_block(f"{inst.name}.body")
     done_bb = b.append_basic_block(f"{inst.name}.done")
@@ -386,8 +386,15 @@ def _while(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     b.cbranch(load_element(b, pred.pointer, pred.shape.ptype, i64(0)), body_bb, done_bb)
     b.position_at_end(body_bb)
     # The body may update the state in place: an element it passes through costs nothing, a DUS of an element
-    # whose old value is dead afterwards writes only its window, and copy_tree skips leaves already in place.
-    result = em.emit_computation(inst.attrs["body"], [state], writable_params=True, timed=True)
+    # whose old value is dead afterwards writes only its window, an element computed element for element from
+    # its old value is written into its state leaf (loop_state.py), and copy_tree skips leaves already in place.
+    body = inst.attrs["body"]
+    in_place = loop_state.write_in_place(em, body, state)
+    try:
+        result = em.emit_computation(body, [state], writable_params=True, timed=True)
+    finally:
+        for key in in_place:
+            del em.targets[key]
     em.copy_tree(result, state)
     if timer is not None:
         timer.stop(b, timer.kernel_id(inst, "iteration"), t0)

@@ -1,0 +1,183 @@
+"""Where a while loop's state lives, so that loop-carried values stay in place (issue 11, "loops and small ops").
+
+A while's state is one buffer per array leaf, read by the condition and the body and updated at the end of each
+iteration (emitter._while). Two rules keep the state's bytes from being copied:
+
+| where | rule | instead of |
+|---|---|---|
+| before the loop | an init leaf whose buffer the loop may own (a temporary, or writable loop state of an enclosing body, that nothing reads after the while) becomes the state leaf itself | a copy of the init into a fresh state buffer |
+| in the body | a loop fusion (or an elementwise instruction) whose output is state element k writes it into state leaf k directly, when every read of the old leaf k happens at or before it, and it reads the old leaf only element for element (XLA's CanShareOperandBufferWithUser for loop fusions) | the copy of its result into the state at the end of the iteration |
+
+A leaf whose result buffer is preassigned (the entry's result buffers, compiler.py) keeps it and is copied into.
+The second rule preassigns the body instruction's result buffer (IrEmitter.targets) for the body's emission.
+"""
+from __future__ import annotations
+
+from ...hlo import Computation, Instruction
+from ...hlo.opcodes import opinfo
+from . import buffer_assignment
+from .buffers import BufferRef, ValueTree, leaf_count
+from .indexing import major_to_minor
+
+_PASS_THROUGH = frozenset({"tuple"})      # a fused root that only groups outputs
+_IN_PLACE = frozenset({"dynamic-update-slice", "scatter"})     # ops the emitter may run in their operand's buffer
+
+
+def _same_layout(a, b) -> bool:
+    return a.dims == b.dims and major_to_minor(a) == major_to_minor(b)
+
+
+# -- before the loop -------------------------------------------------------------------------------------------
+def initial_state(em, inst: Instruction, init: ValueTree) -> tuple[ValueTree, list[tuple]]:
+    """The state tree of while `inst` whose init value is `init`, and the (source, state) leaf pairs still to
+    copy before the first iteration: leaves the loop may own are taken over, the others get fresh buffers."""
+    owned = _ownable_leaves(em, inst)
+    counter = iter(range(1 << 30))
+    copies: list[tuple] = []
+
+    def build(shape, value):
+        if shape.is_tuple:
+            return tuple(build(s, v) for s, v in zip(shape.tuple_shapes, value))
+        if shape.is_token:
+            return None
+        k = next(counter)
+        if k in owned and (id(inst), k) not in em.targets and _same_layout(value.shape, shape):
+            return BufferRef(value.pointer, shape)
+        state = em.new_buffer(shape, inst, k)
+        copies.append((value, state))
+        return state
+    return build(inst.shape, init), copies
+
+
+def _ownable_leaves(em, inst: Instruction) -> set[int]:
+    """Leaf numbers of inst's init whose buffer is writable here and dead after the while (the alias analysis of
+    the computation being emitted says so), each buffer appearing in one leaf only."""
+    aliasing = em.assignment.current
+    if not buffer_assignment.IN_PLACE_UPDATES or aliasing is None or id(inst) not in aliasing.position:
+        return set()
+    here = aliasing.position[id(inst)]
+    init_leaves = aliasing.leaves[id(inst.operands[0])]
+    seen: dict[tuple, int] = {}
+    for leaf in init_leaves:
+        for buf in leaf:
+            seen[buf] = seen.get(buf, 0) + 1
+    owned = set()
+    for k, leaf in enumerate(init_leaves):
+        if len(leaf) != 1:
+            continue
+        (buf,) = leaf
+        if aliasing.writable(buf) and seen[buf] == 1 and all(p <= here for p in aliasing.reads.get(buf, ())):
+            owned.add(k)
+    return owned
+
+
+# -- in the body -------------------------------------------------------------------------------------------------
+def write_in_place(em, body: Computation, state: ValueTree) -> list[tuple[int, int]]:
+    """Preassign the result buffers of body instructions that may compute loop state element k straight into
+    state leaf k (em.targets); returns the keys set, for the caller to remove after the body is emitted."""
+    root = body.root
+    if not buffer_assignment.IN_PLACE_UPDATES or root.opcode != "tuple":
+        return []
+    aliasing = em.assignment.analysis(body, True)
+    state_leaves = _array_leaves(state)
+    keys: list[tuple[int, int]] = []
+    for k, element in _root_elements(root):
+        producer = _producer(element)
+        key = None if producer is None else (id(producer[0]), producer[1])
+        if key is not None and key not in em.targets \
+                and _may_write(aliasing, producer, ("param", 0, k), state_leaves[k]):
+            em.targets[key] = BufferRef(state_leaves[k].pointer, state_leaves[k].shape)
+            keys.append(key)
+    return keys
+
+
+def _root_elements(root: Instruction) -> list[tuple[int, Instruction]]:
+    """(leaf number, instruction) for each array leaf of the body's result that is an array instruction, through
+    tuple instructions (TensorFlow's loops carry (array, size) pairs)."""
+    out: list[tuple[int, Instruction]] = []
+
+    def walk(inst: Instruction, k: int) -> int:
+        if inst.opcode == "tuple":
+            for op in inst.operands:
+                k = walk(op, k)
+            return k
+        n = leaf_count(inst.shape)
+        if n == 1 and not inst.shape.is_tuple:
+            out.append((k, inst))
+        return k + n
+    walk(root, 0)
+    return out
+
+
+def _array_leaves(tree: ValueTree) -> list[BufferRef]:
+    if isinstance(tree, tuple):
+        return [leaf for t in tree for leaf in _array_leaves(t)]
+    return [] if tree is None else [tree]
+
+
+def _producer(element: Instruction) -> tuple[Instruction, int] | None:
+    """The instruction computing a root element, and the leaf of its value that the element is."""
+    if element.opcode == "get-tuple-element":
+        tup = element.operands[0]
+        if any(s.is_tuple or s.is_token for s in tup.shape.tuple_shapes):
+            return None
+        return tup, int(element.attrs["index"])
+    return (element, 0) if not element.shape.is_tuple else None
+
+
+def _may_write(aliasing, key, buf: tuple, state: BufferRef) -> bool:
+    inst, leaf = key
+    if id(inst) not in aliasing.position:
+        return False
+    shape = inst.shape.tuple_shapes[leaf] if inst.shape.is_tuple else inst.shape
+    if not _same_layout(shape, state.shape):
+        return False
+    here = aliasing.position[id(inst)]
+    if any(p > here for p in aliasing.reads.get(buf, ())):
+        return False
+    readers = [n for n, op in enumerate(inst.operands) if any(buf in lf for lf in aliasing.leaves[id(op)])]
+    if any(_takes_over(user) for user in _readers_of(aliasing, buf) if user is not inst):
+        return False
+    if inst.opcode == "fusion":
+        comp = inst.attrs["calls"]
+        if inst.attrs.get("kind") != "kLoop" or not (comp.root.opcode in _PASS_THROUGH
+                                                      or opinfo(comp.root.opcode).is_elementwise):
+            return False
+        params = {p.parameter_number: p for p in comp.parameters}
+        return all(_same_layout(inst.operands[n].shape, state.shape) and _elementwise_uses(params[n])
+                   for n in readers)
+    if opinfo(inst.opcode).is_elementwise and not inst.shape.is_tuple:
+        return all(_same_layout(inst.operands[n].shape, state.shape) for n in readers)
+    return not readers and inst.opcode not in ("parameter", "get-tuple-element", "tuple", "bitcast", "reshape")
+
+
+def _readers_of(aliasing, buf: tuple) -> list[Instruction]:
+    order = aliasing.order
+    return [order[p] for p in aliasing.reads.get(buf, ()) if p < len(order)]
+
+
+def _takes_over(inst: Instruction) -> bool:
+    """May inst write its result into an operand's buffer (an in-place update, a loop owning its init)? Then
+    leaf k's buffer also holds a value the alias analysis names after inst, which may be read after the body
+    instruction that would overwrite it."""
+    if inst.opcode == "fusion":
+        return inst.attrs["calls"].root.opcode in _IN_PLACE
+    return inst.opcode in _IN_PLACE or inst.opcode == "while"
+
+
+def _elementwise_uses(param: Instruction) -> bool:
+    """Every instruction reached from param (inside a fused computation) reads it element for element: an
+    elementwise op of param's dims and layout, or the root tuple."""
+    work, seen = [param], set()
+    while work:
+        inst = work.pop()
+        for user in inst.users:
+            if id(user) in seen:
+                continue
+            seen.add(id(user))
+            if user.opcode in _PASS_THROUGH and not user.users:
+                continue
+            if not opinfo(user.opcode).is_elementwise or not _same_layout(user.shape, param.shape):
+                return False
+            work.append(user)
+    return True
