@@ -279,3 +279,46 @@ def test_chunks_of_whole_rows_keep_the_inner_loop_vectorized():
         assert "<8 x float>" in task or "<4 x float>" in task or "<16 x float>" in task, "task loop not vectorized"
         assert_bitwise(exes[t](x), exes[1](x))
     np.testing.assert_allclose(exes[2](x), exes["interpreter"](x), rtol=2e-6)
+
+
+BATCHED_DOT = """HloModule m
+ENTRY e {
+  a = $T[$B,65,32] parameter(0)
+  b = $T[$B,32,$N] parameter(1)
+  ROOT d = $T[$B,65,$N] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+}
+"""
+
+
+@pytest.mark.parametrize("ty,batch,n", [("f32", 32, 65), ("s32", 13, 65), ("f32", 4, 2048)])
+def test_batched_dots_share_out_their_batch(ty, batch, n):
+    """Attention's per-head products (each too small for a pool task or for BLAS) are shared out batch element by
+    batch element (dot_blas.batch_tasks): the same numbers as on one thread, bitwise for the emitted loops. A
+    batch of 4 big GEMMs (BLAS) is shared out too, the BLAS serial meanwhile."""
+    module = xlapy.hlo.parse(BATCHED_DOT.replace("$T", ty).replace("$B", str(batch)).replace("$N", str(n)))
+    one, two = (xlapy.compile(module, backend="cpu", num_threads=t) for t in (1, 2))
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-9, 9, p.shape.dims).astype({"f32": np.float32, "s32": np.int32}[ty])
+            for p in module.entry.parameters)
+    assert threaded(two)
+    if n == 2048:                                     # small integers: every sum is exact, whoever adds them
+        assert "xlapy_blas_serial" in two.llvm_ir
+        assert_bitwise(two(a, b), np.matmul(a, b))
+    else:
+        assert_bitwise(two(a, b), one(a, b))
+        assert_bitwise(two(a, b), np.matmul(a, b))
+
+
+def test_batch_tasks_rule():
+    from xlapy.backends.cpu.dot_blas import batch_tasks
+    from xlapy.backends.cpu.dot_plan import DotDims, DotShape, make_plan, operands_of
+
+    def tasks(b, m, n, k, threads=2):
+        dims = DotDims((0,), (2,), (0,), (1,))
+        d = DotShape(*operands_of((b, m, k), (b, k, n), (b, m, n), "f32"), dims)
+        return batch_tasks(d, make_plan(d), threads)
+    assert tasks(32, 65, 65, 32) == 2                 # vit's attention: 4.3M multiply-adds
+    assert tasks(24, 64, 64, 32, threads=1) == 1      # one thread: no tasks
+    assert tasks(2, 16, 16, 16) == 1                  # too little work for two tasks
+    assert tasks(1, 512, 512, 512) == 1               # no batch
+    assert tasks(2, 512, 512, 512) == 1               # two big GEMMs: each split on its own instead

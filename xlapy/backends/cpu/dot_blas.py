@@ -6,7 +6,9 @@ pool's, and a GEMM of at least MIN_MNK_PER_TASK multiply-adds per task is split 
 (parallel.py): C's columns (or rows, when M > N: the split side's operand is the smaller one to pack twice)
 into contiguous chunks of SPLIT_QUANTUM-multiples, one BLAS call per chunk. GEMMs of BLAS_OWN_THREADS_MNK
 multiply-adds or more, and every call with num_threads == 1 (and in AOT objects), are plain calls, the BLAS
-choosing its own thread count.
+choosing its own thread count. A batched dot whose GEMMs are too small to split (attention's per-head
+products) shares out its batch elements instead (`batch_tasks`; dot_emitter.py runs them as pool tasks, with
+the emitted loops too).
 
 Every element of C is summed over the whole K by one call; the chunk bounds are compile-time constants, so
 results are fixed for a given thread count. (They may differ in the last bits between thread counts: a BLAS
@@ -36,16 +38,54 @@ def gemm_tasks(m: int, n: int, k: int, num_threads: int) -> int:
     return max(1, min(num_threads, m * n * k // MIN_MNK_PER_TASK, max(m, n) // SPLIT_QUANTUM))
 
 
+def batch_tasks(d: DotShape, plan: DotPlan, num_threads: int) -> int:
+    """How many pool tasks a batched dot's batch elements are shared out to (1: none, the batch is looped on
+    one thread). Each task gets at least MIN_MNK_PER_TASK multiply-adds. A GEMM big enough to be split itself
+    is, unless the batch has two elements per thread to share out; BLAS calls need the serial BLAS."""
+    if num_threads <= 1 or d.batch < 2:
+        return 1
+    mnk = d.m * d.n * d.k
+    if plan.strategy != "loops":
+        if not serial_blas_wanted(d, plan, num_threads):
+            return 1
+        if plan.strategy == "gemm" and d.batch < 2 * num_threads and gemm_tasks(d.m, d.n, d.k, num_threads) > 1:
+            return 1
+    return max(1, min(num_threads, d.batch, d.batch * mnk // MIN_MNK_PER_TASK))
+
+
+def serial_blas_wanted(d: DotShape, plan: DotPlan, num_threads: int) -> bool:
+    """Whether this dot's BLAS calls run with the BLAS single-threaded (the pool owns the threads)."""
+    return num_threads > 1 and threadpool.serial_blas_available() and \
+        not (plan.strategy == "gemm" and d.m * d.n * d.k >= BLAS_OWN_THREADS_MNK)
+
+
+def set_serial_blas(b: ir.IRBuilder, on: bool) -> None:
+    b.call(_declare(b, threadpool.SERIAL_BLAS_SYMBOL, [I32]), [ir.Constant(I32, int(on))])
+
+
 def emit_blas(b: ir.IRBuilder, d: DotShape, plan: DotPlan, ops: dict[str, Operand], ptrs: dict[str, ir.Value],
-              num_threads: int = 1):
+              num_threads: int = 1, span: tuple[ir.Value, ir.Value] | None = None):
+    """The BLAS calls of the whole dot, or with `span` (start, end) those of its flat batch elements in
+    [start, end): a pool task's share (the caller made the BLAS serial around the tasks; no GEMM is split
+    again)."""
+    if span is not None:
+        _emit_calls(b, d, plan, ops, ptrs, 1, span)
+        return
+    serial = serial_blas_wanted(d, plan, num_threads)
+    if serial:
+        set_serial_blas(b, True)
+    _emit_calls(b, d, plan, ops, ptrs, num_threads if serial else 1, None)
+    if serial:
+        set_serial_blas(b, False)
+
+
+def _emit_calls(b: ir.IRBuilder, d: DotShape, plan: DotPlan, ops: dict[str, Operand], ptrs: dict[str, ir.Value],
+                split_threads: int, span) -> None:
+    """One call per batch element (of `span`); a GEMM is split over the pool when split_threads > 1."""
     fn = runtime.blas_function(plan.strategy, d.out.ptype.name)
     elem = storage_type(d.out.ptype)
     dd = d.dd
-    serial = num_threads > 1 and threadpool.serial_blas_available() and \
-        not (plan.strategy == "gemm" and d.m * d.n * d.k >= BLAS_OWN_THREADS_MNK)
-    if serial:
-        b.call(_declare(b, threadpool.SERIAL_BLAS_SYMBOL, [I32]), [ir.Constant(I32, 1)])
-    with batch_loop(b, d) as bivs:
+    with batch_loop(b, d, span) as bivs:
         base = {}
         for which, dims in (("lhs", dd.lhs_batch), ("rhs", dd.rhs_batch), ("out", d.ob)):
             idx = [None] * len(ops[which].dims)
@@ -57,8 +97,8 @@ def emit_blas(b: ir.IRBuilder, d: DotShape, plan: DotPlan, ops: dict[str, Operan
         bm = d.rhs_matrix(ops["rhs"])
         c = d.out_matrix(ops["out"])
         if plan.strategy == "gemm":
-            if not (serial and _split_gemm(b, fn, elem, a, base["lhs"], bm, base["rhs"], c, base["out"],
-                                           num_threads)):
+            if not (split_threads > 1 and _split_gemm(b, fn, elem, a, base["lhs"], bm, base["rhs"], c,
+                                                      base["out"], split_threads)):
                 _call_gemm(b, fn, elem, a, base["lhs"], bm, base["rhs"], c, base["out"])
         elif d.n == 1:     # out[M] = A[M,K] . x[K]
             x_inc = group(ops["rhs"], dd.rhs_contracting)[1]
@@ -68,8 +108,6 @@ def emit_blas(b: ir.IRBuilder, d: DotShape, plan: DotPlan, ops: dict[str, Operan
             x_inc = group(ops["lhs"], dd.lhs_contracting)[1]
             y_inc = group(ops["out"], d.on)[1]
             _call_gemv(b, fn, elem, transposed(bm), base["rhs"], x_inc, base["lhs"], y_inc, base["out"])
-    if serial:
-        b.call(_declare(b, threadpool.SERIAL_BLAS_SYMBOL, [I32]), [ir.Constant(I32, 0)])
 
 
 def _declare(b: ir.IRBuilder, name: str, args: list[ir.Type]) -> ir.Function:

@@ -1,8 +1,9 @@
 """Emitting an HLO dot as LLVM IR: BLAS calls for big f32/f64 products, loop nests for the rest.
 
 The plan (strategy, transpose copies, scratch) is dot_plan.py's; the BLAS calls are dot_blas.py's; the emitted
-loops dot_loops.py's. This module puts them together: transpose copies into scratch, the call or the loops,
-and the copy back of a result that needed one.
+loops dot_loops.py's. This module puts them together: transpose copies into scratch, the call or the loops
+(a batched dot's batch elements shared out over the thread pool when dot_blas.batch_tasks says so), and the
+copy back of a result that needed one.
 """
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import math
 
 from llvmlite import ir
 
-from .dot_blas import emit_blas
+from .dot_blas import batch_tasks, emit_blas, set_serial_blas
 from .dot_loops import emit_loops
 from .dot_plan import (ALIGN, GEMM_MIN_FLOPS, GEMV_MIN_ELEMENTS, DotDims, DotPlan, DotShape, Matrix, Operand,
                        dot_scratch_bytes, make_plan, offset_of, operand_bytes, operands_of, plan_dot)
 from .irhelpers import I8P, I64, VOID, intrinsic, i64, loop_nest
+from .parallel import chunk_bounds, parallel_for
 from .types import load_element, store_element
 
 
@@ -51,15 +53,40 @@ def emit_dot(builder: ir.IRBuilder, module: ir.Module | None, lhs_ptr: ir.Value,
             if which != "out":
                 _emit_copy(b, ops[which], ptrs[which], canon, tmp)
             ops[which], ptrs[which] = canon, tmp
-    if plan.strategy == "loops":
-        emit_loops(b, DotShape(ops["lhs"], ops["rhs"], ops["out"], d.dd), ptrs["lhs"], ptrs["rhs"], ptrs["out"])
-    else:
-        emit_blas(b, d, plan, ops, ptrs, num_threads)
+    if not _emit_batch_tasks(b, d, plan, ops, ptrs, num_threads):
+        _emit_products(b, d, plan, ops, ptrs, num_threads)
     if "out" in plan.copies:
         _emit_copy(b, ops["out"], ptrs["out"], d.out, b.bitcast(out_ptr, I8P))
     if owned is not None:
         intrinsic(b, "free", VOID, [owned], [I8P])
     return plan
+
+
+def _emit_products(b: ir.IRBuilder, d: DotShape, plan: DotPlan, ops: dict, ptrs: dict, num_threads: int,
+                   span=None) -> None:
+    """The products over the operands as they are after any transpose copies: all batch elements, or `span`."""
+    if plan.strategy == "loops":
+        emit_loops(b, DotShape(ops["lhs"], ops["rhs"], ops["out"], d.dd), ptrs["lhs"], ptrs["rhs"], ptrs["out"],
+                   span)
+    else:
+        emit_blas(b, d, plan, ops, ptrs, num_threads, span)
+
+
+def _emit_batch_tasks(b: ir.IRBuilder, d: DotShape, plan: DotPlan, ops: dict, ptrs: dict, num_threads: int) -> bool:
+    """The batch elements shared out over the thread pool (dot_blas.batch_tasks says how many tasks); False,
+    having emitted nothing, when the batch stays on this thread."""
+    tasks = batch_tasks(d, plan, num_threads)
+    if tasks < 2:
+        return False
+    serial = plan.strategy != "loops"
+    if serial:
+        set_serial_blas(b, True)
+    done = parallel_for(b, chunk_bounds(d.batch, tasks, 1),
+                        lambda b, start, end, task: _emit_products(b, d, plan, ops, ptrs, 1, (start, end)),
+                        quantum=1)
+    if serial:
+        set_serial_blas(b, False)
+    return done
 
 
 def _emit_copy(b: ir.IRBuilder, src: Operand, src_ptr: ir.Value, dst: Operand, dst_ptr: ir.Value) -> None:

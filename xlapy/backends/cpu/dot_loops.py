@@ -56,12 +56,13 @@ ROWS = 4          # register block of the vector kernel: ROWS output rows x VECS
 VECS = 2
 
 
-def emit_loops(b: ir.IRBuilder, d: DotShape, lhs_ptr, rhs_ptr, out_ptr) -> None:
+def emit_loops(b: ir.IRBuilder, d: DotShape, lhs_ptr, rhs_ptr, out_ptr, span=None) -> None:
+    """The loops of out = dot(lhs, rhs); `span` (start, end): only those flat batch elements (dot_plan.batch_loop)."""
     ct = compute_type(d.out.ptype)
     if d.n > 1 and _vector_kernel_applies(d, ct):
-        _emit_vector_kernel(b, d, ct, lhs_ptr, rhs_ptr, out_ptr)
+        _emit_vector_kernel(b, d, ct, lhs_ptr, rhs_ptr, out_ptr, span)
     else:
-        _emit_scalar_loops(b, d, ct, lhs_ptr, rhs_ptr, out_ptr)
+        _emit_scalar_loops(b, d, ct, lhs_ptr, rhs_ptr, out_ptr, span)
 
 
 def _indices(d: DotShape, bivs, mivs, kivs, nivs):
@@ -147,7 +148,7 @@ def _splat(b: ir.IRBuilder, x: ir.Value, lanes: int) -> ir.Value:
     return b.shuffle_vector(v, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), None))
 
 
-def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr, rhs_ptr, out_ptr) -> None:
+def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr, rhs_ptr, out_ptr, span) -> None:
     """for each block of rows and of columns: acc[r][c] = 0; for k: acc[r][c] += lhs[row r, k] * rhs[k, cols c];
     store. Columns come in chunks of full vectors, then a scalar tail; everything is unrolled at compile time
     except the loops over row blocks, column tiles and k."""
@@ -207,7 +208,7 @@ def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr
             rest = b.udiv(rest, i64(size))
         return list(reversed(out))
 
-    with batch_loop(b, d) as bivs:
+    with batch_loop(b, d, span) as bivs:
         if rows == 1:
             with loop_nest(b, m_dims, name="m") as mivs:
                 columns(bivs, [mivs])
@@ -222,7 +223,7 @@ def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr
 
 
 # -- scalar loops: every other case --------------------------------------------------------------------------
-def _emit_scalar_loops(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr, rhs_ptr, out_ptr) -> None:
+def _emit_scalar_loops(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr, rhs_ptr, out_ptr, span) -> None:
     lhs, rhs, out, dd = d.lhs, d.rhs, d.out, d.dd
     in_place = value_type(out.ptype) == storage_type(out.ptype)     # accumulate straight into the output
     n_dims = [rhs.dims[x] for x in d.rf]
@@ -240,7 +241,7 @@ def _emit_scalar_loops(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr,
             return b.gep(acc_row, [i64(0), offset_of(b, nivs, row_major(n_dims, range(len(n_dims))))], inbounds=True)
         return b.gep(b.bitcast(out_ptr, out_elem), [offset_of(b, oi, out.strides)], inbounds=True)
 
-    with batch_loop(b, d) as bivs, loop_nest(b, [lhs.dims[x] for x in d.lf], name="m") as mivs:
+    with batch_loop(b, d, span) as bivs, loop_nest(b, [lhs.dims[x] for x in d.lf], name="m") as mivs:
         if not ikj:      # k innermost: one accumulator per output element
             with loop_nest(b, n_dims, name="n") as nivs:
                 b.store(_zero(ct), acc)

@@ -19,6 +19,7 @@ many scratch bytes they take.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -28,7 +29,7 @@ from ...errors import UnimplementedError
 from ...hlo.shape import PrimitiveType, Shape, primitive_type
 from . import runtime
 from .indexing import strides as layout_strides
-from .irhelpers import i64, loop_nest
+from .irhelpers import for_range, i64, loop_nest
 from .types import storage_type
 
 GEMM_MIN_FLOPS = 64 * 64 * 64     # M*N*K below this: the emitted register-blocked kernel beats a BLAS call
@@ -274,9 +275,23 @@ def offset_of(b: ir.IRBuilder, index: Sequence[ir.Value | None], strides: Sequen
     return total if total is not None else i64(0)
 
 
-def batch_loop(b: ir.IRBuilder, d: DotShape):
-    """Loop nest over the batch dims (lhs order); yields their induction variables."""
-    return loop_nest(b, [d.lhs.dims[x] for x in d.dd.lhs_batch], name="batch")
+def batch_loop(b: ir.IRBuilder, d: DotShape, span: tuple[ir.Value, ir.Value] | None = None):
+    """Loop nest over the batch dims (lhs order); yields their induction variables. `span` (start, end), i64
+    values: only the batch elements of flat (row-major) index in [start, end), a pool task's share."""
+    dims = [d.lhs.dims[x] for x in d.dd.lhs_batch]
+    if span is None:
+        return loop_nest(b, dims, name="batch")
+    return _batch_span(b, dims, *span)
+
+
+@contextmanager
+def _batch_span(b: ir.IRBuilder, dims: Sequence[int], start: ir.Value, end: ir.Value):
+    with for_range(b, end, "batch", start=start) as flat:
+        ivs, rest = [], flat
+        for size in reversed(dims):
+            ivs.append(b.urem(rest, i64(size)))
+            rest = b.udiv(rest, i64(size))
+        yield list(reversed(ivs))
 
 
 __all__ = ["DotDims", "DotPlan", "Operand", "Matrix", "plan_dot", "dot_scratch_bytes", "GEMM_MIN_FLOPS",
