@@ -1,5 +1,6 @@
-"""Two-thread LLVM compilation (llvm_parallel.py): the split of the printed IR, and modules compiled that way
-give the same results as the serial path, for several executables alive at once."""
+"""Two-thread LLVM compilation (llvm_parallel.py): the split of the printed IR into an entry part and parts by
+tier, kernels moved while the rest is emitted, and modules compiled that way giving the same results as the
+serial path, for several executables alive at once."""
 import re
 import sys
 from pathlib import Path
@@ -27,25 +28,66 @@ def warm(monkeypatch):
     monkeypatch.setattr(compiler, "_WARM", True)
 
 
-def test_split_moves_kernels_and_workers_and_declares_them(warm):
+def _mlp_llvm_module(session_for=None):
     cases = mlp_step()
     params, (x, y) = cases._mlp_params(), cases._mlp_data()
     module = cases._xlapy_mlp_step().lower(params, x, y).module
     _, llvm_module, _, _ = compiler.emit_llvm(module, compiler.llvm_jit.shared_target_machine(),
-                                           compiler.llvm.get_process_triple(), None, True, False,
-                                           compiler.debug.options(), 2)
-    a, b, moved = llvm_parallel.split(str(llvm_module))
-    assert moved and 'define void @"xlapy_entry"' in a and "xlapy_entry" not in b
+                                              compiler.llvm.get_process_triple(), None, True, False,
+                                              compiler.debug.options(), 2, session_for=session_for)
+    return llvm_module
+
+
+def test_split_moves_kernels_and_workers_and_declares_them(warm):
+    entry, parts, moved = llvm_parallel.split(str(_mlp_llvm_module()))
+    b = "\n".join(p.text for p in parts)
+    assert moved and 'define void @"xlapy_entry"' in entry and "xlapy_entry" not in b
     assert any(name.startswith("xlapy_kernel") for name in moved)
     for name in moved:
-        assert f'@"{name}"(' not in a
-    declared = re.findall(r'^declare \S+ @"(xlapy_p\d+_[^"]*)"', a, re.M)
+        assert f'@"{name}"(' not in entry
+    declared = re.findall(r'^declare \S+ @"(xlapy_p\d+_[^"]*)"', entry, re.M)
     external = re.findall(r'^define \S+ @"(xlapy_p\d+_[^"]*)"', b, re.M)
     internal = re.findall(r'^define internal \S+ @"(xlapy_p\d+_[^"]*)"', b, re.M)
-    # only what A calls is external; the functions those call stay internal (LLVM inlines them freely)
+    # only what the entry calls is external; the functions those call stay internal (LLVM inlines them freely)
     assert declared and set(declared) == set(external)
     assert len(external) + len(internal) == len(moved) and not set(external) & set(internal)
-    assert all(re.search(rf'@"{re.escape(n)}"\(', a) for n in declared)
+    assert all(re.search(rf'@"{re.escape(n)}"\(', entry) for n in declared)
+
+
+def test_kernels_move_while_the_rest_is_emitted(warm, monkeypatch):
+    """With small parts, kernels are shipped during emission; the text the session assembles is llvmlite's own,
+    and the compiled module is right."""
+    monkeypatch.setattr(llvm_parallel, "PART_WEIGHT", 50)
+    sessions = []
+
+    def session_for(module):
+        sessions.append(llvm_parallel.Session(run=False))
+        return sessions[-1]
+    llvm_module = _mlp_llvm_module(session_for)
+    (session,) = sessions
+    assert session.printed and session._parts           # moved before the end
+    assert session.module_text(llvm_module) == str(llvm_module)
+    entry = session.split_rest(session.module_text(llvm_module))
+    for name in session.printed:
+        assert f'define internal void @"{name}"' not in entry
+    for part in session._parts:                           # every part parses alone
+        compiler.llvm.parse_assembly(part.text).verify()
+    compiler.llvm.parse_assembly(entry).verify()
+
+
+def test_streamed_compile_matches_serial(warm, monkeypatch):
+    monkeypatch.setattr(llvm_parallel, "PART_WEIGHT", 50)
+    test_parallel_compile_matches_serial(warm, monkeypatch)
+
+
+def test_a_call_into_a_moved_internal_function_restarts():
+    session = llvm_parallel.Session(run=False)
+    session.rename = {"xlapy_task.w": "xlapy_p0_xlapy_task.w"}         # moved as a kernel's internal worker
+    session.printed = {"xlapy_task.w": 'define internal i8* @"xlapy_task.w"(i8* %a)\n{\nentry:\n  ret i8* %a\n}'}
+    text = ('define void @"xlapy_entry"(i8* %p)\n{\nentry:\n  %r = call i8* @"xlapy_task.w"(i8* %p)\n'
+            '  ret void\n}\n')
+    with pytest.raises(llvm_parallel.Restart):
+        session.split_rest(text)
 
 
 def test_parallel_compile_matches_serial(warm, monkeypatch):

@@ -22,7 +22,7 @@ from ...errors import XlapyError
 from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
-from . import buffer_assignment, cache_entry, compile_plan, llvm_jit, llvm_parallel, profile_ir
+from . import buffer_assignment, cache_entry, compile_plan, llvm_jit, llvm_parallel, opt_levels, profile_ir
 from .. import compilation_cache
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
@@ -67,9 +67,11 @@ def _leaf_sources(inst: Instruction) -> list[tuple[Instruction, int]]:
 
 
 def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
-                timer: KernelTimer | None = None) -> tuple[ir.Function, int]:
+                timer: KernelTimer | None = None, on_kernel=None) -> tuple[ir.Function, int]:
     """Emit the entry function into llvm_module; returns it and the scratch size in bytes. Large loops are
-    split over num_threads threads (parallel.py). With a timer, every kernel logs its run time (profile_ir.py)."""
+    split over num_threads threads (parallel.py). With a timer, every kernel logs its run time (profile_ir.py).
+    `on_kernel(llvm_module, function)` hears of each kernel once it is final (kept by the KernelCache): what
+    llvm_parallel.Session compiles while the rest is emitted."""
     fn = ir.Function(llvm_module, ENTRY_TYPE, ENTRY_NAME)
     fn.attributes.add("nounwind")
     mark_ftz(fn)
@@ -83,6 +85,8 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
     entry = module.entry
     em = IrEmitter(b, scratch_arg)
     em.num_threads = num_threads
+    if on_kernel is not None:
+        _report_kernels(em.kernel_cache, on_kernel)
     if timer is not None:
         em.timer = timer
         timer.log_offset = em.scratch.allocate(profile_ir.LOG_BYTES)    # never released: lives for the call
@@ -125,6 +129,17 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
     return fn, em.scratch.size
 
 
+def _report_kernels(cache, on_kernel) -> None:
+    share = cache.share
+
+    def reporting(kernel, new_symbols):
+        kept = share(kernel, new_symbols)
+        if kept is kernel:
+            on_kernel(cache.module, kernel)
+        return kept
+    cache.share = reporting
+
+
 # -- LLVM ------------------------------------------------------------------------------------------
 def optimize_llvm(mod, tm) -> None:
     """LLVM's O3 pipeline with the loop and SLP vectorizers (vectorized loops are interleaved) but without the
@@ -155,13 +170,15 @@ def _dump(module: Module, suffix: str, text: str, options: debug.DebugOptions) -
 
 def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None, verify: bool = True,
               fast_math: bool = False, options: debug.DebugOptions | None = None,
-              num_threads: int = 1, profile: bool = False) -> tuple[Module, ir.Module, int, KernelTimer | None]:
+              num_threads: int = 1, profile: bool = False,
+              session_for=None) -> tuple[Module, ir.Module, int, KernelTimer | None]:
     """The front half of compilation, shared by the JIT and AOT (aot.py): optimize the HLO (cpu_pipeline
     unless the module is already optimized; the caller's module is never modified), verify it, and emit the
     entry function into a new LLVM module for `triple` and target machine `tm` (large loops split over
     num_threads threads; AOT code stays single-threaded). Returns the optimized HLO
     module, the LLVM IR module, the scratch size in bytes and, when `profile`, the kernel timer whose table
-    names what the instrumented code logs."""
+    names what the instrumented code logs. `session_for(optimized HLO module)` may return an
+    llvm_parallel.Session that hears of each kernel as it is finished."""
     if module.entry is None:
         raise XlapyError(f"module {module.name} has no entry computation")
     options = options or debug.options()
@@ -178,8 +195,10 @@ def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None,
     llvm_module.triple = triple
     llvm_module.data_layout = str(tm.target_data)
     timer = KernelTimer(llvm_module) if profile else None
+    session = session_for(module) if session_for is not None else None
     with trace_events.span(f"emit {module.name}", "llvm"):
-        _, scratch_size = emit_module(module, llvm_module, num_threads, timer)
+        _, scratch_size = emit_module(module, llvm_module, num_threads, timer,
+                                      session.add_kernel if session is not None else None)
     return module, llvm_module, scratch_size, timer
 
 
@@ -194,25 +213,40 @@ def parse_llvm(module: Module, text: str, context: llvm_jit.Context | None = Non
     return parsed
 
 
-# Two-thread LLVM (llvm_parallel.py) once one optimized compile has run serially in this process (LLVM's lazily
-# initialized global state is then set up: a tiny module does it first); XLAPY_PARALLEL_LLVM=0 turns it off.
+# LLVM on two threads, overlapped with emission (llvm_parallel.py), once one optimized compile has run serially in
+# this process (LLVM's lazily initialized global state is then set up: a tiny module does it first);
+# XLAPY_PARALLEL_LLVM=0 turns it off.
 _WARM = False
-PART_SEPARATOR = "\n; ---- the second thread's module (llvm_parallel.py) ----\n"
+PART_SEPARATOR = "\n; ---- the next part (llvm_parallel.py) ----\n"
 _WARM_UP_IR = "define i32 @xlapy_warm_up(i32 %x) {\n  %y = mul i32 %x, 3\n  ret i32 %y\n}\n"
 
 
-def _parallel_split(text: str):
+def _session(module: Module, level: str, profile: bool):
+    """An llvm_parallel.Session for compiling `module` (optimized HLO) at `level`, or None (serial LLVM)."""
     global _WARM
-    if (os.cpu_count() or 1) < 2 or os.environ.get("XLAPY_PARALLEL_LLVM", "1") == "0":
+    if level != compile_plan.OPTIMIZED or (os.cpu_count() or 1) < 2 \
+            or os.environ.get("XLAPY_PARALLEL_LLVM", "1") == "0":
         return None
-    split = llvm_parallel.split(text)
-    if split is not None and not _WARM:
+    if not _WARM:
         mod = llvm.parse_assembly(_WARM_UP_IR)
         tm = llvm_jit.new_target_machine(3)
         optimize_llvm(mod, tm)
         tm.emit_object(mod)
         _WARM = True
-    return split
+    # under the profiler every kernel calls the shared log function: nothing moves early
+    return llvm_parallel.Session(opt_levels.Tiers(module).of, stream=not profile)
+
+
+def _finish_parallel(session, module: Module, text: str):
+    """The session's parts and the rest of `text` compiled and linked: (code, entry address, optimized parts,
+    objects); when a function moved early turns out to be called from elsewhere, the whole text again."""
+    try:
+        try:
+            return session.finish(text, ENTRY_NAME)
+        except llvm_parallel.Restart:
+            return llvm_parallel.Session(session.tier_of, stream=False).finish(text, ENTRY_NAME)
+    except llvm_parallel.InvalidIR as e:
+        raise XlapyError(f"cpu backend produced invalid LLVM IR for module {module.name}: {e}") from e
 
 
 def compile_module(module: Module, run_pipeline: bool | str | None = None, verify: bool = True,
@@ -250,22 +284,34 @@ def compile_module(module: Module, run_pipeline: bool | str | None = None, verif
         from ...passes.pipelines import cpu_quick_pipeline
         module, run_pipeline = optimize(module.clone(), cpu_quick_pipeline(), options=options), False
     tm = llvm_jit.shared_target_machine()
-    module, llvm_module, scratch_size, timer = emit_llvm(
-        module, tm, llvm.get_process_triple(), run_pipeline, verify, fast_math, options, threads, profile)
-    level = llvm_level or compile_plan.choose_level(module)
-    text = str(llvm_module)
-    _dump(module, "ir-no-opt.ll", text, options)
-    split = _parallel_split(text) if level == compile_plan.OPTIMIZED else None
+    chosen: list = []
+
+    def session_for(optimized: Module):
+        chosen.append(llvm_level or compile_plan.choose_level(optimized))
+        chosen.append(_session(optimized, chosen[0], profile))
+        return chosen[1]
+    try:
+        module, llvm_module, scratch_size, timer = emit_llvm(
+            module, tm, llvm.get_process_triple(), run_pipeline, verify, fast_math, options, threads, profile,
+            session_for)
+    except BaseException as e:
+        if chosen and chosen[1] is not None:
+            chosen[1].close(abandon=e)
+        raise
+    level, session = chosen
+    try:
+        text = session.module_text(llvm_module) if session is not None else str(llvm_module)
+        _dump(module, "ir-no-opt.ll", text, options)
+    except BaseException as e:
+        if session is not None:
+            session.close(abandon=e)
+        raise
     objects: list[bytes] | None = [] if key is not None else None
     entry_symbol = ENTRY_NAME
     LLVM_COMPILES[level] += 1
-    if split is not None:
-        try:
-            with trace_events.span(f"LLVM {level}, two threads", "llvm"):
-                engine, address, opt_parts, objs = llvm_parallel.compile_split(
-                    split[0], split[1], optimize_llvm, lambda: llvm_jit.new_target_machine(3), ENTRY_NAME)
-        except llvm_parallel.InvalidIR as e:
-            raise XlapyError(f"cpu backend produced invalid LLVM IR for module {module.name}: {e}") from e
+    if session is not None:
+        with trace_events.span(f"LLVM {level}, two threads", "llvm"):
+            engine, address, opt_parts, objs = _finish_parallel(session, module, text)
         if objects is not None:
             objects.extend(objs)
     else:
@@ -302,7 +348,7 @@ def compile_module(module: Module, run_pipeline: bool | str | None = None, verif
         exe.use_host_callbacks()
     if COLLECTIVE_SYMBOL in text:
         attach_collectives(exe)
-    if key is not None and len(objects) == (2 if split is not None else 1) and all(objects):
+    if key is not None and objects and all(objects):
         with trace_events.span("compilation cache write", "compile"):
             entry = cache_entry.Entry(module.name, [str(p.shape) for p in module.entry.parameters],
                                       str(module.entry.root.shape), entry_symbol, scratch_size, level, threads,

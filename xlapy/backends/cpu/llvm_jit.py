@@ -31,7 +31,8 @@ Loop strength reduction is off (`-disable-lsr`; XLAPY_LLVM_LSR=1 turns it back o
 models' kernels (loops over many arrays with div/mod index arithmetic) it was ~45% of code generation and ~24%
 of all LLVM time (vit/train: 11.2 -> 8.5 s of CPU over its kernels), and the code ran no slower without it
 (thread CPU time, one xlapy thread, the same optimized HLO compiled both ways in one process: vit/train 0.97x,
-gpt2/train 0.94x, resnet50/train 0.99x, vit/fwd 1.02x, resnet50/fwd 0.99x, gpt2/sample 1.03x): x86's addressing modes already fold the index arithmetic LSR would rewrite.
+gpt2/train 0.94x, resnet50/train 0.99x, vit/fwd 1.02x, resnet50/fwd 0.99x, gpt2/sample 1.03x): x86's addressing
+modes already fold the index arithmetic LSR would rewrite.
 
 Threads: llvmlite serializes each call into LLVM, but a sequence of them (add a module, finalize, look up its
 entry) is one step here under _lock, and so is the one-time setup; nothing relies on the GIL.

@@ -1,45 +1,65 @@
-"""Optimize and generate code on two cores: about half of the kernels (kernels.py's `xlapy_kernel*` functions,
-each with the parallel-loop workers it calls) and of the workers the entry calls directly go into a second LLVM
-module, in its own LLVM context, which a second thread optimizes and turns into object code while the calling
-thread does the same for the entry function and the rest; both objects are then loaded into one MCJIT engine,
-which links the entry's calls to the moved functions.
+"""LLVM on two cores, overlapped with emission, each kernel at its tier's optimization level (opt_levels.py).
 
-    text ──split──> A: entry + the rest + `declare` of each moved function ── O3 + codegen (this thread) ──┐
-                    B: moved functions (made external) + globals/declares ── O3 + codegen (thread 2) ────┴─> engine
+The module's kernels (kernels.py's `xlapy_kernel*` functions, each with the parallel-loop workers it calls) and
+the workers the entry calls directly are compiled in *parts*: LLVM modules of their own, each in its own LLVM
+context, with the pipeline of their tier (hot: O3; light: O1 without vectorizers). A second thread compiles the
+parts as they come; the calling thread compiles the entry part (the entry and whatever could not move), then
+takes the parts nobody started; the objects are loaded into one MCJIT engine, which links the entry's calls.
 
-llvmlite serialises every call into LLVM behind one lock; thread 2 calls the two expensive entry points (run
-the pass pipeline, emit an object) through their raw ctypes functions, which release the GIL and take no lock.
-That is safe because nothing is shared: module B lives in its own context and has its own target machine
-and pass builder, and the calling thread never touches them until thread 2 has finished.
+    emission ── kernel final ──> add_kernel ── a tier's units reach PART_WEIGHT ──> part ──> thread 2 ──┐
+    end: the rest of the text ── split ──> entry part (this thread) + parts of the units left ─────────┴─> engine
+
+Overlap: kernels are final once KernelCache keeps them (compiler.emit_module reports each), so a part of finished
+kernels is optimized by thread 2 while Python emits the rest; Python only holds the GIL, LLVM runs through the
+raw ctypes functions, which release it and take no lock. That is safe because nothing is shared: each part lives
+in its own context, with its own target machine and pass builder, and only one thread ever touches it.
 
 A function moves with everything it calls that the module defines, and only when nothing else calls those (a
-kernel calling a runtime function every kernel shares, as the profiler's, stays in A). Only the unit's root (the
-function A calls) becomes external; what it calls keeps internal linkage in B. That matters for speed: LLVM
-inlines an internal function with one caller whatever its size, and an external one only when small, so a
-worker's outlined loop body (parallel.py's `.body`) made external stayed a call in the worker's loop, and
-ResNet-50's training step ran 2x slower (thread CPU time 122 ms against 60 ms, every function made external in
-one module: 134 ms). Each module keeps its
-private globals (constant tables) as copies; moved functions get names unique to the process, so objects of
-different executables can never bind to each other's symbols. `split` returns None when there is too little
-to share.
+kernel calling a runtime function every kernel shares, as the profiler's, stays in the entry part). Only the
+unit's root (the function the entry calls) becomes external; what it calls keeps internal linkage in its part.
+That matters for speed: LLVM inlines an internal function with one caller whatever its size, and an external one
+only when small, so a worker's outlined loop body (parallel.py's `.body`) made external stayed a call in the
+worker's loop, and ResNet-50's training step ran 2x slower. Each part carries the declarations and private
+globals (constant tables) its functions name; moved functions get names unique to the process, so objects of
+different executables can never bind to each other's symbols. A unit whose members something outside it calls
+(which a kernel finished early cannot know) is caught at the end: the session is abandoned and the module
+compiled from its whole text (`Restart`). `split` returns None when there is too little to share.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import re
 import threading
 from ctypes import string_at
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
-from .llvm_jit import load_objects
+from . import opt_levels
+from .llvm_jit import load_objects, new_target_machine
 
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
+PART_WEIGHT = 3000             # weighted lines per part: a part costs ~10 ms of setup; smaller ones balance better
 WORKER_WEIGHT = 1.6            # LLVM time per line of a worker (vectorized loops) relative to the entry's
 _MOVABLE = re.compile(r"xlapy_(task|kernel)")        # pool workers (parallel.py) and kernels (kernels.py)
 _REF = re.compile(r'@"([^"]+)"')
 _serial = itertools.count()
+
+
+@dataclass
+class Part:
+    text: str
+    tier: str
+
+
+class InvalidIR(Exception):
+    """A part does not parse or verify (an emitter bug)."""
+
+
+class Restart(Exception):
+    """Something outside a unit shipped early calls one of its internal members: compile the whole text."""
 
 
 def _items(text: str) -> list[tuple[str, str]]:
@@ -61,51 +81,20 @@ def _items(text: str) -> list[tuple[str, str]]:
     return items
 
 
-def split(text: str) -> tuple[str, str, list[str]] | None:
-    """(module A text, module B text, moved function names), or None when not worth splitting."""
-    items = _items(text)
-    defs = {m.group(1): t for kind, t in items if kind == "define" for m in [_REF.search(t)] if m}
-    units, total = _units(defs), sum(_weight(name, t) for name, t in defs.items())
-    moved, roots, moved_weight = [], set(), 0.0
-    for weight, root, members in sorted(units, key=lambda u: -u[0]):   # biggest first, until B holds about half
-        if moved_weight + weight / 2 > total / 2:
-            continue
-        moved.extend(members)
-        roots.add(root)
-        moved_weight += weight
-    if not moved or moved_weight < MIN_MOVED_LINES:
-        return None
-    tag = f"xlapy_p{next(_serial)}_"
-    rename = {n: tag + n for n in moved}
-
-    def renamed(t: str) -> str:
-        return _REF.sub(lambda m: f'@"{rename.get(m.group(1), m.group(1))}"', t)
-    a, b = [], []
-    for kind, t in items:
-        m = _REF.search(t) if kind == "define" else None
-        if m is not None and m.group(1) in roots:
-            definition = renamed(t).replace("define internal ", "define ", 1)
-            b.append(definition)
-            a.append(_declaration(definition))
-        elif m is not None and m.group(1) in rename:
-            b.append(renamed(t))          # called only from its unit: stays internal (see the module docstring)
-        elif kind == "define":
-            a.append(renamed(t))
-        else:
-            a.append(t)
-            if kind != "header" or t.startswith(("target ", "; ModuleID")):
-                b.append(t)
-    return "\n".join(a) + "\n", "\n".join(b) + "\n", moved
-
-
 def _weight(name: str, text: str) -> float:
     return text.count("\n") * (WORKER_WEIGHT if _MOVABLE.match(name) else 1.0)
 
 
+def _declaration(definition: str) -> str:
+    """`declare` for a moved function, from the first line of its definition (the signature, no attributes)."""
+    header = definition.split("\n", 1)[0]
+    return "declare " + header[len("define "):header.index(")") + 1]
+
+
 def _units(defs: dict[str, str]) -> list[tuple[float, str, list[str]]]:
-    """What can move to module B: a kernel (kernels.py) with the pool workers it calls, or a worker that the
+    """What can move to a part: a kernel (kernels.py) with the pool workers it calls, or a worker that the
     entry calls directly. A unit moves whole and only when nothing outside it refers to its members (a function
-    every kernel calls, as the profiler's, keeps the kernels that call it in A)."""
+    every kernel calls, as the profiler's, keeps the kernels that call it in the entry part)."""
     refs = {name: (set(_REF.findall(t)) - {name}) & defs.keys() for name, t in defs.items()}
     users: dict[str, set[str]] = {name: set() for name in defs}
     for name, targets in refs.items():
@@ -126,76 +115,276 @@ def _units(defs: dict[str, str]) -> list[tuple[float, str, list[str]]]:
     return units
 
 
-def _declaration(definition: str) -> str:
-    """`declare` for a moved function, from the first line of its definition (the signature, no attributes)."""
-    header = definition.split("\n", 1)[0]
-    return "declare " + header[len("define "):header.index(")") + 1]
+class Session:
+    """One module's LLVM parts: `add_kernel` during emission (parts of finished kernels go to thread 2 as they
+    fill), `finish` with the whole text at the end. `tier_of(function name)` is opt_levels.Tiers.of."""
+
+    def __init__(self, tier_of=None, stream: bool = True, run: bool = True):
+        self.tier_of = tier_of or (lambda name: opt_levels.HOT)
+        self.stream, self.run = stream, run
+        self.tag = f"xlapy_p{next(_serial)}_"
+        self.rename: dict[str, str] = {}       # every moved function: original name -> its name in the parts
+        self.roots: set[str] = set()           # the moved functions other parts call (external)
+        self.printed: dict[str, str] = {}      # the text of each moved function and global used, as printed
+        self.declarations: dict[str, str] = {} # moved root's new name -> its `declare`
+        self._buckets = {tier: [] for tier in opt_levels.TIERS}    # units waiting: (weight, root, {name: text})
+        self._weights = dict.fromkeys(opt_levels.TIERS, 0.0)
+        self._parts: list[Part] = []           # every part, in order; results by index
+        self._queue: collections.deque[int] = collections.deque()
+        self._results: dict[int, tuple[bytes, bytes]] = {}
+        self._error: BaseException | None = None
+        self._lock = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False                   # no more parts will come: thread 2 ends once the queue is empty
+
+    # -- during emission -----------------------------------------------------------------------------
+    def add_kernel(self, module, kernel) -> None:
+        """`kernel` (an llvmlite ir.Function of `module`) is final: queue it, with the workers it calls, for a part."""
+        if not self.stream:
+            return
+        members = {kernel.name: str(kernel)}
+        stack = [kernel.name]
+        while stack:
+            for ref in _REF.findall(members[stack.pop()]):
+                if ref in members:
+                    continue
+                g = module.globals.get(ref)
+                if getattr(g, "blocks", None):                  # a defined function
+                    if ref in self.rename or not _MOVABLE.match(ref):
+                        return                                   # left for the end (see the docstring)
+                    members[ref] = str(g)
+                    stack.append(ref)
+        tier = self.tier_of(kernel.name)
+        weight = sum(_weight(n, t) for n, t in members.items())
+        self._buckets[tier].append((weight, kernel.name, members))
+        self._weights[tier] += weight
+        if self._weights[tier] >= PART_WEIGHT:
+            self._ship(tier, self._header(module), module.globals)
+
+    def _header(self, module) -> list[str]:
+        return [f'target triple = "{module.triple}"', f'target datalayout = "{module.data_layout}"',
+                *[t.get_declaration() for t in module.get_identified_types().values()]]
+
+    def _ship(self, tier: str, header: list[str], globals_: dict) -> None:
+        units, self._buckets[tier], self._weights[tier] = self._buckets[tier], [], 0.0
+        for _, root, members in units:
+            self.roots.add(root)
+            for name in members:
+                self.rename[name] = self.tag + name
+            self.printed.update(members)
+            self.declarations[self.tag + root] = _declaration(self._external(members[root]))
+        bodies = []
+        for _, root, members in units:
+            for name, text in members.items():
+                bodies.append(self._external(text) if name == root else self._renamed(text))
+        self._submit(Part(self._with_context(header, bodies, globals_), tier))
+
+    def _renamed(self, text: str) -> str:
+        return _REF.sub(lambda m: f'@"{self.rename.get(m.group(1), m.group(1))}"', text)
+
+    def _external(self, definition: str) -> str:
+        """A moved root's definition as its part holds it: renamed, external."""
+        return self._renamed(definition).replace("define internal ", "define ", 1)
+
+    def _with_context(self, header: list[str], bodies: list[str], globals_: dict) -> str:
+        """A part's text: the header, then the declarations and globals its bodies name, then the bodies."""
+        defined = {_REF.search(b).group(1) for b in bodies}
+        context, seen = [], set(defined)
+        for body in bodies:
+            for ref in _REF.findall(body):
+                if ref in seen:
+                    continue
+                seen.add(ref)
+                g = globals_.get(ref)
+                if isinstance(g, str):                       # printed text (the end's split)
+                    context.append(g)
+                elif getattr(g, "blocks", None):             # a function defined in the module (not a kernel's)
+                    context.append(_declaration(str(g)))
+                elif g is not None:                          # a declaration, a global variable (printed once)
+                    context.append(self._print_global(g))
+                elif ref in self.declarations:               # a moved root of another part
+                    context.append(self.declarations[ref])
+        return "\n".join(header + context + bodies) + "\n"
+
+    def _print_global(self, g) -> str:
+        if not hasattr(g, "args"):               # a variable: final once made (constants); functions may gain bodies
+            return self.printed.setdefault(g.name, str(g))
+        return str(g)
+
+    def module_text(self, module) -> str:
+        """str(module) (llvmlite's printing), reusing the text of the functions printed when they moved."""
+        lines = [f'; ModuleID = "{module.name}"', *self._header(module)[:2], "",
+                 *[t.get_declaration() for t in module.get_identified_types().values()]]
+        lines += [self.printed.get(name) or str(g) for name, g in module.globals.items()]
+        lines += module._get_metadata_lines()
+        return "\n".join(lines)
+
+    # -- threads -------------------------------------------------------------------------------------
+    def _submit(self, part: Part) -> None:
+        with self._lock:
+            self._parts.append(part)
+            if not self.run:
+                return
+            self._queue.append(len(self._parts) - 1)
+            self._lock.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._drain, daemon=True)
+                self._thread.start()
+
+    def _next(self, wait: bool = False) -> int | None:
+        """The next part nobody started; None when there is none (`wait`: none will come any more)."""
+        with self._lock:
+            while wait and not self._queue and not self._closed and self._error is None:
+                self._lock.wait()
+            return self._queue.popleft() if self._queue and self._error is None else None
+
+    def _drain(self) -> None:
+        while (k := self._next(wait=True)) is not None:
+            try:
+                self._results[k] = compile_part(self._parts[k])
+            except BaseException as e:            # reported by the calling thread
+                self._error = e
+
+    # -- the end -------------------------------------------------------------------------------------
+    def finish(self, text: str, entry: str):
+        """Compile the rest of the module (`text`, the whole module as printed) and link every part:
+        (llvm_jit.OwnCode, entry address, [optimized parts as bitcode], [object files]). Raises Restart when
+        the text calls a function shipped as internal; nothing of the session is then used."""
+        try:
+            entry_text = self.split_rest(text)
+            with self._lock:
+                self._closed = True                              # every part is queued
+                self._lock.notify_all()
+            results = {-1: compile_part(Part(entry_text, opt_levels.HOT))}
+            while (k := self._next()) is not None:            # parts thread 2 has not started
+                results[k] = compile_part(self._parts[k])
+        except BaseException as e:
+            self.close(abandon=e)
+            raise
+        self.close()
+        if self._error is not None:
+            raise self._error
+        results.update(self._results)
+        objects = [results[k][0] for k in sorted(results)]
+        code, address = load_objects(objects, entry, *_target(entry_text))
+        if not address:
+            raise RuntimeError(f"the linked objects have no {entry}")
+        return code, address, [results[k][1] for k in sorted(results)], objects
+
+    def close(self, abandon: BaseException | None = None) -> None:
+        """Wait for thread 2 (after an error too: it must not outlive what it compiles); `abandon` (the error
+        that ends the compile) drops the parts not started."""
+        with self._lock:
+            if abandon is not None and self._error is None:
+                self._error = abandon
+            if self._error is not None:
+                self._queue.clear()
+            self._closed = True
+            self._lock.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def split_rest(self, text: str) -> str:
+        """Ship the movable units not moved yet in parts of their tiers; returns the entry part's text (what is
+        not moved, calling the moved roots by their new names)."""
+        items = _items(text)
+        defs = {m.group(1): t for kind, t in items if kind == "define" for m in [_REF.search(t)] if m}
+        rest = {n: t for n, t in defs.items() if n not in self.rename}
+        for n, t in rest.items():
+            if any(r in self.rename and r not in self.roots for r in _REF.findall(t)):
+                raise Restart(f"{n} calls a function moved as internal")
+        for n in self.rename:
+            for r in _REF.findall(self.printed[n]):
+                if r in rest:
+                    raise Restart(f"the moved {n} calls {r}, defined later")
+        globals_ = {}
+        for kind, t in items:
+            if kind in ("declare", "global"):
+                m = _REF.search(t)
+                if m:
+                    globals_[m.group(1)] = t
+        header = [t for kind, t in items if kind == "header" and t.startswith(("target ", "%"))]
+        by_tier = {tier: [] for tier in opt_levels.TIERS}
+        for weight, root, members in _units(rest):
+            by_tier[self.tier_of(root)].append((weight, root, {m: rest[m] for m in members}))
+        moved = sum(w for units in by_tier.values() for w, _, _ in units)
+        if moved >= MIN_MOVED_LINES or self._parts:
+            for tier, units in by_tier.items():
+                units.sort(key=lambda u: -u[0])
+                self._buckets[tier] = []
+                self._weights[tier] = 0.0
+                for unit in units:
+                    self._buckets[tier].append(unit)
+                    self._weights[tier] += unit[0]
+                    if self._weights[tier] >= PART_WEIGHT:
+                        self._ship(tier, header, globals_)
+                if self._buckets[tier]:
+                    self._ship(tier, header, globals_)
+        entry_items = []
+        for kind, t in items:
+            m = _REF.search(t) if kind == "define" else None
+            if m is not None and m.group(1) in self.rename:
+                continue
+            entry_items.append(self._renamed(t))
+        used = set(_REF.findall("\n".join(entry_items)))
+        entry_items += [d for name, d in self.declarations.items() if name in used]
+        return "\n".join(entry_items) + "\n"
 
 
-class InvalidIR(Exception):
-    """One of the halves does not parse or verify (an emitter bug)."""
+def split(text: str, tier_of=None) -> tuple[str, list[Part], list[str]] | None:
+    """The whole-text split (no streaming): (entry part text, parts, moved function names), or None when there
+    is too little to move."""
+    session = Session(tier_of, stream=False, run=False)
+    entry_text = session.split_rest(text)
+    if not session._parts:
+        return None
+    return entry_text, session._parts, sorted(session.rename)
 
 
-def _parse(text: str, context=None):
+def _target(text: str) -> tuple[str, str]:
+    triple = re.search(r'^target triple = "([^"]*)"', text, re.M)
+    layout = re.search(r'^target datalayout = "([^"]*)"', text, re.M)
+    return (triple.group(1) if triple else llvm.get_process_triple(), layout.group(1) if layout else "")
+
+
+def _parse(text: str, context):
     try:
-        mod = llvm.parse_assembly(text, context=context) if context is not None else llvm.parse_assembly(text)
+        mod = llvm.parse_assembly(text, context=context)
         mod.verify()
     except RuntimeError as e:
         raise InvalidIR(str(e)) from e
     return mod
 
 
-def _optimize_and_emit_raw(mpm, mod, pb, tm, out: dict) -> None:
-    """Thread 2: the pass pipeline and object emission through the raw (lock-free) ctypes functions."""
+def compile_part(part: Part) -> tuple[bytes, bytes]:
+    """Optimize and code-generate one part in a context of its own: (object file, optimized bitcode). The pass
+    pipeline and the object emission go through the raw ctypes functions (no llvmlite lock, GIL released)."""
+    context = llvm.create_context()
     try:
-        ffi.lib.LLVMPY_RunNewModulePassManager._cfn(mpm, mod, pb)
-        err = ffi.OutputString()
-        out["buffer"] = ffi.lib.LLVMPY_TargetMachineEmitToMemory._cfn(tm, mod, 1, err)
-        out["error"] = err
-    except BaseException as e:             # reported by the calling thread
-        out["exception"] = e
-
-
-def compile_split(text_a: str, text_b: str, optimize, new_tm, entry: str):
-    """Compile the two halves concurrently; (llvm_jit.OwnCode, entry address, [optimized module A, B], [object
-    files A, B]).
-    `optimize(mod, tm)` is compiler.optimize_llvm; `new_tm()` makes a target machine."""
-    from .compiler import pipeline_tuning
-    ctx_b = llvm.create_context()
-    mod_b = _parse(text_b, ctx_b)
-    tm_b = new_tm()
-    pb_b = llvm.create_pass_builder(tm_b, pipeline_tuning())
-    mpm_b = pb_b.getModulePassManager()
-    out: dict = {}
-    worker = threading.Thread(target=_optimize_and_emit_raw, args=(mpm_b, mod_b, pb_b, tm_b, out), daemon=True)
-    worker.start()
-    try:
-        mod_a = _parse(text_a)
-        tm_a = new_tm()
-        optimize(mod_a, tm_a)
-        obj_a = tm_a.emit_object(mod_a)
+        mod = _parse(part.text, context)
+        tm = new_target_machine(opt_levels.codegen_level(part.tier))
+        pb = llvm.create_pass_builder(tm, opt_levels.tuning(part.tier))
+        mpm = pb.getModulePassManager()
+        try:
+            ffi.lib.LLVMPY_RunNewModulePassManager._cfn(mpm, mod, pb)
+            err = ffi.OutputString()
+            buffer = ffi.lib.LLVMPY_TargetMachineEmitToMemory._cfn(tm, mod, 1, err)
+        finally:
+            mpm.close()            # the pass manager before the builder whose analyses it used
+            pb.close()
+        try:
+            if not buffer:
+                raise RuntimeError(f"LLVM could not emit an object: {err}")
+            obj = string_at(ffi.lib.LLVMPY_GetBufferStart(buffer), ffi.lib.LLVMPY_GetBufferSize(buffer))
+        finally:
+            if buffer:
+                ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
+            err.close()
+        # the module is disposed here, before its context: left to the garbage collector, the two could be
+        # freed in either order, and a module outliving its context crashes the process
+        bitcode = mod.as_bitcode()
+        mod.close()
     finally:
-        worker.join()
-        mpm_b.close()           # the pass manager before the builder whose analyses it used
-        pb_b.close()
-        # module B (kept as bitcode, for whoever asks for the optimized IR) is disposed here, before its context:
-        # left to the garbage collector, the two could be freed in either order, and a module outliving its
-        # context crashes the process
-        bitcode_b = mod_b.as_bitcode() if "buffer" in out else b""
-        mod_b.close()
-        ctx_b.close()
-    if "exception" in out:
-        raise out["exception"]
-    buffer = out.get("buffer")
-    if not buffer:
-        raise RuntimeError(f"LLVM could not emit the worker object: {out.get('error')}")
-    try:
-        obj_b = string_at(ffi.lib.LLVMPY_GetBufferStart(buffer), ffi.lib.LLVMPY_GetBufferSize(buffer))
-    finally:
-        ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
-        out["error"].close()
-    code, address = load_objects([obj_a, obj_b], entry, mod_a.triple, mod_a.data_layout)
-    if not address:
-        raise RuntimeError(f"the linked objects have no {entry}")
-    # the optimized modules (printed when someone asks) and the objects (for the persistent cache)
-    return code, address, [mod_a, bitcode_b], [obj_a, obj_b]
+        context.close()
+    return obj, bitcode

@@ -1,0 +1,105 @@
+"""How hard LLVM works on each kernel: its tier, by the work one run of the kernel does.
+
+Most of a training step's kernels are tiny (a scalar step counter, a bias gradient of 64 elements, a norm's
+statistics) and a few hundred run over the activations. LLVM's loop and SLP vectorizers, interleaving and the
+O3 pass list cost the same per line on both kinds, but only the hot ones repay them. So each kernel (kernels.py)
+gets a tier, and llvm_parallel.py compiles each tier's kernels in modules of their own with the tier's pipeline:
+
+| tier | when | IR pipeline | code generation |
+|---|---|---|---|
+| hot | work >= LIGHT_WORK_LIMIT, or unknown | O3, vectorizers, interleaving, no unrolling (compiler.py) | O3 |
+| light | work < LIGHT_WORK_LIMIT | O1, no vectorizers | O1 |
+
+The work of a kernel is compile_plan's element-operation estimate of its instruction (the largest array it
+touches, times the work of what it calls; dots their multiply-adds), times the trips of every while loop around
+it: known_trip_count from the backend config, else LOOP_TRIPS. The entry function and every function that is
+not a kernel (the entry's own pool workers) are hot.
+"""
+from __future__ import annotations
+
+import re
+
+from ...hlo import Computation, Instruction, Module
+from . import compile_plan
+
+HOT, LIGHT = "hot", "light"
+TIERS = (HOT, LIGHT)
+LIGHT_WORK_LIMIT = 100_000       # element operations per run of the module
+LOOP_TRIPS = 1000                # a while loop whose trip count is not known
+
+KERNEL_PREFIX = "xlapy_kernel."          # kernels.py names a kernel after its instruction
+_SUFFIX = re.compile(r"\.\d+$")          # llvmlite's suffix for a name already taken
+
+
+def tuning(tier: str):
+    """LLVM pipeline tuning options for `tier` (the O3 ones are compiler.pipeline_tuning)."""
+    import llvmlite.binding as llvm
+    if tier == HOT:
+        from .compiler import pipeline_tuning
+        return pipeline_tuning()
+    pto = llvm.create_pipeline_tuning_options(speed_level=1)
+    pto.loop_vectorization = False
+    pto.slp_vectorization = False
+    pto.loop_interleaving = False
+    pto.loop_unrolling = False
+    return pto
+
+
+def codegen_level(tier: str) -> int:
+    return 3 if tier == HOT else 1
+
+
+def _trips(inst: Instruction) -> int:
+    config = inst.attrs.get("backend_config")
+    m = re.search(r'known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"(\d+)"', config) if isinstance(config, str) else None
+    return int(m.group(1)) if m else LOOP_TRIPS
+
+
+def _runs(module: Module) -> dict[int, int]:
+    """How many times one run of the module runs each computation (by id): the trips of the loops around it."""
+    runs: dict[int, int] = {}
+
+    def visit(comp: Computation, n: int) -> None:
+        if runs.get(id(comp), 0) >= n:
+            return
+        runs[id(comp)] = n
+        for inst in comp.instructions:
+            factor = _trips(inst) if inst.opcode == "while" else 1
+            for called in inst.called_computations():
+                if inst.opcode in ("fusion",):
+                    continue                # a fusion's body is the kernel itself
+                visit(called, n * factor)
+    if module.entry is not None:
+        visit(module.entry, 1)
+    return runs
+
+
+class Tiers:
+    """The tier of each kernel function of a module, by its name (kernels.py: `xlapy_kernel.<instruction>`)."""
+
+    def __init__(self, module: Module):
+        runs = _runs(module)
+        self._by_name: dict[str, tuple[Instruction, int]] = {}
+        for comp in module.computations:
+            n = runs.get(id(comp))
+            if n is None:
+                continue
+            for inst in comp.instructions:
+                self._by_name[re.sub(r"[^A-Za-z0-9_.]", "_", inst.name)] = (inst, n)
+
+    def of(self, function: str) -> str:
+        if not function.startswith(KERNEL_PREFIX):
+            return HOT
+        name = function[len(KERNEL_PREFIX):]
+        found = self._by_name.get(name) or self._by_name.get(_SUFFIX.sub("", name))
+        if found is None:
+            return HOT
+        inst, runs = found
+        try:
+            work = compile_plan._work(inst) * runs
+        except Exception:            # a while inside (unbounded work), or an estimate that does not apply
+            return HOT
+        return LIGHT if work < LIGHT_WORK_LIMIT else HOT
+
+
+__all__ = ["HOT", "LIGHT", "TIERS", "LIGHT_WORK_LIMIT", "LOOP_TRIPS", "tuning", "codegen_level", "Tiers"]
