@@ -40,3 +40,21 @@ def test_explain_still_gives_reasons():
     pat = Op("add", Any(), Any())
     assert pat.match(neg) is None
     assert "negate, not add" in pat.explain(neg)
+
+
+def test_one_sweep_also_rewrites_what_a_rewrite_made():
+    """reshape(reshape(reshape(x))) with x's shape: each reshape_reshape makes a new reshape, which the sweep tries
+    at once (same_shape_noop), so one sweep leaves x, where sweeps that skipped new instructions needed three."""
+    from xlapy.passes.algsimp import RULES
+    module = parse("""HloModule m
+ENTRY main {
+  x = f32[4,6] parameter(0)
+  a = f32[24] reshape(x)
+  b = f32[2,12] reshape(a)
+  c = f32[4,6] reshape(b)
+  ROOT n = f32[4,6] negate(c)
+}""")
+    trace = []
+    assert apply_rules_to(module.entry, RULES, trace)
+    assert module.entry.root.operands[0].opcode == "parameter", trace
+    assert not apply_rules_to(module.entry, RULES)

@@ -161,7 +161,8 @@ class Instruction:
         for v in self.attrs.values():
             if isinstance(v, Computation):
                 out.append(v)
-            elif isinstance(v, (list, tuple)) and v and all(isinstance(c, Computation) for c in v):
+            elif (isinstance(v, (list, tuple)) and v and isinstance(v[0], Computation)
+                  and all(isinstance(c, Computation) for c in v)):
                 out.extend(v)
         return out
 
@@ -237,6 +238,26 @@ class Computation:
         del self.instructions[self.position(inst)]
         self._removed_since += 1
         inst.parent = None
+
+    def remove_instructions(self, insts: Iterable[Instruction]) -> int:
+        """Remove many unused instructions at once (a pass deleting a share of a big computation): the list is
+        filtered once, where a remove_instruction each would find each one's position. Every one must be unused
+        once all of them are gone, and none the root. Returns how many were removed."""
+        doomed = {id(i): i for i in insts if i.parent is self}
+        if not doomed:
+            return 0
+        for inst in doomed.values():
+            if inst is self.root:
+                raise ValueError(f"cannot remove root {inst.name} of {self.name}")
+            if any(id(u) not in doomed for u in inst.users):
+                raise ValueError(f"cannot remove {inst.name}: still used by "
+                                 f"{[u.name for u in inst.users if id(u) not in doomed]}")
+        for inst in doomed.values():
+            inst.detach()
+            inst.parent = None
+        self.instructions = [i for i in self.instructions if id(i) not in doomed]
+        self._positions = None
+        return len(doomed)
 
     # a removal from a list of n instructions scanned it: O(n) each, O(n^2) for a pass removing a share of a big
     # computation (fusion, DCE, CSE). Positions recorded once stay close: each removal through
@@ -482,8 +503,10 @@ class Module:
             for inst in c.instructions:
                 stack.extend(inst.called_computations())
         dead = [c for c in self.computations if id(c) not in reachable]
-        for c in dead:
-            self.remove_computation(c)
+        if dead:
+            self.computations = [c for c in self.computations if id(c) in reachable]
+            for c in dead:
+                c.parent = None
         return len(dead)
 
     def instructions(self) -> Iterator[Instruction]:

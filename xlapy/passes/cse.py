@@ -60,21 +60,43 @@ class HloCSE(Pass):
     def run(self, module: Module) -> bool:
         changed = False
         for comp in module.computations:
-            seen: dict = {}
+            # an instruction is first bucketed by opcode and operands, which tells most apart; the full key
+            # (shape, attributes, literal) is made only for instructions that share a bucket with an earlier one
+            first: dict = {}            # (opcode, operand ids) -> the first instruction seen with them
+            seen: dict = {}             # full key -> instruction
+            dead = []
             for inst in comp.post_order():
                 if inst.opcode == "parameter" or inst.has_side_effect or inst.control_predecessors:
                     continue
                 if self.only_constants and inst.opcode != "constant":
                     continue
-                try:
-                    key = instruction_key(inst)
-                    hash(key)
-                except TypeError:   # an attribute value we cannot compare: leave the instruction alone
+                bucket = (inst.opcode, tuple([id(o) for o in inst.operands]))
+                earlier = first.setdefault(bucket, inst)
+                if earlier is inst:
                     continue
-                first = seen.setdefault(key, inst)
-                if first is not inst:
-                    inst.replace_all_uses_with(first)
+                if earlier is not None:         # the bucket's first instruction gets its full key now
+                    first[bucket] = None
+                    key = _key(earlier)
+                    if key is not None:
+                        seen.setdefault(key, earlier)
+                key = _key(inst)
+                if key is None:
+                    continue
+                other = seen.setdefault(key, inst)
+                if other is not inst:
+                    inst.replace_all_uses_with(other)
                     if not inst.users and not inst.is_root:
-                        comp.remove_instruction(inst)
+                        dead.append(inst)
                     changed = True
+            comp.remove_instructions(dead)
         return changed
+
+
+def _key(inst):
+    """instruction_key, or None for an attribute value we cannot compare (the instruction is left alone)."""
+    try:
+        key = instruction_key(inst)
+        hash(key)
+    except TypeError:
+        return None
+    return key

@@ -6,7 +6,9 @@ from __future__ import annotations
 from .pipeline import FixedPoint, Pipeline
 from .registry import make_pass
 
-SIMPLIFICATION = ["algsimp", "simplify-sorts", "dce", "reshape-mover", "constant_folding", "simplify-conditional",
+# the first dce leaves unreachable computations to the last one: walking every instruction of every computation
+# for calls, twice per iteration, was most of DCE's time
+SIMPLIFICATION = ["algsimp", "simplify-sorts", ("dce", {"remove_dead_computations": False}), "reshape-mover", "constant_folding", "simplify-conditional",
                   "while-loop-invariant-code-motion", "while-loop-constant-sinking", "simplify-while-loops",
                   "tuple-simplifier", "cse", "dce"]
 

@@ -60,8 +60,12 @@ def available(name: str) -> bool:
     return hasattr(mod, PASSES[name][1])
 
 
-def make_pass(name: str, **options) -> Pass:
-    """A new instance of the pass called `name`; XlapyError lists the known names otherwise."""
+def make_pass(name: str | tuple[str, dict], **options) -> Pass:
+    """A new instance of the pass called `name`; XlapyError lists the known names otherwise. `name` may also be a
+    pipeline entry, (name, options) (pipelines.CPU_PIPELINE)."""
+    if isinstance(name, tuple):
+        name, entry_options = name
+        options = {**entry_options, **options}
     key = ALIASES.get(name, name)
     if key not in PASSES:
         raise XlapyError(f"unknown pass {name!r}; known passes: {', '.join(sorted(PASSES))}")

@@ -13,8 +13,9 @@ A rule's function receives the matched instruction and the pattern's captures as
 takes exactly the names its pattern captures; `rule` checks this when the module loads). It returns the
 instruction that should replace `inst`: an existing one, or a new one made with build.make (detached: the
 driver adds it, with any new operands, to the computation); or None when the rewrite does not apply after
-all. Replaced instructions are left for DCE. One sweep per call: passes run the driver inside a
-FixedPoint, so rules compose without the driver looping itself.
+all. Replaced instructions are left for DCE. One sweep per call, in post order, which also tries each
+instruction a rewrite makes: passes run the driver inside a FixedPoint, which a second sweep then usually
+confirms.
 """
 from __future__ import annotations
 
@@ -88,36 +89,66 @@ class RuleSet:
         return len(self.rules)
 
 
-def _adopt(comp: Computation, inst: Instruction) -> None:
-    """Add `inst` and any of its operands that are new (parent None) to `comp`, operands first."""
+def _adopt(comp: Computation, inst: Instruction, added: list[Instruction]) -> None:
+    """Add `inst` and any of its operands that are new (parent None) to `comp`, operands first; `added` collects
+    them in that order."""
     if inst.parent is not None:
         return
     for op in inst.operands:
-        _adopt(comp, op)
+        _adopt(comp, op, added)
     comp.add_instruction(inst)
+    added.append(inst)
+
+
+# rewrites in a row of one instruction and what replaces it (a bound on rules that undo each other)
+MAX_REWRITES_PER_INSTRUCTION = 16
+
+
+def _rewrite(comp: Computation, inst: Instruction, rules: RuleSet, trace: list | None,
+             added: list[Instruction]) -> bool:
+    """Apply the first rule that rewrites `inst`; the instructions it made go to `added`, operands first."""
+    for r in rules.for_opcode(inst.opcode):
+        new = r.apply(inst)
+        if new is None or new is inst:
+            continue
+        if not new.shape.compatible(inst.shape):
+            raise XlapyError(f"rewrite rule {r.name} turned {inst.name} ({inst.shape}) into {new.name} "
+                             f"of shape {new.shape}")
+        if new.parent is None:
+            new.shape = inst.shape   # keep the layout of the value it replaces
+            _adopt(comp, new, added)
+        inst.replace_all_uses_with(new)
+        if trace is not None:
+            trace.append((r.name, inst.name, new.name))
+        return True
+    return False
 
 
 def apply_rules_to(comp: Computation, rules: RuleSet, trace: list | None = None) -> bool:
-    """One sweep over `comp` in post order; `trace` collects (rule name, old name, new name) per rewrite."""
+    """One sweep over `comp` in post order; `trace` collects (rule name, old name, new name) per rewrite.
+    Instructions a rewrite makes are tried at once, operands first (a new reshape of a reshape folds in the same
+    sweep): the users of a rewritten value come later in the sweep, so one sweep leaves nothing a rule can
+    rewrite unless the rules themselves need another pass over what they rewrote earlier."""
     changed = False
     for inst in comp.post_order():
         if inst.parent is not comp:      # removed by an earlier rewrite in this sweep
             continue
-        for r in rules.for_opcode(inst.opcode):
-            new = r.apply(inst)
-            if new is None or new is inst:
-                continue
-            if not new.shape.compatible(inst.shape):
-                raise XlapyError(f"rewrite rule {r.name} turned {inst.name} ({inst.shape}) into {new.name} "
-                                 f"of shape {new.shape}")
-            if new.parent is None:
-                new.shape = inst.shape   # keep the layout of the value it replaces
-                _adopt(comp, new)
-            inst.replace_all_uses_with(new)
-            if trace is not None:
-                trace.append((r.name, inst.name, new.name))
-            changed = True
-            break
+        if not inst.users and inst is not comp.root and not inst.has_side_effect:
+            continue                     # dead (replaced earlier): DCE removes it, rewriting it makes more
+        added: list[Instruction] = []
+        if not _rewrite(comp, inst, rules, trace, added):
+            continue
+        changed = True
+        budget = MAX_REWRITES_PER_INSTRUCTION
+        work = added[::-1]               # popped operands first
+        while work and budget:
+            new = work.pop()
+            if new.parent is not comp or not (new.users or new is comp.root):
+                continue                 # replaced already, or left for DCE
+            more: list[Instruction] = []
+            if _rewrite(comp, new, rules, trace, more):
+                budget -= 1
+                work.extend(reversed(more))
     return changed
 
 

@@ -1,0 +1,46 @@
+"""Counter-based pins of the passes' algorithmic costs (issue 11: compile time flat per instruction): what a pass
+does per instruction is counted, never timed. Each test fails on the quadratic form it replaced."""
+from xlapy.hlo import Computation, parse, verify
+from xlapy.passes import cse as cse_module
+from xlapy.passes.cse import HloCSE
+from xlapy.passes.dce import HloDCE
+
+
+def _chain(n: int, dup_every: int = 0) -> str:
+    """x_i = add(x_(i-1), c_i): n distinct adds (each reads its own constant); with dup_every, every such add
+    also has a twin y_i = add(x_(i-1), c_i), read by z_i = multiply(x_i, y_i), that CSE merges into x_i."""
+    lines = ["  x0 = f32[8] parameter(0)"]
+    for i in range(1, n + 1):
+        lines.append(f"  c{i} = f32[8] constant({{{', '.join([str(i)] * 8)}}})")
+        lines.append(f"  x{i} = f32[8] add(x{i - 1}, c{i})")
+        if dup_every and i % dup_every == 0:
+            lines.append(f"  y{i} = f32[8] add(x{i - 1}, c{i})")
+            lines.append(f"  z{i} = f32[8] multiply(x{i}, y{i})")
+    return "HloModule chain\nENTRY main {\n" + "\n".join(lines) + f"\n  ROOT r = f32[8] negate(x{n})\n}}\n"
+
+
+def test_cse_makes_full_keys_only_where_operands_collide(monkeypatch):
+    """Instructions are bucketed by (opcode, operands) first: only the constants (no operands: one bucket) and
+    the twins need their full key (shape, attributes, literal), not every add."""
+    n = 60
+    module = parse(_chain(n, dup_every=10))
+    calls = []
+    real = cse_module.instruction_key
+    monkeypatch.setattr(cse_module, "instruction_key", lambda inst, *a: calls.append(inst.opcode) or real(inst, *a))
+    assert HloCSE().run(module)
+    verify(module)
+    assert calls.count("add") == 2 * (n // 10)
+    assert sum(i.opcode == "add" for i in module.entry.instructions) == n
+
+
+def test_dce_removes_a_dead_chain_with_one_pass_over_the_list(monkeypatch):
+    """A dead chain of n instructions leaves the list in one filtering, not one position search per removal."""
+    n = 400
+    text = _chain(n).replace(f"ROOT r = f32[8] negate(x{n})", "ROOT r = f32[8] negate(x0)")
+    module = parse(text)
+    searches = []
+    real = Computation.position
+    monkeypatch.setattr(Computation, "position", lambda self, inst: searches.append(1) or real(self, inst))
+    assert HloDCE().run(module)
+    assert [i.opcode for i in module.entry.instructions] == ["parameter", "negate"]
+    assert not searches
