@@ -14,15 +14,18 @@ a plain convolution of x with the sub-kernel w[k0::s], padding -c low, for Q_p =
 
 | rewrite | when |
 |---|---|
-| conv(x, w, lhs_dilate=s) => interleave over phases p of conv(slice(x), slice(w, k0::s), pad=(-c, ...)) | some lhs_dilate > 1, and a window of at least 2s there (every phase has two taps or more); every stride, rhs_dilate 1, no window reversal, batch_group_count 1 |
+| conv(x, w, lhs_dilate=s) => interleave over phases p of conv(slice(x), slice(w, k0::s), pad=(-c, ...)) | some lhs_dilate > 1, and a window of at least s there (every phase has a tap), at least 2s with feature groups (two taps or more); every stride, rhs_dilate 1, no window reversal, batch_group_count 1 |
 | a phase with no tap (M = 0) or no output (Q_p = 0) | zeros of its shape |
 | negative padding | the input is sliced instead |
 
-Smaller windows are left alone (`decompose` itself handles any window): the input gradients of ResNet-50's
-strided 1x1 and 3x3 convolutions (phases of one tap, or none) each ran 4-7x faster alone, but its training step
-as a whole ran no faster with them rewritten (one thread: 62.9 ms against 66.1 ms). (An earlier 2x slowdown
-with them was a backend bug: a phase's zeros were folded into a 256 KB constant that kernels read through a
-pointer; constant folding now makes uniform results broadcasts, and kernels name constants directly.)
+Smaller windows are left alone (`decompose` itself handles any window). A 1x1 window with s = 2 (the input
+gradient of ResNet-50's strided 1x1 convolutions) has phases without taps: its training step ran no faster with
+them rewritten (one thread: 62.9 ms against 66.1 ms). The 3x3 window of a strided 3x3 convolution's input gradient
+(phases of one tap and two) is rewritten: im2col + GEMM over the dilated input multiplied zeros 3 times in 4
+(benchmarks/conv.py, ResNet-50's 3x3/2 32->32: 0.73 ms -> 0.24 ms, one thread). Grouped convolutions keep the
+2s rule: the direct loops they take skip dilation holes without multiplying, so there is less to gain. (An earlier 2x slowdown with small windows was a backend bug: a phase's
+zeros were folded into a 256 KB constant that kernels read through a pointer; constant folding now makes
+uniform results broadcasts, and kernels name constants directly.)
 
 Phases are interleaved dim by dim: each padded to ceil(O/s) outputs, given a unit dim after the spatial dim,
 concatenated along it (size s), the two dims merged by a reshape, and the excess sliced off. The sums run over
@@ -149,9 +152,11 @@ class ConvBaseDilationDecomposition(OpExpanderPass):
         if int(inst.attrs.get("batch_group_count", 1)) != 1 or inst.shape.numel == 0:
             return False
         dims = window.dims
+        # every phase has a tap; with feature groups (the direct loops, which skip holes) two taps or more
+        min_taps = 1 if int(inst.attrs.get("feature_group_count", 1)) == 1 else 2
         return (any(wd.base_dilation > 1 for wd in dims) and all(wd.stride == 1 for wd in dims)
                 and all(wd.window_dilation == 1 and not wd.window_reversal for wd in dims)
-                and all(wd.size >= 2 * wd.base_dilation for wd in dims if wd.base_dilation > 1)
+                and all(wd.size >= min_taps * wd.base_dilation for wd in dims if wd.base_dilation > 1)
                 and math.prod(wd.base_dilation for wd in dims) <= 16)
 
     def expand(self, inst: Instruction) -> Instruction | None:

@@ -1,9 +1,21 @@
-"""ConvCanonicalization (XLA:CPU): every convolution into the layout the CPU convolution kernel expects.
+"""ConvCanonicalization (XLA:CPU): every convolution into one of the two layouts the CPU convolution kernels
+expect.
 
-Canonical dim_labels are input b01f (NHWC), kernel 01io (HWIO), output b01f. A convolution with other
-labels becomes
+| form            | dim_labels          | for                                                           |
+|-----------------|---------------------|---------------------------------------------------------------|
+| forward         | b01f_01io->b01f     | every convolution but those below (NHWC input, HWIO kernel)    |
+| filter gradient | f01b_i01o->01bf     | a convolution already in it (JAX's and XLA's filter gradient) whose batch (the forward channels) is at least MIN_FILTER_GRADIENT_BATCH, and every one with batch_group_count > 1 |
 
-    conv(X, W), dim_labels=L => transpose(conv(transpose(X), transpose(W)), dim_labels=b01f_01io->b01f)
+The filter-gradient form is the filter gradient of an NHWC convolution read in place: input NHWC (its batch N
+is the convolution's input feature, its channels the batch), output gradient NHWC (kernel: N is the input
+feature, channels the output feature), result HWIO. Rewriting it into the forward form transposes both big
+operands; in place, the batch (the forward channels) is minor everywhere, so the depthwise filter gradient
+(batch_group_count = channels) vectorizes over channels and the GEMM's patch matrix is copied in rows of channels
+(backends/cpu/conv_gemm.py). A stem's 3 channels make rows too short: ResNet-50's 7x7 stem's filter gradient ran
+2.0 ms in place (its patches built 3 elements at a time and packed transposed by BLAS), 1.2 ms in the forward form.
+A convolution with other labels becomes
+
+    conv(X, W), dim_labels=L => transpose(conv(transpose(X), transpose(W)), dim_labels=<form's labels>)
 
 The window, group counts and precision stay as they are: spatial dims keep their order, so the window
 still describes the same dims. XLA runs this on the entry computation only and also rewrites canonical
@@ -23,6 +35,25 @@ def canonical_labels(num_spatial: int) -> ConvDimensionNumbers:
     return ConvDimensionNumbers.parse(f"b{digits}f_{digits}io->b{digits}f")
 
 
+def filter_gradient_labels(num_spatial: int) -> ConvDimensionNumbers:
+    digits = "".join(str(i) for i in range(num_spatial))
+    return ConvDimensionNumbers.parse(f"f{digits}b_i{digits}o->{digits}bf")
+
+
+MIN_FILTER_GRADIENT_BATCH = 8
+
+
+def target_labels(conv: Instruction) -> ConvDimensionNumbers:
+    """The canonical form `conv` is rewritten into (the module docstring's table)."""
+    dn: ConvDimensionNumbers = conv.attrs["dim_labels"]
+    wgrad = filter_gradient_labels(len(dn.input_spatial))
+    if int(conv.attrs.get("batch_group_count", 1)) > 1:
+        return wgrad
+    if dn.text == wgrad.text and conv.operands[0].shape.dims[dn.input_batch] >= MIN_FILTER_GRADIENT_BATCH:
+        return wgrad
+    return canonical_labels(len(dn.input_spatial))
+
+
 def _transpose(x: Instruction, perm: tuple[int, ...]) -> Instruction:
     if perm == tuple(range(len(perm))):
         return x
@@ -36,15 +67,37 @@ def inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def canonicalize_convolution(conv: Instruction) -> Instruction:
-    # conv(X, W) with any dim_labels => transpose(conv_b01f_01io->b01f(transpose(X), transpose(W)))
+# each operand's dims by role: (batch, feature, spatial...) / (input feature, output feature, spatial...)
+def _input_dims(dn: ConvDimensionNumbers) -> tuple[int, ...]:
+    return (dn.input_batch, dn.input_feature, *dn.input_spatial)
+
+
+def _kernel_dims(dn: ConvDimensionNumbers) -> tuple[int, ...]:
+    return (dn.kernel_input_feature, dn.kernel_output_feature, *dn.kernel_spatial)
+
+
+def _output_dims(dn: ConvDimensionNumbers) -> tuple[int, ...]:
+    return (dn.output_batch, dn.output_feature, *dn.output_spatial)
+
+
+def _permutation(new: tuple[int, ...], old: tuple[int, ...]) -> tuple[int, ...]:
+    """The transpose dimensions moving each role from its dim in `old` to its dim in `new`."""
+    perm = [0] * len(new)
+    for n, o in zip(new, old):
+        perm[n] = o
+    return tuple(perm)
+
+
+def canonicalize_convolution(conv: Instruction, labels: ConvDimensionNumbers | None = None) -> Instruction:
+    # conv(X, W) with any dim_labels => transpose(conv_<form>(transpose(X), transpose(W)))
     dn: ConvDimensionNumbers = conv.attrs["dim_labels"]
+    labels = labels or canonical_labels(len(dn.input_spatial))
     x, w = conv.operands[:2]
-    new_x = _transpose(x, (dn.input_batch, *dn.input_spatial, dn.input_feature))
-    new_w = _transpose(w, (*dn.kernel_spatial, dn.kernel_input_feature, dn.kernel_output_feature))
-    out_order = (dn.output_batch, *dn.output_spatial, dn.output_feature)
+    new_x = _transpose(x, _permutation(_input_dims(labels), _input_dims(dn)))
+    new_w = _transpose(w, _permutation(_kernel_dims(labels), _kernel_dims(dn)))
+    out_order = _permutation(_output_dims(labels), _output_dims(dn))
     attrs = dict(conv.attrs)
-    attrs["dim_labels"] = canonical_labels(len(dn.input_spatial))
+    attrs["dim_labels"] = labels
     out_dims = [conv.shape.dims[d] for d in out_order]
     new_conv = emit(conv.parent, "convolution", [new_x, new_w, *conv.operands[2:]], attrs,
                     shape=Shape.array(conv.shape.element_type, out_dims), name=conv.name)
@@ -60,7 +113,7 @@ class ConvCanonicalization(OpExpanderPass):
         if inst.opcode != "convolution":
             return False
         dn = inst.attrs.get("dim_labels")
-        return dn is not None and dn.known and dn.text != canonical_labels(len(dn.input_spatial)).text
+        return dn is not None and dn.known and dn.text != target_labels(inst).text
 
     def expand(self, inst: Instruction) -> Instruction:
-        return canonicalize_convolution(inst)
+        return canonicalize_convolution(inst, target_labels(inst))

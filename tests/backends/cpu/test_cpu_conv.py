@@ -5,7 +5,7 @@ import pytest
 
 import xlapy
 from xlapy.backends.cpu import runtime
-from xlapy.testing import CONV_CASES
+from xlapy.testing import CONV_CASES, assert_same
 
 RNG = np.random.default_rng(0)
 
@@ -61,6 +61,24 @@ CASES = [*CONV_CASES,
     ((2, 64, 9, 9), (48, 64, 1, 1), "bf01_oi01->bf01", "{size=1x1}", 1, 1),
     ((1, 10, 10, 32), (3, 3, 32, 40), "b01f_01io->b01f", "{size=3x3 pad=2_2x2_2 lhs_dilate=2x2}", 1, 1),
     ((2, 20, 24), (5, 24, 40), "b0f_0io->b0f", "{size=5 pad=2_2}", 1, 1),
+    # 8-32 output features (conv_vector.py): a stem, feature tails, an unrolled and a looped last dim, 3-D
+    ((2, 19, 21, 3), (7, 7, 3, 16), "b01f_01io->b01f", "{size=7x7 stride=2x2 pad=3_3x3_2}", 1, 1),
+    ((2, 30, 5), (9, 5, 12), "b0f_0io->b0f", "{size=9 pad=4_4 rhs_dilate=2}", 1, 1),
+    ((1, 6, 7, 9), (2, 3, 9, 24), "b01f_01io->b01f", "{size=2x3 stride=1x2 pad=0_1x1_1}", 1, 1),
+    ((1, 4, 5, 6, 3), (2, 2, 3, 3, 8), "b012f_012io->b012f", "{size=2x2x3 pad=1_0x0_1x1_1}", 1, 1),
+    # depthwise (conv_depthwise_forward.py): channel tails, stride, asymmetric padding, blocks and edges, 1-D
+    DEPTHWISE := ((2, 9, 20, 11), (3, 3, 1, 11), "b01f_01io->b01f", "{size=3x3 stride=2x2 pad=1_1x0_1}", 11, 1),
+    ((2, 30, 16), (5, 1, 16), "b0f_0io->b0f", "{size=5 pad=2_2 rhs_dilate=2}", 16, 1),
+    # depthwise filter gradients (conv_depthwise.py): channel tails, strides, rhs dilation, Q blocks, 1-D
+    DEPTHWISE_FILTER_GRAD := ((2, 9, 9, 13), (2, 9, 9, 13), "f01b_i01o->01bf", "{size=9x9 pad=1_1x1_1}", 1, 13),
+    ((2, 8, 8, 20), (2, 4, 4, 20), "f01b_i01o->01bf", "{size=4x4 pad=1_0x1_0 rhs_dilate=2x2}", 1, 20),
+    DEPTHWISE_FILTER_GRAD_1D := ((3, 11, 16), (3, 5, 16), "f0b_i0o->0bf", "{size=5 stride=2 pad=2_1}", 1, 16),
+    ((1, 7, 7, 8), (1, 7, 7, 8), "f01b_i01o->01bf", "{size=7x7 pad=2_2x2_2}", 1, 8),
+    # filter gradients through the GEMM's filter-gradient arrangement (conv_gemm.py): patches, none, strided
+    ((4, 12, 12, 16), (4, 12, 12, 24), "f01b_i01o->01bf", "{size=12x12 pad=1_1x1_1}", 1, 1),
+    ((4, 10, 10, 32), (4, 10, 10, 48), "f01b_i01o->01bf", "{size=10x10}", 1, 1),
+    ((2, 16, 16, 16), (2, 8, 8, 32), "f01b_i01o->01bf", "{size=8x8 pad=1_0x1_0 rhs_dilate=2x2}", 1, 1),
+    ((4, 16, 16, 3), (4, 8, 8, 8), "f01b_i01o->01bf", "{size=8x8 pad=3_2x3_2 rhs_dilate=2x2}", 1, 1),   # M-major
 ]
 
 
@@ -95,7 +113,7 @@ def test_convolution_layouts(cpu, layouts):
 def test_big_float_convolutions_call_gemm():
     if runtime.blas_function("gemm", "f32") is None:
         pytest.skip("no BLAS in this process")
-    for ls, rs, labels, window, fgc, bgc in (CASES[16], CASES[18]):
+    for ls, rs, labels, window, fgc, bgc in (CASES[18], CASES[20]):       # more than 32 output features
         out = _out_shape(ls, rs, labels, window, fgc, bgc)
         text = conv_module("f32", ls, "f32", rs, "f32", out, _attrs(labels, window, fgc, bgc))
         exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu", run_pipeline=False)
@@ -108,3 +126,35 @@ def test_convolution_after_the_pipeline(cpu):
     out = _out_shape(ls, rs, labels, window, fgc, bgc)
     text = conv_module("f32", ls, "f32", rs, "f32", out, _attrs(labels, window, fgc, bgc))
     cpu.check(text, _rand(ls, np.float32), _rand(rs, np.float32), pipeline=True, rtol=1e-4)
+
+
+def test_depthwise_filter_gradient_f64_and_narrow(cpu):
+    """f64 takes the vector kernel with 4 lanes; bf16 the direct loops."""
+    ls, rs, labels, window, fgc, bgc = DEPTHWISE_FILTER_GRAD
+    out = _out_shape(ls, rs, labels, window, fgc, bgc)
+    for t, rtol in (("f64", None), ("bf16", 2e-2)):
+        text = conv_module(t, ls, t, rs, t, out, _attrs(labels, window, fgc, bgc))
+        cpu.check(text, _rand(ls, cpu.DTYPES[t]), _rand(rs, cpu.DTYPES[t]), rtol=rtol)
+
+
+def test_batch_grouped_convolution_after_the_pipeline(cpu):
+    """A batch-grouped convolution in other labels is canonicalized into the filter-gradient form."""
+    ls, rs, labels, window, fgc, bgc = ((6, 7, 7, 2), (3, 3, 2, 6), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1, 6)
+    out = _out_shape(ls, rs, labels, window, fgc, bgc)
+    text = conv_module("f32", ls, "f32", rs, "f32", out, _attrs(labels, window, fgc, bgc))
+    cpu.check(text, _rand(ls, np.float32), _rand(rs, np.float32), pipeline=True, rtol=1e-4)
+
+
+def test_convolutions_split_over_threads(monkeypatch):
+    """The depthwise filter gradient (per-task partial sums), the depthwise kernel and the direct loops (chunks of
+    rows or output pixels) on 3 threads: the same numbers as the interpreter."""
+    from xlapy.backends.cpu import parallel
+    monkeypatch.setattr(parallel, "MIN_BYTES_PER_TASK", 256)
+    for ls, rs, labels, window, fgc, bgc in (DEPTHWISE_FILTER_GRAD, DEPTHWISE_FILTER_GRAD_1D, DEPTHWISE, CASES[6], CASES[8]):
+        out = _out_shape(ls, rs, labels, window, fgc, bgc)
+        module = xlapy.hlo.parse(conv_module("f32", ls, "f32", rs, "f32", out, _attrs(labels, window, fgc, bgc)))
+        x, w = _rand(ls, np.float32), _rand(rs, np.float32)
+        exe = xlapy.compile(module, backend="cpu", run_pipeline=False, num_threads=3)
+        assert "xlapy_task" in exe.llvm_ir
+        want = xlapy.compile(module, backend="interpreter")(x, w)
+        assert_same(exe(x, w), want, rtol=1e-4)

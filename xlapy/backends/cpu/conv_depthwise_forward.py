@@ -1,0 +1,143 @@
+"""A depthwise convolution (and its input gradient, the same with the kernel reversed), vectorized over channels.
+
+feature_group_count = the input features = the output features (one channel per group, multiplier 1), the
+channels the unit-stride dim of the input, kernel and output (canonical b01f_01io->b01f):
+
+    out[n, o, g] = sum over taps k of lhs[n, p(o, k), g] * rhs[k, g],   p = o*stride + k*window_dilation - pad_low
+
+The loops: for each row (n and every output dim but the last), each tile of channels (one SIMD vector, then
+narrower ones for the rest), each block of up to O_BLOCK consecutive outputs of the last dim:
+
+    acc[j] = 0 for the block's outputs j; for each tap k: w = rhs[k, tile]; acc[j] += lhs[n, p(o_j, k), tile] * w
+
+so the accumulators stay in registers and a kernel vector serves the whole block. The outputs whose every tap
+reads inside the input (the interior) run in blocks without checks; the edges one at a time, skipping the taps
+that fall in padding. Rows are split over threads. conv_emitter's direct loops take the rest (multipliers,
+base dilation, window reversal, narrow floats, integers).
+"""
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+
+from llvmlite import ir
+
+from .buffers import BufferRef
+from .conv_depthwise import FLOAT_TYPES, Vectors, tiles, valid_range
+from .conv_taps import ConvGeometry
+from .irhelpers import alloca_once, for_range, i64, if_then, loop_nest
+from .parallel import chunk_bounds, parallel_for, task_count
+
+O_BLOCK = 6          # accumulators per tile and block (with the kernel vector and a load: registers to spare)
+UNROLLED_TAPS = 8    # a last kernel dim this small is unrolled (the loads' offsets become constants)
+
+
+def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> bool:
+    types = {lhs.shape.ptype.name, rhs.shape.ptype.name, out.shape.ptype.name}
+    return (g.depthwise and g.per_group == 1 and len(types) == 1 and types <= set(FLOAT_TYPES)
+            and g.lhs_strides[1] == 1 and g.rhs_strides[1] == 1 and g.out_strides[1] == 1 and len(g.out_sizes) >= 1
+            and all(w.base_dilation == 1 and not w.window_reversal for w in g.window))
+
+
+def _interior(g: ConvGeometry) -> tuple[int, int]:
+    """[lo, hi): the outputs of the last dim whose every tap reads inside the input."""
+    w, size, taps, outs = g.window[-1], g.in_sizes[-1], g.kernel_sizes[-1], g.out_sizes[-1]
+    inside = [o for o in range(outs) if valid_range(o * w.stride - w.padding_low, w.window_dilation, size, taps)
+              == (0, taps)]
+    if not inside:
+        return 0, 0
+    return inside[0], inside[-1] + 1       # an interval: p grows with o
+
+
+def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> None:
+    b = em.b
+    v = Vectors(b, out.shape.ptype)
+    lp, rp, op = v.typed(lhs.pointer), v.typed(rhs.pointer), v.typed(out.pointer)
+    sb, _, *ssp = g.lhs_strides
+    rsp = g.rhs_strides[2:]
+    ob, _, *osp = g.out_strides
+    last = len(g.out_sizes) - 1
+    wl = g.window[last]
+    channels = g.out_features
+    row_sizes = [g.batch, *g.out_sizes[:-1]]
+    lo, hi = _interior(g)
+
+    def pixels(n, o_outer, first_ch, width, o0, count: int, checked: bool) -> None:
+        """`count` consecutive outputs of the last dim from o0, one channel tile."""
+        slots = [alloca_once(b, v.ty(width), "dwf.acc") for _ in range(count)]
+        for slot in slots:
+            b.store(v.zero(width), slot)
+        obase = b.add(i64(0), first_ch)
+        obase = b.add(obase, b.mul(n, i64(ob)))
+        for o, s in zip(o_outer, osp):
+            obase = b.add(obase, b.mul(o, i64(s)))
+        with loop_nest(b, list(g.kernel_sizes[:-1]), name="dwk") as k_outer:
+            ok, lbase = None, b.add(b.mul(n, i64(sb)), first_ch)
+            rbase = first_ch
+            for d, (o, k) in enumerate(zip(o_outer, k_outer)):
+                w = g.window[d]
+                p = b.sub(b.add(b.mul(o, i64(w.stride)), b.mul(k, i64(w.window_dilation))), i64(w.padding_low))
+                inside = b.and_(b.icmp_signed(">=", p, i64(0)), b.icmp_signed("<", p, i64(g.in_sizes[d])))
+                ok = inside if ok is None else b.and_(ok, inside)
+                lbase = b.add(lbase, b.mul(p, i64(ssp[d])))
+                rbase = b.add(rbase, b.mul(k, i64(rsp[d])))
+            with (if_then(b, ok, "dwf.row") if ok is not None else nullcontext()):
+                def taps_at(k) -> None:
+                    wv = v.load(rp, b.add(rbase, b.mul(k, i64(rsp[last]))), width)
+                    for j, slot in enumerate(slots):
+                        p = b.sub(b.add(b.mul(b.add(o0, i64(j)), i64(wl.stride)), b.mul(k, i64(wl.window_dilation))),
+                                  i64(wl.padding_low))
+
+                        def accumulate(p=p, slot=slot):
+                            x = v.load(lp, b.add(lbase, b.mul(p, i64(ssp[last]))), width)
+                            b.store(v.mul_add(b.load(slot), x, wv), slot)
+                        if checked:
+                            inside = b.and_(b.icmp_signed(">=", p, i64(0)),
+                                            b.icmp_signed("<", p, i64(g.in_sizes[last])))
+                            with if_then(b, inside, "dwf.in"):
+                                accumulate()
+                        else:
+                            accumulate()
+                if g.kernel_sizes[last] <= UNROLLED_TAPS:     # constant offsets: one instruction per FMA
+                    for k in range(g.kernel_sizes[last]):
+                        taps_at(i64(k))
+                else:
+                    with for_range(b, g.kernel_sizes[last], "dwkl") as k:
+                        taps_at(k)
+        for j, slot in enumerate(slots):
+            at = b.add(obase, b.mul(b.add(o0, i64(j)), i64(osp[last])))
+            v.store(op, at, b.load(slot), width)
+
+    def tile(n, o_outer, first_ch, width) -> None:
+        def one_by_one(start: int, end: int) -> None:
+            if start < end:
+                with for_range(b, end, "dwfe", start=start) as o:
+                    pixels(n, o_outer, first_ch, width, o, 1, True)
+        one_by_one(0, lo)
+        blocks, rest = divmod(hi - lo, O_BLOCK)
+        if blocks:
+            with for_range(b, blocks, "dwfb") as blk:
+                pixels(n, o_outer, first_ch, width, b.add(i64(lo), b.mul(blk, i64(O_BLOCK))), O_BLOCK, False)
+        if rest:
+            pixels(n, o_outer, first_ch, width, i64(lo + blocks * O_BLOCK), rest, False)
+        one_by_one(max(hi, lo), g.out_sizes[last])
+
+    def rows(b_, start, end, task=None) -> None:
+        with for_range(b, end, "dwfr", start=start) as row:
+            ivs, rest = [], row
+            for size in reversed(row_sizes):
+                ivs.append(b.urem(rest, i64(size)))
+                rest = b.udiv(rest, i64(size))
+            n, *o_outer = reversed(ivs)
+            full = channels // v.lanes
+            if full:
+                with for_range(b, full, "dwfc") as t:
+                    tile(n, o_outer, b.mul(t, i64(v.lanes)), v.lanes)
+            for first, width in tiles(channels, v.lanes)[full:]:
+                tile(n, o_outer, i64(first), width)
+
+    total = math.prod(row_sizes)
+    tasks = min(task_count(inst, em.num_threads), total)
+    if not (tasks > 1 and parallel_for(b, chunk_bounds(total, tasks, 1), rows, quantum=1)):
+        rows(b, i64(0), i64(total))
+
