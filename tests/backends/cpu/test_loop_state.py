@@ -134,7 +134,7 @@ def test_loop_takes_over_a_dead_init_and_copies_a_live_one():
   w = {ST} while(t), condition=cond, body=body
   r = f32[{N}] get-tuple-element(w), index=1
   ROOT o = f32[{N}] negate(r)"""
-    assert _run(_module(body, entry=dead), *_xy()) == 1      # y, a parameter, is copied; e is taken over
+    assert _run(_module(body, entry=dead), *_xy()) == 0      # e is taken over, y (read only) read in place
     live = dead.replace(f"  ROOT o = f32[{N}] negate(r)",
                         f"  o = f32[{N}] negate(r)\n  ROOT two = (f32[{N}], f32[{N}]) tuple(o, e)")
     assert _run(_module(body, entry=live), *_xy()) >= 1
@@ -175,3 +175,36 @@ ENTRY e {{
 }}
 """
     assert _run(text, *_xy()) == 2
+
+
+@pytest.mark.parametrize("after", [
+    # y, a read-only leaf, stays the caller's array: an update after the loop must not write into it
+    f"""  r = f32[{N}] get-tuple-element(w), index=2
+  u = f32[1] constant({{9}})
+  k = s32[] constant(3)
+  d = f32[{N}] dynamic-update-slice(r, u, k)
+  ROOT n = f32[{N}] negate(d)""",
+    # e, a read-only leaf, is read after an update of the loop's result
+    f"""  r = f32[{N}] get-tuple-element(w), index=2
+  u = f32[1] constant({{9}})
+  k = s32[] constant(3)
+  d = f32[{N}] dynamic-update-slice(r, u, k)
+  n = f32[{N}] negate(d)
+  f = f32[{N}] negate(e)
+  ROOT o = (f32[{N}], f32[{N}]) tuple(n, f)""",
+])
+def test_read_only_leaves_stay_in_the_init_buffer(after):
+    body = f"""  acc = f32[{N}] add(a, b)
+  ROOT t = {ST} tuple(i1, acc, b)"""
+    leaf = "e" if "negate(e)" in after else "y"
+    entry = f"""  x = f32[{N}] parameter(0)
+  y = f32[{N}] parameter(1)
+  e = f32[{N}] exponential(y)
+  z = s32[] constant(0)
+  t = {ST} tuple(z, x, {leaf})
+  w = {ST} while(t), condition=cond, body=body
+{after}"""
+    x, y = _xy()
+    keep = y.copy()
+    _run(_module(body, entry=entry), x, y)
+    np.testing.assert_array_equal(y, keep)

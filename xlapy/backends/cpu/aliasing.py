@@ -62,6 +62,10 @@ class ComputationAliasing:
         if op in FORWARDING:
             return list(self.leaves[id(inst.operands[0])])
         n = _array_leaf_count(inst.shape)
+        if op == "while":     # a leaf the body passes through stays in the init's buffer (loop_state.py)
+            init = self.leaves[id(inst.operands[0])]
+            read_only = while_read_only_leaves(inst)
+            return [init[k] if k in read_only else Leaf({("def", id(inst), k)}) for k in range(n)]
         if op == "call":      # the callee's root may be any of its parameters' buffers
             operand_bufs = frozenset(b for o in inst.operands for leaf in self.leaves[id(o)] for b in leaf)
             return [Leaf({("call", id(inst), k)}) | operand_bufs for k in range(n)]
@@ -92,6 +96,14 @@ class ComputationAliasing:
                 return False
         here = self.position[id(user)]
         return all(p <= here for p in self.reads.get(buf, ()))
+
+
+def while_read_only_leaves(loop: Instruction) -> frozenset[int]:
+    """The state leaves of while `loop` that its body passes through unchanged (the root's leaf k is the
+    parameter's leaf k): no iteration writes them, so the loop may read them where its init lives."""
+    body = loop.attrs["body"]
+    root_leaves = ComputationAliasing(body).leaves[id(body.root)]
+    return frozenset(k for k, leaf in enumerate(root_leaves) if leaf == Leaf({("param", 0, k)}))
 
 
 def fused_in_place_operand(fusion: Instruction) -> int | None:

@@ -6,6 +6,7 @@ iteration (emitter._while). Two rules keep the state's bytes from being copied:
 | where | rule | instead of |
 |---|---|---|
 | before the loop | an init leaf whose buffer the loop may own (a temporary, or writable loop state of an enclosing body, that nothing reads after the while) becomes the state leaf itself | a copy of the init into a fresh state buffer |
+| before the loop | so does an init leaf the body passes through unchanged (read only: any buffer, a parameter's too); the alias analysis knows the while's result leaf is the init's buffer (aliasing.while_read_only_leaves) | the same copy |
 | in the body | a loop fusion (or an elementwise instruction) whose output is state element k writes it into state leaf k directly, when every read of the old leaf k happens at or before it, and it reads the old leaf only element for element (XLA's CanShareOperandBufferWithUser for loop fusions) | the copy of its result into the state at the end of the iteration |
 
 A leaf whose result buffer is preassigned (the entry's result buffers, compiler.py) keeps it and is copied into.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from ...hlo import Computation, Instruction
 from ...hlo.opcodes import opinfo
 from . import buffer_assignment
+from .aliasing import while_read_only_leaves
 from .buffers import BufferRef, ValueTree, leaf_count
 from .indexing import major_to_minor
 
@@ -30,8 +32,9 @@ def _same_layout(a, b) -> bool:
 # -- before the loop -------------------------------------------------------------------------------------------
 def initial_state(em, inst: Instruction, init: ValueTree) -> tuple[ValueTree, list[tuple]]:
     """The state tree of while `inst` whose init value is `init`, and the (source, state) leaf pairs still to
-    copy before the first iteration: leaves the loop may own are taken over, the others get fresh buffers."""
-    owned = _ownable_leaves(em, inst)
+    copy before the first iteration: leaves the loop may own, and leaves it only reads, stay where the init is;
+    the others get fresh buffers."""
+    owned = _ownable_leaves(em, inst) | while_read_only_leaves(inst)
     counter = iter(range(1 << 30))
     copies: list[tuple] = []
 
