@@ -2,7 +2,9 @@
 which thread runs which chunk, also with a competing busy process (bitwise, across runs; split reductions
 combine their partials in task order); task-independent loops are cut into more chunks than threads, split
 reductions keep one per task; the pool survives thousands of small parallel loops, from a while loop and from
-several Python threads; and an idle process does not spin."""
+several Python threads; and an idle process does not spin. While the workers' help is too small to pay (other
+processes hold the cores: threadpool_share.py), loops run on their callers, sampled now and then, with the same
+results."""
 import re
 import subprocess
 import sys
@@ -258,3 +260,26 @@ def test_idle_pool_does_not_spin():
     time.sleep(0.5)
     used = time.process_time() - cpu0
     assert used < 0.1 * (time.perf_counter() - wall0), f"{used:.3f} s of CPU while idle"
+
+
+def test_loops_run_on_their_caller_while_help_is_low_and_results_do_not_change():
+    """The help measure decides (threadpool_share.py): below HELP_LOW a job is published only as every
+    SAMPLE_EVERY-th sample; at full help every job is. Either way the results are bitwise the same."""
+    from xlapy.backends.cpu import threadpool, threadpool_share
+    loop = LOOP.replace(f"constant({ITERATIONS})", "constant(10)")      # 10 pool jobs, fewer than SAMPLE_EVERY
+    two, one = compile_threads(loop, 2), compile_threads(loop, 1)
+    x = rand(SMALL)
+    want = one(x).tobytes()
+    try:
+        threadpool.set_helper_share(0)
+        jobs = threadpool.jobs_published()
+        assert two(x).tobytes() == want
+        assert threadpool.jobs_published() == jobs           # no job is a sample: all ran here
+        threadpool.set_helper_share(threadpool.HELP_ONE)
+        jobs = threadpool.jobs_published()
+        assert two(x).tobytes() == want
+        # judged jobs without help (a busy machine) lower the measure by an eighth of the way each: 10 of them
+        # leave it above HELP_LOW
+        assert threadpool.jobs_published() - jobs == 10
+    finally:
+        threadpool.set_helper_share(threadpool.HELP_ONE)

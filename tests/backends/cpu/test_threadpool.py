@@ -140,4 +140,5 @@ def test_pool_module_is_valid_for_both_timing_variants(triple):
     mod.verify()
     exported = {f.name for f in mod.functions if not f.is_declaration and f.linkage == llvm.Linkage.external}
     assert exported == {threadpool.RUN_SYMBOL, threadpool.SERIAL_BLAS_SYMBOL, "xlapy_pool_init", "xlapy_pool_reset",
-                        "xlapy_pool_blas_control", "xlapy_pool_set_target", "xlapy_pool_ticks"}
+                        "xlapy_pool_blas_control", "xlapy_pool_set_target", "xlapy_pool_ticks", "xlapy_pool_help",
+                        "xlapy_pool_set_help", "xlapy_pool_set_judge", "xlapy_pool_published"}

@@ -24,6 +24,10 @@ Workers are created once (pthread_create, detached) when a module that needs the
 | a caller | its workers' last tasks | spins, then sleeps until the last worker to leave wakes it |
 | a publishing caller | nothing | wakes at most as many sleeping workers as the job can use |
 
+A job is published at all only while the workers' help has been paying (threadpool_share.py): when other
+processes hold the cores, a woken worker comes late and may be descheduled holding a task its caller must wait
+for, so jobs then run on their callers (every SAMPLE_EVERY-th one still published, to notice the cores free up).
+
 A spin reads with `pause` between reads (rdtsc times it on x86; elsewhere it counts reads) and calls
 sched_yield every few microseconds: with no other thread wanting the core that returns at once; when it
 returns late (LATE_US), the core was wanted (another process, or our own thread kept off it) and the spinner
@@ -53,15 +57,19 @@ from .irhelpers import X86_TRIPLES
 from .cache_entry import cached_object
 from .llvm_jit import init_llvm, load_objects, new_target_machine, shared_target_machine
 from .threadpool_ir import RUN_SYMBOL, SERIAL_BLAS_SYMBOL, build_pool_module
+from .threadpool_share import HELP_ONE, JUDGE_US
 
 SPIN_US = int(os.environ.get("XLAPY_POOL_SPIN_US", "200"))      # the longest an idle thread spins before sleeping
 LATE_US = 50                    # a sched_yield in a spin that returns this late was descheduled
+# XLAPY_POOL_ADAPT=0: every job is shared, however little help it gets (threadpool_share.py; for comparisons)
+ADAPT = os.environ.get("XLAPY_POOL_ADAPT", "1") != "0"
 
 _lock = threading.Lock()
 _code = None                    # keeps the pool's machine code alive (llvm_jit.OwnCode)
 _engine = None                  # its engine
 _set_target = None              # ctypes: xlapy_pool_set_target(i64)
 _target = 0
+_judge = 1 << 62                # help.judge when adapting (threadpool_share.py)
 
 
 def _tsc_hz() -> float:
@@ -106,7 +114,10 @@ def _build() -> None:
     hz = _tsc_hz() if x86 else 0.0
     spin = int(SPIN_US * 1e-6 * hz) if x86 else SPIN_US * 200     # cycles, or loop iterations
     late = int(LATE_US * 1e-6 * hz) if x86 else 1 << 62           # cycles; never, without a clock
-    _engine_function("xlapy_pool_init", None, ctypes.c_int64, ctypes.c_int64)(spin, late)
+    global _judge
+    _judge = int(JUDGE_US * 1e-6 * hz) if x86 else 1 << 62                # cycles; never, without a clock
+    judge = _judge if ADAPT else 1 << 62
+    _engine_function("xlapy_pool_init", None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(spin, late, judge)
     _set_target = _engine_function("xlapy_pool_set_target", None, ctypes.c_int64)
     reset = _engine_function("xlapy_pool_reset", None)
     os.register_at_fork(after_in_child=reset)       # the child has no workers (and maybe a held mutex)
@@ -143,5 +154,30 @@ def workers_wanted() -> int:
     return _target
 
 
-__all__ = ["ensure_workers", "serial_blas_available", "workers_wanted", "RUN_SYMBOL", "SERIAL_BLAS_SYMBOL",
-           "SPIN_US"]
+def helper_share() -> int:
+    """How much help the pool's jobs have been getting (threadpool_share.py), in 1/HELP_ONE units of full help."""
+    ensure_workers(0)
+    return _engine_function("xlapy_pool_help", ctypes.c_int64)()
+
+
+def set_helper_share(value: int) -> None:
+    """Set that measure (tests and comparisons): the next SAMPLE_EVERY - 1 jobs follow it."""
+    ensure_workers(0)
+    _engine_function("xlapy_pool_set_help", None, ctypes.c_int64)(value)
+
+
+def set_adapt(on: bool) -> None:
+    """Adapt to the help jobs get (the default), or share every job (XLAPY_POOL_ADAPT=0; for comparisons)."""
+    ensure_workers(0)
+    _engine_function("xlapy_pool_set_judge", None, ctypes.c_int64)(_judge if on else 1 << 62)
+    set_helper_share(HELP_ONE)
+
+
+def jobs_published() -> int:
+    """Parallel loops handed to the workers so far (the others ran on their callers)."""
+    ensure_workers(0)
+    return _engine_function("xlapy_pool_published", ctypes.c_int64)()
+
+
+__all__ = ["ensure_workers", "serial_blas_available", "workers_wanted", "helper_share", "set_helper_share",
+           "jobs_published", "set_adapt", "HELP_ONE", "RUN_SYMBOL", "SERIAL_BLAS_SYMBOL", "SPIN_US"]

@@ -39,6 +39,7 @@ from typing import Iterator
 from llvmlite import ir
 
 from .irhelpers import I1, I8, I8P, I32, I64, VOID, for_range, i64
+from .threadpool_share import GLOBALS as SHARE_GLOBALS, HELP_ONE, define_sharing
 from .threadpool_wait import RAN_OUT, SAW, SPIN_FLOOR_DIVISOR, define_waiting
 
 RUN_SYMBOL = "xlapy_pool_run"                    # what compiled code calls (parallel.py)
@@ -77,7 +78,7 @@ class PoolModule:
             self._global(name, _SYNC, None, align=64)
         self._global("head", self.job_ptr, None, align=64)
         for name in ("epoch", "sleepers", "spinning", "joiners", "workers", "target", "spin.idle", "spin.join",
-                     "spin.floor", "spin.max", "late"):
+                     "spin.floor", "spin.max", "late") + SHARE_GLOBALS:
             self._global(name, I64, 0, align=64)
         self._global("blas.mutex", _SYNC, None, align=64)
         self._global("blas.set", _BLAS_SET, None)
@@ -137,6 +138,7 @@ def build_pool_module(triple: str) -> ir.Module:
     """The pool's module: xlapy_pool_{reset,init,blas_control,set_target,run,ticks} and xlapy_blas_serial."""
     p = PoolModule(triple)
     define_waiting(p)
+    define_sharing(p)
     for routine in (_reset, _init, _blas_control, _blas_serial, _set_target, _task_arg, _serve, _find, _worker,
                     _grow, _run):
         routine(p)
@@ -158,10 +160,13 @@ def _reset(p: PoolModule) -> None:
 
 
 def _init(p: PoolModule) -> None:
-    """xlapy_pool_init(spin, late): once per process; spin is the longest spin (spin.max), late says when a
-    sched_yield came back late."""
-    fn, b = p.define("xlapy_pool_init", VOID, [I64, I64], internal=False)
-    spin, late = fn.args
+    """xlapy_pool_init(spin, late, judge): once per process; spin is the longest spin (spin.max), late says when
+    a sched_yield came back late, judge how long a job must keep its caller busy to tell how much help it got
+    (threadpool_share.py)."""
+    fn, b = p.define("xlapy_pool_init", VOID, [I64, I64, I64], internal=False)
+    spin, late, judge = fn.args
+    p.store(b, judge, "help.judge")
+    p.store(b, i64(HELP_ONE), "help")
     for name in ("spin.max", "spin.idle", "spin.join"):
         p.store(b, spin, name)
     floor = b.udiv(spin, i64(SPIN_FLOOR_DIVISOR))
@@ -225,23 +230,28 @@ def _task_arg(p: PoolModule) -> None:
     b.ret(b.gep(base, [b.mul(i, stride)]))
 
 
-def _drain(p: PoolModule, b: ir.IRBuilder, job: ir.Value) -> None:
+def _drain(p: PoolModule, b: ir.IRBuilder, job: ir.Value) -> ir.Value:
     """Run the job's tasks that are left, each taken from the atomic counter job.next, until none is left: the
     caller and its workers share out the tasks as they come, so none waits for a task another thread has not
-    started."""
+    started. Returns how many this thread ran."""
     fn = b.function
     take, run, out = (fn.append_basic_block(n) for n in ("take", "run", "drained"))
     task = b.load(p.field(b, job, "fn"))
     count = b.load(p.field(b, job, "count"))
     pnext = p.field(b, job, "next")
+    before = b.block
     b.branch(take)
     b.position_at_end(take)
+    ran = b.phi(I64)
+    ran.add_incoming(i64(0), before)
     i = b.atomic_rmw("add", pnext, i64(1), "monotonic")
     b.cbranch(b.icmp_signed("<", i, count), run, out)
     b.position_at_end(run)
     b.call(task, [p.call(b, "task_arg", job, i)])
+    ran.add_incoming(b.add(ran, i64(1)), run)
     b.branch(take)
     b.position_at_end(out)
+    return ran
 
 
 def _serve(p: PoolModule) -> None:
@@ -395,12 +405,12 @@ def _grow(p: PoolModule) -> None:
 # -- xlapy_pool_run --------------------------------------------------------------------------------------------
 def _run(p: PoolModule) -> None:
     """xlapy_pool_run(fn, base, stride, count, threads): run fn(base + i*stride) for i in [0, count) on this
-    thread and up to threads-1 workers; returns when all have finished. With one task, one thread, or no
-    workers wanted, all run here."""
+    thread and up to threads-1 workers; returns when all have finished. With one task, one thread, no workers
+    wanted, or while the jobs get too little help to pay (threadpool_share.py), all run here."""
     fn, b = p.define(RUN_SYMBOL, VOID, [TASK_FN, I8P, I64, I64, I64], internal=False)
     task, base, stride, count, threads = fn.args
-    inline, publish, grow, push, done = (
-        fn.append_basic_block(n) for n in ("inline", "publish", "grow", "push", "exit"))
+    consider, inline, publish, grow, push, done = (
+        fn.append_basic_block(n) for n in ("consider", "inline", "publish", "grow", "push", "exit"))
     job = b.alloca(p.job)
     m = p.sync(b, "mutex")
     helpers = b.sub(threads, i64(1))
@@ -411,7 +421,9 @@ def _run(p: PoolModule) -> None:
     too_few = b.icmp_signed("<", workers, target)
     share = b.and_(b.and_(b.icmp_signed(">", count, i64(1)), b.icmp_signed(">", helpers, i64(0))),
                    b.icmp_signed(">", target, i64(0)))
-    b.cbranch(share, publish, inline)
+    b.cbranch(share, consider, inline)
+    b.position_at_end(consider)
+    b.cbranch(p.call(b, "should_share"), publish, inline)
     b.position_at_end(inline)                        # no workers wanted (or one task): run everything here
     with for_range(b, count, "inline") as k:
         b.call(task, [p.call(b, "task_arg", job, k)])
@@ -428,10 +440,14 @@ def _run(p: PoolModule) -> None:
     b.store_atomic(b.add(p.load(b, "epoch"), i64(1)), p.globals["epoch"], "release", 8)
     _wake(p, b, helpers, count)
     p.call(b, "pthread_mutex_unlock", m)
-    _drain(p, b, job)
+    t0 = p.call(b, "now")
+    mine = _drain(p, b, job)
+    t1 = p.call(b, "now")
     with p.locked(b, m):                             # every task is taken: no worker may attach any more
         _unlink(p, b, job)
     _join(p, b, job, m)
+    usable = b.select(b.icmp_signed("<", helpers, target), helpers, target)
+    p.call(b, "judge", count, usable, mine, t0, t1, p.call(b, "now"))
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
