@@ -9,7 +9,8 @@ projection, softmax cross-entropy) and one SGD step. For each N it reports the H
 traced step, the compile time (xlapy: `jit(step).lower(...).compile()`, passes + LLVM; JAX: the same on XLA:CPU),
 each per instruction, and the spread of xlapy's per-instruction time across N: issue 11 asks for it to stay
 flat within +-25% (compile time linear in module size). Every compile is a fresh trace in this process; the
-median of `--repeat` compiles per N.
+median of `--repeat` compiles per N, after one untimed 1-layer compile per peer (imports and tables built on first
+use would otherwise count as N=1's).
 
 `--hlo-only` times the HLO half alone (the CPU pass pipeline on a clone of the traced module, as the CPU
 compiler runs it, no LLVM) in this thread's CPU time, which other processes on a shared machine disturb less
@@ -146,6 +147,8 @@ def main(argv=None) -> None:
             peers["jax"] = jax_compile
         except ImportError:
             pass
+    for fn in peers.values():
+        fn(1)                           # one-time costs (imports, tables built on first use) are not per instruction
     rows = []
     for n in (int(v) for v in args.layers.split(",")):
         row = {"N": n}

@@ -44,3 +44,49 @@ def test_dce_removes_a_dead_chain_with_one_pass_over_the_list(monkeypatch):
     assert HloDCE().run(module)
     assert [i.opcode for i in module.entry.instructions] == ["parameter", "negate"]
     assert not searches
+
+
+def test_multi_output_fusion_updates_only_what_lies_below_a_merge(monkeypatch):
+    """A sibling merge at the end of a long chain reads and updates the reachability masks of the merged fusion's
+    users, not of every instruction of the computation."""
+    from xlapy.passes.fusion import multi_output_fusion as mof
+    from xlapy.testing import reducer
+    n = 200
+    chain = _chain(n).split("\n")
+    body = [line for line in chain[2:] if line.strip() and not line.startswith(("  ROOT", "}"))]
+    text = f"""HloModule siblings
+{reducer("add")}{reducer("max")}
+ENTRY main {{
+  x0 = f32[8] parameter(0)
+""" + "\n".join(body[1:]) + f"""
+  zero = f32[] constant(0)
+  s = f32[] reduce(x{n}, zero), dimensions={{0}}, to_apply=add
+  m = f32[] reduce(x{n}, zero), dimensions={{0}}, to_apply=max
+  ROOT t = (f32[], f32[]) tuple(s, m)
+}}
+"""
+    module = parse(text)
+    touched = []
+
+    class Counting(dict):
+        def __getitem__(self, key):
+            touched.append(key)
+            return super().__getitem__(key)
+
+        def __setitem__(self, key, value):
+            touched.append(key)
+            super().__setitem__(key, value)
+
+        def items(self):
+            touched.extend(self)
+            return super().items()
+    real_init = mof.Reachability.__init__
+
+    def init(self, order):
+        real_init(self, order)
+        self.ancestors = Counting(self.ancestors)         # what merges touch, not what building the masks does
+    monkeypatch.setattr(mof.Reachability, "__init__", init)
+    assert mof.MultiOutputFusion().run(module)
+    verify(module)
+    assert sum(i.opcode == "fusion" for i in module.entry.instructions) == 1
+    assert 0 < len(touched) <= 20

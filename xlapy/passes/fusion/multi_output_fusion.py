@@ -90,7 +90,7 @@ def _n_outputs(inst: Instruction) -> int:
 class Reachability:
     """Which instructions of a computation reach which: one bitmask of ancestors per instruction (XLA's
     HloReachabilityMap), built once per pass in O(n * n/64); a query is one AND, and a merge updates the masks
-    of what lies below the merged instructions in O(n)."""
+    of what lies below the merged instructions, walking their users."""
 
     def __init__(self, order: list[Instruction]):
         self.bit: dict[int, int] = {}
@@ -130,12 +130,17 @@ class Reachability:
             if id(u) not in self.bit:
                 self._add(u, below)
                 below |= self.bit[id(u)]
-        marks = 0
-        for i in parts:
-            marks |= self.bit[id(i)]
-        for key, mask in self.ancestors.items():
-            if mask & marks and key != id(survivor):
-                self.ancestors[key] = mask | below
+        # what read a part (directly or through others) now reads the survivor: exactly what lies below it, found
+        # by walking its users (a scan of every instruction's mask per merge made the pass quadratic)
+        ancestors, seen = self.ancestors, {id(survivor)}
+        stack = list(survivor.users)
+        while stack:
+            u = stack.pop()
+            if id(u) in seen:
+                continue
+            seen.add(id(u))
+            ancestors[id(u)] |= below
+            stack.extend(u.users)
 
 
 def _shared_operand_is_big(x: Instruction) -> bool:
