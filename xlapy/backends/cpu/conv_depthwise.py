@@ -30,14 +30,12 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from .buffers import BufferRef
+from .conv_simd import FLOAT_TYPES, Vectors, tiles, unflatten, valid_range
 from .conv_taps import ConvGeometry, scratch
-from .dot_loops import _vector_bytes
 from .irhelpers import alloca_once, for_range, i64, if_then, loop_nest
 from .parallel import chunk_bounds, parallel_for, task_count
-from .types import storage_type
 
 Q_BLOCK = 12         # accumulators per tile: with the rhs vector and a load, within AVX2's 16 registers
-FLOAT_TYPES = ("f32", "f64")
 
 
 def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> bool:
@@ -47,68 +45,9 @@ def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> 
             and all(w.base_dilation == 1 and not w.window_reversal for w in g.window))
 
 
-def valid_range(first: int, step: int, size: int, taps: int) -> tuple[int, int]:
-    """[lo, hi): the taps t in [0, taps) at which p = first + t*step (step > 0) lies inside [0, size)."""
-    lo = max(0, -(first // step))
-    hi = min(taps, (size - 1 - first) // step + 1) if size - 1 - first >= 0 else 0
-    return lo, max(lo, hi)
-
-
 def _range_of(q: int, w, size: int, taps: int) -> tuple[int, int]:
     """valid_range of result position q in one spatial dim: p = q*stride - pad_low + t*window_dilation."""
     return valid_range(q * w.stride - w.padding_low, w.window_dilation, size, taps)
-
-
-class Vectors:
-    """Typed pointers and SIMD vectors of one float type: `width` lanes (a scalar when 1)."""
-
-    def __init__(self, b: ir.IRBuilder, pt):
-        self.b = b
-        self.st = storage_type(pt)
-        self.elem_bytes = 4 if pt.name == "f32" else 8
-        self.lanes = max(1, _vector_bytes() // self.elem_bytes)
-
-    def typed(self, pointer: ir.Value) -> ir.Value:
-        return self.b.bitcast(pointer, self.st.as_pointer())
-
-    def ty(self, width: int) -> ir.Type:
-        return self.st if width == 1 else ir.VectorType(self.st, width)
-
-    def zero(self, width: int) -> ir.Constant:
-        return ir.Constant(self.ty(width), None if width > 1 else 0.0)
-
-    def _at(self, base: ir.Value, at: ir.Value, width: int) -> ir.Value:
-        p = self.b.gep(base, [at], inbounds=True)
-        return self.b.bitcast(p, self.ty(width).as_pointer()) if width > 1 else p
-
-    def load(self, base: ir.Value, at: ir.Value, width: int) -> ir.Value:
-        return self.b.load(self._at(base, at, width), align=self.elem_bytes)
-
-    def store(self, base: ir.Value, at: ir.Value, value: ir.Value, width: int) -> None:
-        self.b.store(value, self._at(base, at, width), align=self.elem_bytes)
-
-    def mul_add(self, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
-        return self.b.fadd(acc, self.b.fmul(x, y, flags=["contract"]), flags=["contract"])
-
-    def splat(self, x: ir.Value, width: int) -> ir.Value:
-        """The scalar x in every one of `width` lanes."""
-        if width == 1:
-            return x
-        vty = self.ty(width)
-        one = self.b.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-        return self.b.shuffle_vector(one, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), width), None))
-
-
-def tiles(count: int, lanes: int) -> list[tuple[int, int]]:
-    """(first channel, width) of each tile: whole vectors, then ever narrower ones (7 = 4 + 2 + 1)."""
-    out, start = [(v * lanes, lanes) for v in range(count // lanes)], count // lanes * lanes
-    width = lanes
-    while start < count:
-        while width > count - start:
-            width //= 2
-        out.append((start, width))
-        start += width
-    return out
 
 
 class _Kernel:
@@ -123,18 +62,6 @@ class _Kernel:
         self.channels = g.groups
         self.tasks = task_count(inst, em.num_threads)
 
-    def ty(self, width: int) -> ir.Type:
-        return self.v.ty(width)
-
-    def load(self, base: ir.Value, at: ir.Value, width: int) -> ir.Value:
-        return self.v.load(base, at, width)
-
-    def store(self, base: ir.Value, at: ir.Value, value: ir.Value, width: int) -> None:
-        self.v.store(base, at, value, width)
-
-    def mul_add(self, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
-        return self.v.mul_add(acc, x, y)
-
     # -- the kernel ------------------------------------------------------------------------------------
     def rows(self) -> list[int]:
         """Sizes of the row dims: c, then every t dim but the last."""
@@ -145,11 +72,7 @@ class _Kernel:
         b = self.b
         sizes = self.rows()
         with for_range(b, end, "dwr", start=start) as row:
-            ivs, rest = [], row
-            for size in reversed(sizes):
-                ivs.append(b.urem(rest, i64(size)))
-                rest = b.udiv(rest, i64(size))
-            c, *t_outer = reversed(ivs)
+            c, *t_outer = unflatten(b, row, sizes)
             for block_start in range(0, len(self.positions), Q_BLOCK):
                 self._block(c, t_outer, self.positions[block_start:block_start + Q_BLOCK], acc, acc_offset)
 
@@ -199,15 +122,15 @@ class _Kernel:
         rsp_last, taps_l = g.rhs_strides[2 + last], g.kernel_sizes[last]
         lo_all = max(lo for lo, _ in ranges)
         hi_all = max(lo_all, min(hi for _, hi in ranges))
-        slots = [alloca_once(b, self.ty(width), "dw.acc") for _ in block]
+        slots = [alloca_once(b, self.v.ty(width), "dw.acc") for _ in block]
         for slot, q in zip(slots, block):
-            b.store(self.load(acc, b.add(acc_offset(q), first), width), slot)
+            b.store(self.v.load(acc, b.add(acc_offset(q), first), width), slot)
 
         def sweep(t_lo, t_hi, checked):
             if t_lo >= t_hi:
                 return
             with for_range(b, i64(t_hi), "dwt", start=i64(t_lo)) as t:
-                r = self.load(self.rhs, b.add(b.add(row_rhs, b.mul(t, i64(rsp_last))), first), width)
+                r = self.v.load(self.rhs, b.add(b.add(row_rhs, b.mul(t, i64(rsp_last))), first), width)
                 step = b.mul(t, i64(t_step))
                 for slot, base, (lo, hi), ok in zip(slots, lhs_base, ranges, valid):
                     cond = ok if checked else None
@@ -215,8 +138,8 @@ class _Kernel:
                         inside = b.and_(b.icmp_signed(">=", t, i64(lo)), b.icmp_signed("<", t, i64(hi)))
                         cond = inside if cond is None else b.and_(cond, inside)
                     with (if_then(b, cond, "dw.in") if cond is not None else nullcontext()):
-                        x = self.load(self.lhs, b.add(b.add(base, step), first), width)
-                        b.store(self.mul_add(b.load(slot), x, r), slot)
+                        x = self.v.load(self.lhs, b.add(b.add(base, step), first), width)
+                        b.store(self.v.mul_add(b.load(slot), x, r), slot)
 
         def split_sweep():          # unchecked where every q of the block reads inside the input
             sweep(0, lo_all, True)
@@ -232,7 +155,7 @@ class _Kernel:
                 with edge:
                     sweep(0, taps_l, True)
         for slot, q in zip(slots, block):
-            self.store(acc, b.add(acc_offset(q), first), b.load(slot), width)
+            self.v.store(acc, b.add(acc_offset(q), first), b.load(slot), width)
 
 
 def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> None:
@@ -281,8 +204,4 @@ def _position_offset_ivs(b: ir.IRBuilder, ivs, strides) -> ir.Value:
 
 def _position_offset(b: ir.IRBuilder, flat: ir.Value, sizes, strides) -> ir.Value:
     """The element offset of row-major position number `flat` over `sizes`, with per-dim `strides`."""
-    ivs, rest = [], flat
-    for size in reversed(sizes):
-        ivs.append(b.urem(rest, i64(size)))
-        rest = b.udiv(rest, i64(size))
-    return _position_offset_ivs(b, list(reversed(ivs)), strides)
+    return _position_offset_ivs(b, unflatten(b, flat, sizes), strides)

@@ -24,6 +24,7 @@ from ...hlo import Instruction
 from ...hlo.shape import Shape
 from . import conv_depthwise, conv_depthwise_forward, conv_gemm, conv_vector, scalar_ops
 from .buffers import BufferRef, element_size
+from .conv_simd import unflatten
 from .conv_taps import ConvGeometry, geometry, offset, scratch, taps, when
 from .elemental import compute_type, immediate
 from .irhelpers import alloca_once, for_range, i64, loop_nest
@@ -85,11 +86,7 @@ def emit_direct(em, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: Buffer
         return scalar_ops.convert(b, rpt, ct, load_element(b, rhs.pointer, rpt, offset_), flush=False)
 
     def pixel(acc, flat):
-        ivs, rest = [], flat
-        for size in reversed(pixel_dims):
-            ivs.append(b.urem(rest, i64(size)))
-            rest = b.udiv(rest, i64(size))
-        n, *opos = reversed(ivs)
+        n, *opos = unflatten(b, flat, pixel_dims)
 
         def accumulate(f, x, w):
             slot = b.gep(acc, [f], inbounds=True)

@@ -24,7 +24,7 @@ import math
 from contextlib import nullcontext
 
 from .buffers import BufferRef
-from .conv_depthwise import FLOAT_TYPES, Vectors, tiles, valid_range
+from .conv_simd import FLOAT_TYPES, Vectors, tiles, unflatten, valid_range
 from .conv_taps import ConvGeometry
 from .irhelpers import alloca_once, for_range, i64, if_then, loop_nest
 from .parallel import chunk_bounds, parallel_for, task_count
@@ -126,11 +126,7 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
 
     def rows(b_, start, end, task=None) -> None:
         with for_range(b, end, "cvvr", start=start) as row:
-            ivs, rest = [], row
-            for size in reversed(row_sizes):
-                ivs.append(b.urem(rest, i64(size)))
-                rest = b.udiv(rest, i64(size))
-            n, *o_outer = reversed(ivs)
+            n, *o_outer = unflatten(b, row, row_sizes)
             full = g.out_features // tile_width
             if full:
                 with for_range(b, full, "cvvf") as t:

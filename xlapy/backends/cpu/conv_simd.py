@@ -1,0 +1,81 @@
+"""What the vectorized convolution kernels share (conv_depthwise.py, conv_depthwise_forward.py, conv_vector.py):
+SIMD vectors of one float type, channel tiles, the taps of a window that read inside the input, and the index of a
+flattened row.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .dot_loops import _vector_bytes
+from .irhelpers import i64
+from .types import storage_type
+
+FLOAT_TYPES = ("f32", "f64")
+
+
+def valid_range(first: int, step: int, size: int, taps: int) -> tuple[int, int]:
+    """[lo, hi): the taps t in [0, taps) at which p = first + t*step (step > 0) lies inside [0, size)."""
+    lo = max(0, -(first // step))
+    hi = min(taps, (size - 1 - first) // step + 1) if size - 1 - first >= 0 else 0
+    return lo, max(lo, hi)
+
+
+class Vectors:
+    """Typed pointers and SIMD vectors of one float type: `width` lanes (a scalar when 1)."""
+
+    def __init__(self, b: ir.IRBuilder, pt):
+        self.b = b
+        self.st = storage_type(pt)
+        self.elem_bytes = 4 if pt.name == "f32" else 8
+        self.lanes = max(1, _vector_bytes() // self.elem_bytes)
+
+    def typed(self, pointer: ir.Value) -> ir.Value:
+        return self.b.bitcast(pointer, self.st.as_pointer())
+
+    def ty(self, width: int) -> ir.Type:
+        return self.st if width == 1 else ir.VectorType(self.st, width)
+
+    def zero(self, width: int) -> ir.Constant:
+        return ir.Constant(self.ty(width), None if width > 1 else 0.0)
+
+    def _at(self, base: ir.Value, at: ir.Value, width: int) -> ir.Value:
+        p = self.b.gep(base, [at], inbounds=True)
+        return self.b.bitcast(p, self.ty(width).as_pointer()) if width > 1 else p
+
+    def load(self, base: ir.Value, at: ir.Value, width: int) -> ir.Value:
+        return self.b.load(self._at(base, at, width), align=self.elem_bytes)
+
+    def store(self, base: ir.Value, at: ir.Value, value: ir.Value, width: int) -> None:
+        self.b.store(value, self._at(base, at, width), align=self.elem_bytes)
+
+    def mul_add(self, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
+        return self.b.fadd(acc, self.b.fmul(x, y, flags=["contract"]), flags=["contract"])
+
+    def splat(self, x: ir.Value, width: int) -> ir.Value:
+        """The scalar x in every one of `width` lanes."""
+        if width == 1:
+            return x
+        vty = self.ty(width)
+        one = self.b.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+        return self.b.shuffle_vector(one, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), width), None))
+
+
+def tiles(count: int, lanes: int) -> list[tuple[int, int]]:
+    """(first channel, width) of each tile: whole vectors, then ever narrower ones (7 = 4 + 2 + 1)."""
+    out, start = [(v * lanes, lanes) for v in range(count // lanes)], count // lanes * lanes
+    width = lanes
+    while start < count:
+        while width > count - start:
+            width //= 2
+        out.append((start, width))
+        start += width
+    return out
+
+
+def unflatten(b: ir.IRBuilder, flat: ir.Value, sizes) -> list[ir.Value]:
+    """The row-major index list over `sizes` of flat index `flat`."""
+    ivs, rest = [], flat
+    for size in reversed(sizes):
+        ivs.append(b.urem(rest, i64(size)))
+        rest = b.udiv(rest, i64(size))
+    return list(reversed(ivs))
