@@ -208,9 +208,9 @@ def fusions(m):
 def test_seed_sum_xyz_is_one_fusion():
     m = optimized(CORPUS / "jax" / "seed_sum_xyz.hlo")
     filecheck(m.to_text(print_operand_shape=False), """
-CHECK: %fused_computation (param_0.2: f32[2,3], param_1.3: f32[2,3], param_2.3: f32[2,3]) -> f32[] {
-CHECK: multiply(%param_1.3, %param_2.3)
-CHECK: add(%param_0.2, %mul.1)
+CHECK: %fused_computation ([[P0:param_0[.0-9]*]]: f32[2,3], [[P1:param_1[.0-9]*]]: f32[2,3], [[P2:param_2[.0-9]*]]: f32[2,3]) -> f32[] {
+CHECK: multiply(%[[P1]], %[[P2]])
+CHECK: add(%[[P0]], %mul.1)
 CHECK: ROOT %reduce_sum.7 = f32[] reduce(
 CHECK: ENTRY
 CHECK-NOT: multiply

@@ -109,11 +109,13 @@ def _parameter_for(fusion: Instruction, operand: Instruction) -> Instruction:
     return param
 
 
-def _remove_operand(fusion: Instruction, index: int) -> None:
-    """Drop operand `index` and its (now unused) parameter; renumber and rename the later parameters."""
+def _remove_operand(fusion: Instruction, index: int, rename: bool = True) -> None:
+    """Drop operand `index` and its (now unused) parameter; renumber the later parameters, and rename them unless
+    the caller renames them once when done (rename_parameters)."""
     comp = fused_computation(fusion)
     module = comp.parent
-    comp.remove_parameter(index, lambda p: module.unique_name(f"param_{p.parameter_number}") if module
+    comp.remove_parameter(index, None if not rename else
+                          lambda p: module.unique_name(f"param_{p.parameter_number}") if module
                           else f"param_{p.parameter_number}")
     op = fusion.operands.pop(index)
     if op not in fusion.operands and fusion in op.users:
@@ -126,9 +128,22 @@ def fusion_name(producer: Instruction, consumer: Instruction) -> str:
     return f"{producer.opcode}_{consumer.opcode}_fusion"
 
 
-def fuse_into(consumer: Instruction, producer: Instruction, kind: str = "kLoop") -> Instruction:
+def rename_parameters(fusion: Instruction) -> None:
+    """Name each parameter of a fusion's computation `param_<its number>` (made unique), where it is not yet."""
+    comp = fused_computation(fusion)
+    module = comp.parent
+    for n in range(len(fusion.operands)):
+        p = comp.parameter(n)
+        stem = f"param_{n}"
+        if p.name != stem and p.name.rpartition(".")[0] != stem:
+            p.name = module.unique_name(stem) if module else stem
+
+
+def fuse_into(consumer: Instruction, producer: Instruction, kind: str = "kLoop",
+              rename: bool = True) -> Instruction:
     """Fuse `producer` (an operand of `consumer`) into `consumer`, which becomes (or already is) a fusion.
-    Returns the fusion. The producer is removed from its computation when nothing else uses it."""
+    Returns the fusion. The producer is removed from its computation when nothing else uses it. rename=False:
+    the parameters that move down a number keep their names until the caller's rename_parameters."""
     if producer not in consumer.operands:
         raise ValueError(f"{producer.name} is not an operand of {consumer.name}")
     if producer.shape.is_tuple:
@@ -139,11 +154,11 @@ def fuse_into(consumer: Instruction, producer: Instruction, kind: str = "kLoop")
             fusion.attrs["kind"] = kind
     else:
         fusion = wrap_in_fusion(consumer, kind, fusion_name(producer, consumer))
-    fuse_producer(fusion, producer)
+    fuse_producer(fusion, producer, rename)
     return fusion
 
 
-def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
+def fuse_producer(fusion: Instruction, producer: Instruction, rename: bool = True) -> Instruction:
     """Move (or copy, when it has other users) `producer`, an operand of `fusion`, into the fused computation;
     returns the value that now stands for it there. A fusion producer is inlined, and deleted with its
     computation when nothing else uses it."""
@@ -157,7 +172,7 @@ def fuse_producer(fusion: Instruction, producer: Instruction) -> Instruction:
         mapped = [_parameter_for(fusion, op) for op in producer.operands]
         value = _add(comp, producer.clone_with(mapped, name=producer.name), keep_name=not duplicate)
     old_param.replace_all_uses_with(value)
-    _remove_operand(fusion, fusion.operands.index(producer))
+    _remove_operand(fusion, fusion.operands.index(producer), rename)
     if not producer.users and not producer.is_root:
         producer.parent.remove_instruction(producer)
         if is_fusion(producer):

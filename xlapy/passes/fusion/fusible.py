@@ -75,7 +75,8 @@ def contains_expensive(comp: Computation) -> bool:
 
 def is_fusible(inst: Instruction) -> bool:
     """May `inst` be a fusion producer or consumer at all (XLA's IsFusible, minus control flow)?"""
-    if inst.opcode in NEVER_FUSE or inst.has_side_effect or inst.control_predecessors:
+    # (has_side_effect but for custom-call's attribute: custom-calls are in NEVER_FUSE)
+    if inst.opcode in NEVER_FUSE or inst.control_predecessors or inst.info.has_side_effect:
         return False
     for user in inst.users:              # a plain loop: this runs for every candidate pair
         preds = user.control_predecessors
@@ -86,9 +87,12 @@ def is_fusible(inst: Instruction) -> bool:
 
 def can_be_loop_fused(inst: Instruction) -> bool:
     """The ops whose element generators the CPU emitter composes (CanBeLoopFused)."""
-    if not is_fusible(inst) or inst.shape.is_tuple:
-        return False
-    return inst.info.is_elementwise or inst.opcode in LOOP_FUSIBLE
+    return is_fusible(inst) and loop_fusible_kind(inst)
+
+
+def loop_fusible_kind(inst: Instruction) -> bool:
+    """can_be_loop_fused for an instruction known to be fusible: its opcode and an array result."""
+    return not inst.shape.is_tuple and (inst.info.is_elementwise or inst.opcode in LOOP_FUSIBLE)
 
 
 def is_non_scalar_constant(inst: Instruction) -> bool:

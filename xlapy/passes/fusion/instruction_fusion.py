@@ -10,11 +10,11 @@ matching row of REFUSALS (a reason why not) or, when none matches, a fusion:
                                           side effects, control edges
     non-scalar constant                   it would be copied into the loop body
     producer is not loop-fusible          dot, convolution, reduce-window, scatter, fft, ... (LOOP_FUSIBLE)
+    producer must not be duplicated       a multi-user producer some user cannot take, or a link of a chain of
+                                          multi-user values (x_l = x_(l-1) + a_l): see _globally_unfusible
     concatenate fusion is inefficient     > 8 operands, or a large concat along the minor dimension
     expensive producer, consumer reuses   exp(x) broadcast: exp would run once per output element
     expensive producer would duplicate    exp(x) with two users is computed once, not once per user
-    producer must not be duplicated       a multi-user producer some user cannot take, or a link of a chain of
-                                          multi-user values (x_l = x_(l-1) + a_l): see _globally_unfusible
     constant into a non-fusion            a fusion of a constant and one op gains nothing
     producer is a fusion                  XLA:CPU does not fuse fusions; FusionMerger does it, with care
     too many reductions / too large       caps below
@@ -27,7 +27,7 @@ from typing import Callable
 from ...hlo import Computation, Instruction, Module
 from ..pipeline import Pass
 from . import fusible as F
-from .fuse import fuse_into, fused_computation, fused_size, is_fusion
+from .fuse import fuse_into, fused_computation, fused_size, is_fusion, rename_parameters
 
 MAX_CONCATENATE_ARGUMENTS = 8
 MAX_REDUCTIONS_IN_FUSION = 5
@@ -119,18 +119,21 @@ REFUSALS: list[tuple[str, Rule]] = [
     ("consumer is not fusible", lambda p, c, i, dnd: not (F.is_fusible(c) or is_fusion(c))),
     ("non-scalar constant", lambda p, c, i, dnd: F.is_non_scalar_constant(p)),
     ("producer can be output-fused into some operand", lambda p, c, i, dnd: _output_fusible_into_some_operand(p)),
-    ("producer is not loop-fusible", lambda p, c, i, dnd: not F.can_be_loop_fused(p)),
+    # (the rows below may assume the rows above did not refuse: p is fusible, c fusible or a fusion)
+    ("producer is not loop-fusible", lambda p, c, i, dnd: not F.loop_fusible_kind(p)),
+    # (before the rows that walk or scan: two thirds of all refusals on ViT's training step are this one)
+    ("producer must not be duplicated", lambda p, c, i, dnd: id(p) in dnd and _would_duplicate(p, c)),
     ("concatenate fusion is inefficient",
      lambda p, c, i, dnd: _inefficient_concatenate(p) or _inefficient_concatenate(c)),
     ("expensive producer, consumer reuses its elements",
      lambda p, c, i, dnd: F.is_expensive(p) and F.reuses_operand_elements(c, i)),
     ("expensive producer would be duplicated",
      lambda p, c, i, dnd: _would_duplicate(p, c) and F.is_expensive(p) and not _always_duplicable(p)),
-    ("producer must not be duplicated", lambda p, c, i, dnd: id(p) in dnd and _would_duplicate(p, c)),
     ("too many reductions in one fusion", lambda p, c, i, dnd: _too_many_reductions(p, c)),
     ("constant into a non-fusion", lambda p, c, i, dnd: p.opcode == "constant" and not is_fusion(c)),
     ("fusion would be too large", lambda p, c, i, dnd: _too_large(p, c)),
-    ("consumer is not loop-fusible", lambda p, c, i, dnd: not (_loop_fusion(c) or F.can_be_loop_fused(c))),
+    ("consumer is not loop-fusible",
+     lambda p, c, i, dnd: not (_loop_fusion(c) if is_fusion(c) else F.loop_fusible_kind(c))),
 ]
 
 
@@ -238,6 +241,7 @@ class InstructionFusion(Pass):
         position = {id(inst): n for n, inst in enumerate(order)}
         do_not_duplicate = _globally_unfusible(order)
         changed = False
+        grown: dict[int, Instruction] = {}      # the fusions made or grown, renamed once at the end
         for consumer in reversed(order):
             current = consumer
             settled: set[int] = set()          # producers refused for a PRODUCER_ONLY reason
@@ -246,8 +250,12 @@ class InstructionFusion(Pass):
                 if fused is None:
                     break
                 position[id(fused)] = position[id(consumer)]
+                grown[id(fused)] = fused
                 current = fused
                 changed = True
+        for fusion in grown.values():
+            if fusion.parent is comp:
+                rename_parameters(fusion)
         return changed
 
     def _fuse_one_operand(self, consumer: Instruction, position: dict, do_not_duplicate: set,
@@ -272,7 +280,7 @@ class InstructionFusion(Pass):
                     settled.add(id(producer))
                 continue
             self.decisions.append((consumer.name, producer.name, "fused"))
-            return fuse_into(consumer, producer, kind)
+            return fuse_into(consumer, producer, kind, rename=False)
         return None
 
 
