@@ -22,7 +22,7 @@ from ...errors import XlapyError
 from ...hlo import Instruction, Module
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
-from . import buffer_assignment, cache_entry, compile_plan, llvm_jit, llvm_parallel, opt_levels, profile_ir
+from . import buffer_assignment, cache_entry, compile_plan, gc_pause, llvm_jit, llvm_parallel, opt_levels, profile_ir
 from .. import compilation_cache
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
@@ -178,7 +178,15 @@ def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None,
     num_threads threads; AOT code stays single-threaded). Returns the optimized HLO
     module, the LLVM IR module, the scratch size in bytes and, when `profile`, the kernel timer whose table
     names what the instrumented code logs. `session_for(optimized HLO module)` may return an
-    llvm_parallel.Session that hears of each kernel as it is finished."""
+    llvm_parallel.Session that hears of each kernel as it is finished. Python's garbage collector is paused
+    meanwhile (gc_pause.py)."""
+    with gc_pause.paused():
+        return _emit_llvm(module, tm, triple, run_pipeline, verify, fast_math, options, num_threads, profile,
+                          session_for)
+
+
+def _emit_llvm(module: Module, tm, triple: str, run_pipeline, verify, fast_math, options, num_threads, profile,
+               session_for):
     if module.entry is None:
         raise XlapyError(f"module {module.name} has no entry computation")
     options = options or debug.options()
