@@ -90,3 +90,18 @@ ENTRY main {{
     verify(module)
     assert sum(i.opcode == "fusion" for i in module.entry.instructions) == 1
     assert 0 < len(touched) <= 20
+
+
+def test_constant_folding_makes_no_literal_for_an_instruction_with_a_variable_operand(monkeypatch):
+    """multiply(x_i, broadcast(c)): x_i is no constant, so the broadcast's literal is never made (it was, for every
+    such instruction of every simplification round)."""
+    from xlapy.passes import constant_folding as cf
+    n = 50
+    lines = ["  x0 = f32[8,8] parameter(0)", "  c = f32[] constant(2)", "  b = f32[8,8] broadcast(c), dimensions={}"]
+    lines += [f"  x{i} = f32[8,8] multiply(x{i - 1}, b)" for i in range(1, n + 1)]
+    module = parse("HloModule m\nENTRY main {\n" + "\n".join(lines) + f"\n  ROOT r = f32[8,8] negate(x{n})\n}}\n")
+    made = []
+    real = cf._constant_value
+    monkeypatch.setattr(cf, "_constant_value", lambda op: made.append(op.name) or real(op))
+    assert not cf.HloConstantFolding().run(module)
+    assert not made

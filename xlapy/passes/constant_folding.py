@@ -41,6 +41,11 @@ def _constant_value(op: Instruction):
     return None
 
 
+def _maybe_constant(op: Instruction) -> bool:
+    """Could _constant_value(op) be a value (a cheap test first: most operands are neither)."""
+    return op.opcode == "constant" or (op.opcode == "broadcast" and op.operands[0].opcode == "constant")
+
+
 def _uniform(result: np.ndarray) -> bool:
     """Every element has the same bits (so -0.0 differs from 0.0, and NaNs compare by payload)."""
     flat = np.ascontiguousarray(result).reshape(-1)
@@ -62,9 +67,10 @@ class HloConstantFolding(Pass):
         changed = False
         for comp in module.computations:
             for inst in comp.post_order():
-                if (inst.opcode in _NEVER_FOLD or inst.has_side_effect or not inst.operands
-                        or inst.shape.is_tuple or not inst.shape.is_array or inst.shape.numel > MAX_ELEMENTS
-                        or inst.opcode not in table):
+                if inst.opcode in _NEVER_FOLD or not inst.operands or not all(map(_maybe_constant, inst.operands)):
+                    continue                # (most instructions leave here, before any literal is made)
+                if (inst.has_side_effect or inst.shape.is_tuple or not inst.shape.is_array
+                        or inst.shape.numel > MAX_ELEMENTS or inst.opcode not in table):
                     continue
                 values = [_constant_value(o) for o in inst.operands]
                 if any(v is None for v in values):
