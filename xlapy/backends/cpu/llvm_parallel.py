@@ -41,7 +41,8 @@ from . import opt_levels
 from .llvm_jit import load_objects, new_target_machine
 
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
-PART_WEIGHT = 3000             # weighted lines per part: a part costs ~10 ms of setup; smaller ones balance better
+PART_WEIGHT = 3000             # weighted lines per part: a part costs ~5 ms of setup; smaller ones balance better
+END_PARTS = 4                  # the units left at the end go in at least this many parts (when above MIN_MOVED_LINES)
 WORKER_WEIGHT = 1.6            # LLVM time per line of a worker (vectorized loops) relative to the entry's
 _MOVABLE = re.compile(r"xlapy_(task|kernel)")        # pool workers (parallel.py) and kernels (kernels.py)
 _REF = re.compile(r'@"([^"]+)"')
@@ -309,6 +310,8 @@ class Session:
         for weight, root, members in _units(rest):
             by_tier[self.tier_of(root)].append((weight, root, {m: rest[m] for m in members}))
         moved = sum(w for units in by_tier.values() for w, _, _ in units)
+        # parts small enough for both threads to end together (the calling thread takes what is left)
+        size = max(MIN_MOVED_LINES, min(PART_WEIGHT, moved / END_PARTS))
         if moved >= MIN_MOVED_LINES or self._parts:
             for tier, units in by_tier.items():
                 units.sort(key=lambda u: -u[0])
@@ -317,7 +320,7 @@ class Session:
                 for unit in units:
                     self._buckets[tier].append(unit)
                     self._weights[tier] += unit[0]
-                    if self._weights[tier] >= PART_WEIGHT:
+                    if self._weights[tier] >= size:
                         self._ship(tier, header, globals_)
                 if self._buckets[tier]:
                     self._ship(tier, header, globals_)
