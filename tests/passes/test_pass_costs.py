@@ -105,3 +105,20 @@ def test_constant_folding_makes_no_literal_for_an_instruction_with_a_variable_op
     monkeypatch.setattr(cf, "_constant_value", lambda op: made.append(op.name) or real(op))
     assert not cf.HloConstantFolding().run(module)
     assert not made
+
+
+def test_removing_instructions_added_after_the_position_hints_keeps_the_hints():
+    """Fusions made by a pass are added after the hints were made; removing them (a sibling merge) found each by
+    remaking the hints of the whole computation (O(n) per removal), where one scan of the list does."""
+    n = 1000
+    module = parse(_chain(n))
+    comp = module.entry
+    comp.position(comp.instructions[1])                 # the hints are made
+    x = comp.instructions[0]
+    made = [comp._positions]                            # kept alive: each one made is a distinct object
+    for _ in range(100):                                # made, then merged away, one after the other
+        comp.remove_instruction(comp.add_instruction(type(x)("negate", x.shape, (x,), {}, "late")))
+        if comp._positions is not made[-1]:
+            made.append(comp._positions)
+    assert len(made) <= 3                               # remade once per n/32 removals at most
+    assert len(comp.instructions) == 2 * n + 2

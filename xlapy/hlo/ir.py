@@ -263,7 +263,8 @@ class Computation:
     # computation (fusion, DCE, CSE). Positions recorded once stay close: each removal through
     # remove_instruction moves the later ones one place down, so the search is a window that many places wide
     _HINTED = 256               # lists shorter than this are scanned
-    _MAX_DRIFT = 64             # removals after which the hints are made again
+    _MAX_DRIFT = 64             # removals after which the hints are made again: this many, or n/32 when more
+                                # (remaking them, O(n), once per 64 removals made n removals O(n^2 / 64))
 
     def position(self, inst: Instruction) -> int:
         """The index of `inst` in `instructions` (ValueError when absent); fast for big computations."""
@@ -271,9 +272,11 @@ class Computation:
         if len(insts) < self._HINTED:
             return insts.index(inst)
         hints, drift = self._positions, self._removed_since
-        if hints is not None and drift <= self._MAX_DRIFT:
+        if hints is not None and (drift <= self._MAX_DRIFT or drift <= len(insts) >> 5):
             at = hints.get(inst)
-            if at is not None:
+            if at is None:              # added since the hints were made: one scan (in C), the hints stay good
+                return insts.index(inst)
+            else:
                 lo = at - drift
                 if at < len(insts) and insts[at] is inst:
                     return at
