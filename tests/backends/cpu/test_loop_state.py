@@ -208,3 +208,73 @@ def test_read_only_leaves_stay_in_the_init_buffer(after):
     keep = y.copy()
     _run(_module(body, entry=entry), x, y)
     np.testing.assert_array_equal(y, keep)
+
+
+# -- an update scheduled after the reads of the old value ------------------------------------------------------
+def test_update_moves_after_reads_of_the_old_value_and_runs_in_place():
+    """TensorFlow's gradient loops: the list is updated (a DUS fusion) and the old list is read afterwards by an
+    instruction that does not depend on the update. Emitted after that read, the update writes its window in
+    place (aliasing._sink_in_place_updates): no whole-buffer copy per iteration."""
+    fused = f"""fused_set {{
+  p0 = f32[{N}] parameter(0)
+  p1 = s32[] parameter(1)
+  z = f32[] constant(0)
+  zb = f32[1] broadcast(z), dimensions={{}}
+  ROOT d = f32[{N}] dynamic-update-slice(p0, zb, p1)
+}}
+"""
+    body = f"""  upd = f32[{N}] fusion(a, i), kind=kLoop, calls=fused_set
+  old = f32[1] dynamic-slice(a, i), dynamic_slice_sizes={{1}}
+  ob = f32[{N}] broadcast(f32[] reshape(old)), dimensions={{}}
+  nb = f32[{N}] add(b, ob)
+  ROOT t = {ST} tuple(i1, upd, nb)"""
+    text = _module(body, fused=fused)
+    x, y = _xy()
+    assert _run(text, x, y) == 2         # x and y into the result buffers; nothing per iteration
+
+
+def test_update_stays_before_a_reader_that_depends_on_it():
+    body = f"""  u = f32[1] constant({{7}})
+  d = f32[{N}] dynamic-update-slice(a, u, i)
+  both = f32[{N}] add(a, d)
+  ROOT t = {ST} tuple(i1, d, both)"""
+    _run(_module(body), *_xy())
+
+
+def test_update_moves_without_its_tuple_when_the_tuple_needs_a_later_value():
+    st = f"(s32[], (f32[{N}], f32[{N}]), f32[{N}])"
+    text = f"""HloModule moved_tuple
+cond {{
+  s = {st} parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant({STEPS})
+  ROOT lt = pred[] compare(i, n), direction=LT
+}}
+
+body {{
+  s = {st} parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  p = (f32[{N}], f32[{N}]) get-tuple-element(s), index=1
+  a = f32[{N}] get-tuple-element(p), index=0
+  b = f32[{N}] get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  u = f32[1] constant({{3}})
+  d = f32[{N}] dynamic-update-slice(a, u, i)
+  old = f32[1] dynamic-slice(a, i), dynamic_slice_sizes={{1}}
+  ob = f32[{N}] broadcast(f32[] reshape(old)), dimensions={{}}
+  late = f32[{N}] add(b, ob)
+  q = (f32[{N}], f32[{N}]) tuple(d, late)
+  ROOT t = {st} tuple(i1, q, late)
+}}
+
+ENTRY e {{
+  x = f32[{N}] parameter(0)
+  y = f32[{N}] parameter(1)
+  z = s32[] constant(0)
+  p = (f32[{N}], f32[{N}]) tuple(x, y)
+  t = {st} tuple(z, p, y)
+  ROOT w = {st} while(t), condition=cond, body=body
+}}
+"""
+    _run(text, *_xy())

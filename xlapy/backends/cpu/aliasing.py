@@ -30,12 +30,13 @@ class ComputationAliasing:
     def __init__(self, comp: Computation, writable_params: bool = False):
         self.comp = comp
         self.writable_params = writable_params
-        self.order: list[Instruction] = comp.post_order()
-        self.position = {id(inst): k for k, inst in enumerate(self.order)}
         self.leaves: dict[int, list[Leaf]] = {}
+        for inst in comp.post_order():
+            self.leaves[id(inst)] = self._leaves_of(inst)
+        self.order: list[Instruction] = _sink_in_place_updates(comp, self.leaves)
+        self.position = {id(inst): k for k, inst in enumerate(self.order)}
         self.reads: dict[tuple, list[int]] = {}
         for k, inst in enumerate(self.order):
-            self.leaves[id(inst)] = self._leaves_of(inst)
             if inst.opcode not in FORWARDING:
                 for op in inst.operands:
                     for leaf in self.leaves[id(op)]:
@@ -96,6 +97,66 @@ class ComputationAliasing:
                 return False
         here = self.position[id(user)]
         return all(p <= here for p in self.reads.get(buf, ()))
+
+
+def _in_place_operand(inst: Instruction) -> int | None:
+    if inst.opcode == "dynamic-update-slice":
+        return 0
+    return fused_in_place_operand(inst) if inst.opcode == "fusion" and "calls" in inst.attrs else None
+
+
+def _sink_in_place_updates(comp: Computation, leaves: dict[int, list[Leaf]]) -> list[Instruction]:
+    """comp's post order, with each dynamic-update-slice (or DUS fusion) moved after the other instructions that
+    read the old value of the buffer it updates, where none of them depends on it (XLA's scheduler puts readers
+    first too): then the update may run in place (can_overwrite) instead of copying the whole buffer. A loop body
+    that updates a list and reads the old one after (TensorFlow's gradient loops) writes a window, not 1 MB."""
+    order = comp.post_order()
+    candidates = [i for i in order if _in_place_operand(i) is not None]
+    if not candidates:
+        return order
+    root_bufs = {b for leaf in leaves[id(comp.root)] for b in leaf}
+    readers_of: dict[tuple, list[Instruction]] = {}
+    for r in order:
+        if r.opcode not in FORWARDING:
+            for b in {b for o in r.operands for leaf in leaves[id(o)] for b in leaf}:
+                readers_of.setdefault(b, []).append(r)
+    position = {id(i): k for k, i in enumerate(order)}
+    for inst in candidates:
+        target = leaves[id(inst.operands[_in_place_operand(inst)])]
+        if len(target) != 1 or len(target[0]) != 1:
+            continue
+        (buf,) = target[0]
+        if buf in root_bufs:
+            continue
+        readers = [position[id(r)] for r in readers_of.get(buf, ()) if r is not inst]
+        here = position[id(inst)]
+        last = max(readers, default=-1)
+        moved = _with_forwarding_users(inst, position, comp.root)   # a tuple or bitcast of it moves with it
+        if last < here:
+            continue
+        first_user = min((position[id(u)] for m in moved for u in m.users
+                          if id(u) in position and u.opcode not in FORWARDING), default=len(order))
+        if last < first_user:      # no reader depends on inst: each reads before inst's first user
+            moved = [m for m in moved if position[id(m)] < last]    # alias ops after the readers stay
+            keep = {id(m) for m in moved}
+            rest = [i for i in order if id(i) not in keep]
+            at = rest.index(order[last]) + 1
+            order = rest[:at] + sorted(moved, key=lambda m: position[id(m)]) + rest[at:]
+            position = {id(i): k for k, i in enumerate(order)}
+    return order
+
+
+def _with_forwarding_users(inst: Instruction, position: dict[int, int], root: Instruction) -> list[Instruction]:
+    """inst and the alias ops (tuple, get-tuple-element, bitcast ...) over it, transitively, but the root."""
+    out, work, seen = [], [inst], set()
+    while work:
+        i = work.pop()
+        if id(i) in seen or id(i) not in position or (i is root and i is not inst):
+            continue
+        seen.add(id(i))
+        out.append(i)
+        work.extend(u for u in i.users if u.opcode in FORWARDING)
+    return out
 
 
 def while_read_only_leaves(loop: Instruction) -> frozenset[int]:
