@@ -1,7 +1,8 @@
 """A convolution with few output features, vectorized over them: no patch matrix and no BLAS packing.
 
 For ungrouped f32/f64 convolutions whose input features are the unit-stride dim of the input and whose output
-features are that of the kernel and the output (canonical b01f_01io->b01f), MIN_FEATURES to MAX_FEATURES of them:
+features are that of the kernel and the output (canonical b01f_01io->b01f), MIN_FEATURES to MAX_FEATURES of them,
+and windows of at most MAX_TAPS taps (forward convolutions and input gradients, not filter gradients):
 
     out[n, o, f] = sum over taps k and input features c of lhs[n, p(o, k), c] * rhs[k, c, f]
 
@@ -30,6 +31,7 @@ from .irhelpers import alloca_once, for_range, i64, if_then, loop_nest
 from .parallel import chunk_bounds, parallel_for, task_count
 
 MAX_FEATURES = 32    # more output features: BLAS's blocking wins
+MAX_TAPS = 64        # larger windows (a filter gradient's, as large as the image): few outputs, long sums, GEMM
 MIN_FEATURES = 8     # fewer fill less than a vector
 O_BLOCK = 4          # outputs per block: O_BLOCK x VECS accumulators, VECS kernel vectors and a broadcast
 VECS = 2
@@ -40,7 +42,8 @@ def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> 
     types = {lhs.shape.ptype.name, rhs.shape.ptype.name, out.shape.ptype.name}
     return (g.groups == 1 and MIN_FEATURES <= g.out_features <= MAX_FEATURES and len(types) == 1
             and types <= set(FLOAT_TYPES) and g.lhs_strides[1] == 1 and g.rhs_strides[1] == 1 and g.out_strides[1] == 1
-            and len(g.out_sizes) >= 1 and all(w.base_dilation == 1 and not w.window_reversal for w in g.window))
+            and len(g.out_sizes) >= 1 and math.prod(g.kernel_sizes) <= MAX_TAPS
+            and all(w.base_dilation == 1 and not w.window_reversal for w in g.window))
 
 
 def _interior(g: ConvGeometry) -> tuple[int, int]:
