@@ -322,3 +322,15 @@ def test_batch_tasks_rule():
     assert tasks(2, 16, 16, 16) == 1                  # too little work for two tasks
     assert tasks(1, 512, 512, 512) == 1               # no batch
     assert tasks(2, 512, 512, 512) == 1               # two big GEMMs: each split on its own instead
+
+
+def test_split_gemm_takes_two_chunks_per_thread():
+    """Each part of a split GEMM is a BLAS call that packs the shared operand again: 2 chunks per thread
+    (dot_blas.GEMM_CHUNKS_PER_THREAD), not the 4 of other loops."""
+    module = xlapy.hlo.parse("HloModule m\nENTRY e {\n  a = f32[256,192] parameter(0)\n  b = f32[192,192] parameter(1)\n"
+                             "  ROOT d = f32[256,192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n")
+    two = xlapy.compile(module, backend="cpu", num_threads=2)
+    assert '@"xlapy_task.bounds" = private constant [5 x i64] [i64 0, i64 64, i64 128, i64 192, i64 256]' \
+        in two.llvm_ir                                # 256 rows: 4 chunks of 64
+    a, b = data(np.float32, 256, 192), data(np.float32, 192, 192, seed=1)
+    np.testing.assert_allclose(two(a, b), a @ b, rtol=2e-5, atol=1e-5)

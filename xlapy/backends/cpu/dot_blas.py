@@ -29,6 +29,10 @@ MIN_MNK_PER_TASK = 1 << 18     # ~0.5 MFLOP: 5-10 us of one core's GEMM, well ab
 # partitioning across cores beats per-chunk calls, and their start-up cost no longer matters.
 BLAS_OWN_THREADS_MNK = 1 << 28
 SPLIT_QUANTUM = 16             # chunk bounds are multiples of this many rows/columns
+# Chunks per thread of a split GEMM (other loops take parallel.CHUNKS_PER_TASK = 4): each chunk's BLAS call packs
+# the whole shared operand again, and with 4 per thread the transformer steps' GEMMs (256 x 192 x 192 ...
+# 2048 x 256 x 192) took 5-15% more CPU than with 2; 2 still let the pool's threads balance a descheduled one.
+GEMM_CHUNKS_PER_THREAD = 2
 
 
 def gemm_tasks(m: int, n: int, k: int, num_threads: int) -> int:
@@ -142,7 +146,7 @@ def _split_gemm(b, fn: runtime.BlasFunction, elem, a: Matrix, pa, bm: Matrix, pb
             _call_gemm(b, fn, elem, a, at(pa, start, a.ld if a.trans == "N" else 1), bm, pb, c,
                        at(pc, start, c.ld if c.trans == "N" else 1), rows=count)
 
-    return parallel_for(b, bounds, body)
+    return parallel_for(b, bounds, body, chunks_per_thread=GEMM_CHUNKS_PER_THREAD)
 
 
 def _call_gemm(b, fn: runtime.BlasFunction, elem, a: Matrix, pa, bm: Matrix, pb, c: Matrix, pc,

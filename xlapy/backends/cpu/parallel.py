@@ -20,7 +20,7 @@ How many chunks a loop runs as depends on whether its body names its task (the `
 | body | chunks | why |
 |---|---|---|
 | uses `task`: a split reduction | the caller's bounds, one per task | task t owns partial t; they combine in order |
-| does not: elementwise, rows, GEMM parts | CHUNKS_PER_TASK per thread | an element does not depend on the cut |
+| does not: elementwise, rows, GEMM parts | CHUNKS_PER_TASK per thread (a GEMM's: 2, dot_blas.py) | an element does not depend on the cut |
 
 More chunks than threads is what keeps a loop fast when other processes share the cores (issue 11): the pool
 hands chunks out one at a time from an atomic counter, so a thread that is descheduled holds up at most the
@@ -257,7 +257,7 @@ def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function
 def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
                  body: Callable[[ir.IRBuilder, ir.Value, ir.Value, ir.Value], None],
                  shared: Sequence[ir.Value] = (), threads: int | None = None,
-                 quantum: int = CHUNK_QUANTUM) -> bool:
+                 quantum: int = CHUNK_QUANTUM, chunks_per_thread: int = CHUNKS_PER_TASK) -> bool:
     """Run body(b, start, end, task) over the chunks [bounds[t], bounds[t+1]) on up to `threads` threads (by
     default len(bounds)-1, one per chunk).
 
@@ -267,6 +267,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     threads take the chunks one at a time.
 
     `quantum`: finer chunks keep their bounds multiples of it past the chunk's start (whole rows, say).
+    `chunks_per_thread`: how finely; fewer where each chunk repeats work (a GEMM part packs the shared operand).
 
     `shared`: allocas of the caller the body may use (each task must write its own part). Returns False, having
     emitted nothing into the caller, when threads cannot be used here: inside a worker already, or the body used
@@ -318,7 +319,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
         del module.globals[worker.name]
         return False
     given = len(bounds) - 1
-    parts = -(-threads * CHUNKS_PER_TASK // given)          # about CHUNKS_PER_TASK chunks per thread
+    parts = -(-threads * chunks_per_thread // given)        # about chunks_per_thread chunks per thread
     chunks = list(bounds) if _uses(worker, index) else finer_bounds(bounds, parts, quantum)
 
     values = list(foreign.values())
