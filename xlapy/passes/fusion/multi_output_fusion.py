@@ -126,12 +126,17 @@ class Reachability:
         for g in gone:
             above &= ~self.bit.get(id(g), 0)
         below = above | self.bit[id(survivor)]
+        fresh = set()
         for u in survivor.users:
             if id(u) not in self.bit:
+                # a get-tuple-element the merge made: never asked about as an ancestor (no candidate reads one),
+                # so its own bit need not spread below it
                 self._add(u, below)
-                below |= self.bit[id(u)]
-        # what read a part (directly or through others) now reads the survivor: exactly what lies below it, found
-        # by walking its users (a scan of every instruction's mask per merge made the pass quadratic)
+                fresh.add(id(u))
+        # what read a part (directly or through others) now reads the survivor and all it reads: the masks below it,
+        # found by walking users (a scan of every mask per merge made the pass quadratic). Masks are closed
+        # downward (a reader's holds its operand's), so a mask that holds `below` already ends the walk there: a
+        # consumer merged with its producer changes nothing below the consumer.
         ancestors, seen = self.ancestors, {id(survivor)}
         stack = list(survivor.users)
         while stack:
@@ -139,7 +144,11 @@ class Reachability:
             if id(u) in seen:
                 continue
             seen.add(id(u))
-            ancestors[id(u)] |= below
+            if id(u) not in fresh:
+                mask = ancestors[id(u)]
+                if mask | below == mask:
+                    continue
+                ancestors[id(u)] = mask | below
             stack.extend(u.users)
 
 
