@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import XlapyError
 from ...hlo import Module, Shape
-from . import fastcall
+from . import fastcall, malloc_tuning
 from .buffers import ALIGNMENT
 from .indexing import major_to_minor
 from .profile_ir import KernelLog
@@ -55,6 +55,7 @@ class Executable:
                  signature: tuple[str, list[Shape], Shape] | None = None):
         """module: the optimized Module, or a function making it on first use (then `signature` gives the module's
         name, parameter shapes and result shape). llvm_ir, llvm_ir_opt: the texts, or functions printing them."""
+        malloc_tuning.apply_once()      # results' memory stays in the process between calls (malloc_tuning.py)
         if isinstance(module, Module):
             self._module = module
             signature = (module.name, [p.shape for p in module.entry.parameters], module.entry.root.shape)
