@@ -232,6 +232,37 @@ def test_task_count_follows_memory_traffic():
     assert bounds[0] == 0 and bounds[-1] == 1001 and bounds == sorted(bounds)
 
 
+def test_task_count_counts_the_windows_of_a_sliced_value():
+    """A loop body's dynamic-slice of one time step out of a [64,16,128] array (512 KiB) moves 8 KiB: one task,
+    fused or not; the same value also read whole counts whole."""
+    m = xlapy.hlo.parse("""HloModule m
+sl {
+  a = f32[64,16,128] parameter(0)
+  i = s32[] parameter(1)
+  z = s32[] constant(0)
+  d = f32[1,16,128] dynamic-slice(a, i, z, z), dynamic_slice_sizes={1,16,128}
+  ROOT t = f32[1,16,128] tanh(d)
+}
+whole {
+  a = f32[64,16,128] parameter(0)
+  ROOT t = f32[64,16,128] tanh(a)
+}
+ENTRY e {
+  a = f32[64,16,128] parameter(0)
+  i = s32[] parameter(1)
+  z = s32[] constant(0)
+  f = f32[1,16,128] fusion(a, i), kind=kLoop, calls=sl
+  d = f32[1,16,128] dynamic-slice(a, i, z, z), dynamic_slice_sizes={1,16,128}
+  w = f32[64,16,128] fusion(a), kind=kLoop, calls=whole
+  ROOT r = (f32[1,16,128], f32[1,16,128], f32[64,16,128]) tuple(f, d, w)
+}
+""")
+    by_name = {i.name: i for i in m.entry.instructions}
+    assert parallel.task_count(by_name["f"], 8) == 1
+    assert parallel.task_count(by_name["d"], 8) == 1
+    assert parallel.task_count(by_name["w"], 8) == 4           # 1 MiB of traffic, 256 KiB a task
+
+
 def test_reduction_with_fewer_outputs_than_threads_splits_the_reduced_dims():
     """s32[2, n] reduced over dim 1 on 3 threads: two outputs, each combined from three partials."""
     n = 400_009

@@ -77,14 +77,31 @@ def _bytes(shape: Shape) -> int:
 
 def task_count(inst: Instruction, num_threads: int) -> int:
     """How many threads inst's loop gets: its memory traffic (operands + result, or the largest value inside a
-    fusion) over MIN_BYTES_PER_TASK, at least 1 and at most num_threads."""
+    fusion; a value only sliced counts its windows' bytes) over MIN_BYTES_PER_TASK, at least 1 and at most
+    num_threads."""
     if num_threads <= 1:
         return 1
-    cost = _bytes(inst.shape) + sum(_bytes(o.shape) for o in inst.operands)
     comp = inst.attrs.get("calls") if inst.opcode == "fusion" else None
     if isinstance(comp, Computation):
-        cost = max([cost] + [_bytes(i.shape) for i in comp.instructions])
+        params = comp.parameters
+        cost = _bytes(inst.shape) + sum(_read_bytes(p, p.users) for p in params)
+        cost = max([cost] + [_bytes(i.shape) for i in comp.instructions if i.opcode != "parameter"]
+                   + [_read_bytes(p, p.users) for p in params])
+    else:
+        cost = _bytes(inst.shape) + sum(_read_bytes(o, [inst]) for o in inst.operands)
     return max(1, min(num_threads, cost // MIN_BYTES_PER_TASK))
+
+
+_WINDOWS = frozenset({"slice", "dynamic-slice", "gather"})     # read only the part of operand 0 they return
+
+
+def _read_bytes(value: Instruction, readers: Sequence[Instruction]) -> int:
+    """The bytes of `value` that `readers` touch: a value only sliced (a loop body's dynamic-slice of a time
+    step, an embedding's gather) costs what its windows return, not its whole size."""
+    if readers and all(r.opcode in _WINDOWS and r.operands[0] is value and value not in r.operands[1:]
+                       for r in readers):
+        return min(_bytes(value.shape), sum(_bytes(r.shape) for r in readers))
+    return _bytes(value.shape)
 
 
 def chunk_bounds(total: int, tasks: int, quantum: int = CHUNK_QUANTUM) -> list[int]:
