@@ -19,10 +19,10 @@ from llvmlite import ir
 
 from ... import debug, trace_events
 from ...errors import XlapyError
-from ...hlo import Instruction, Module
+from ...hlo import Instruction, Module, gc_pause
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
-from . import buffer_assignment, cache_entry, compile_plan, gc_pause, llvm_jit, llvm_parallel, opt_levels, profile_ir
+from . import buffer_assignment, cache_entry, compile_plan, llvm_jit, llvm_parallel, opt_levels, profile_ir
 from .. import compilation_cache
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
@@ -179,7 +179,7 @@ def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None,
     module, the LLVM IR module, the scratch size in bytes and, when `profile`, the kernel timer whose table
     names what the instrumented code logs. `session_for(optimized HLO module)` may return an
     llvm_parallel.Session that hears of each kernel as it is finished. Python's garbage collector is paused
-    meanwhile (gc_pause.py)."""
+    meanwhile (hlo/gc_pause.py)."""
     with gc_pause.paused():
         return _emit_llvm(module, tm, triple, run_pipeline, verify, fast_math, options, num_threads, profile,
                           session_for)
