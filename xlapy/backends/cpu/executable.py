@@ -185,8 +185,9 @@ class Executable:
     def _assemble(self, structure, outs):
         if isinstance(structure, tuple):
             return tuple(self._assemble(s, outs) for s in structure)
-        out = outs[structure]
-        return out if self._result_leaves[structure].physical_order is None else np.ascontiguousarray(out)
+        # a result whose layout is not row-major is the transposed view of its buffer (as numpy's transpose is): no
+        # copy per call, and fed back to a parameter of the same layout it is that buffer again (_call_ctypes)
+        return outs[structure]
 
     @staticmethod
     def _flatten_arg(value, shape: Shape, index: int) -> list:
