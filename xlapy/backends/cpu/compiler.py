@@ -70,7 +70,7 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
                 timer: KernelTimer | None = None, on_kernel=None) -> tuple[ir.Function, int]:
     """Emit the entry function into llvm_module; returns it and the scratch size in bytes. Large loops are
     split over num_threads threads (parallel.py). With a timer, every kernel logs its run time (profile_ir.py).
-    `on_kernel(llvm_module, function)` hears of each kernel once it is final (kept by the KernelCache): what
+    `on_kernel(llvm_module, function, printed)` hears of each kernel once it is final (kept by the KernelCache): what
     llvm_parallel.Session compiles while the rest is emitted."""
     fn = ir.Function(llvm_module, ENTRY_TYPE, ENTRY_NAME)
     fn.attributes.add("nounwind")
@@ -135,7 +135,7 @@ def _report_kernels(cache, on_kernel) -> None:
     def reporting(kernel, new_symbols):
         kept = share(kernel, new_symbols)
         if kept is kernel:
-            on_kernel(cache.module, kernel)
+            on_kernel(cache.module, kernel, cache.printed)
         return kept
     cache.share = reporting
 

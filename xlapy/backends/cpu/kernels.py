@@ -179,6 +179,7 @@ class KernelCache:
         self.by_key: dict[str, ir.Function] = {}
         self._keys: dict[str, str] = {}
         self.shared = 0              # kernels that reused an earlier one
+        self.printed: dict[str, str] = {}    # name -> llvmlite's text of a function as `key` printed it
 
     def share(self, kernel: ir.Function, new_symbols: set[str]) -> ir.Function:
         """The kernel to call: an equal one emitted before (this one and the workers it made are dropped), or
@@ -191,6 +192,7 @@ class KernelCache:
             g = self.module.globals.get(name)
             if g is kernel or name.startswith("xlapy_task"):
                 del self.module.globals[name]
+                self.printed.pop(name, None)
         self.shared += 1
         return first
 
@@ -210,7 +212,7 @@ class KernelCache:
         return digest
 
     def _canonical_text(self, g) -> str:
-        text = str(g)
+        text = self.printed[g.name] = str(g)
 
         def global_ref(m: re.Match) -> str:
             ref = m.group(1) if m.group(1) is not None else m.group(2)

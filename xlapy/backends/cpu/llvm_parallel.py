@@ -139,11 +139,14 @@ class Session:
         self._closed = False                   # no more parts will come: thread 2 ends once the queue is empty
 
     # -- during emission -----------------------------------------------------------------------------
-    def add_kernel(self, module, kernel) -> None:
-        """`kernel` (an llvmlite ir.Function of `module`) is final: queue it, with the workers it calls, for a part."""
+    def add_kernel(self, module, kernel, printed: dict[str, str] | None = None) -> None:
+        """`kernel` (an llvmlite ir.Function of `module`) is final: queue it, with the workers it calls, for a part.
+        `printed`: texts of functions printed since they were final (kernels.KernelCache printed each one to key
+        it, just before this call), so they are not printed again."""
         if not self.stream:
             return
-        members = {kernel.name: str(kernel)}
+        printed = printed or {}
+        members = {kernel.name: printed.get(kernel.name) or str(kernel)}
         stack = [kernel.name]
         while stack:
             for ref in _REF.findall(members[stack.pop()]):
@@ -153,7 +156,7 @@ class Session:
                 if getattr(g, "blocks", None):                  # a defined function
                     if ref in self.rename or not _MOVABLE.match(ref):
                         return                                   # left for the end (see the docstring)
-                    members[ref] = str(g)
+                    members[ref] = printed.get(ref) or str(g)
                     stack.append(ref)
         tier = self.tier_of(kernel.name)
         weight = sum(_weight(n, t) for n, t in members.items())
