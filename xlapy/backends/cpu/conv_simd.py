@@ -1,6 +1,6 @@
 """What the vectorized convolution kernels share (conv_depthwise.py, conv_depthwise_forward.py, conv_vector.py):
-SIMD vectors of one float type, channel tiles, the taps of a window that read inside the input, and the index of a
-flattened row.
+SIMD vectors of one float type, channel tiles, the taps of a window that read inside the input (`valid_range`, and
+`outer_taps` for the dims outside the innermost), and the index of a flattened row.
 """
 from __future__ import annotations
 
@@ -18,6 +18,21 @@ def valid_range(first: int, step: int, size: int, taps: int) -> tuple[int, int]:
     lo = max(0, -(first // step))
     hi = min(taps, (size - 1 - first) // step + 1) if size - 1 - first >= 0 else 0
     return lo, max(lo, hi)
+
+
+def outer_taps(b: ir.IRBuilder, g, o_outer, k_outer, lbase: ir.Value, rbase: ir.Value, ssp, rsp) -> tuple:
+    """The spatial dims but the last, for output position o_outer and kernel tap k_outer: whether the input
+    position read is inside the input (None when there is no such dim), and the input and filter base offsets
+    advanced to it (ssp, rsp: their element strides per spatial dim)."""
+    ok = None
+    for d, (o, k) in enumerate(zip(o_outer, k_outer)):
+        w = g.window[d]
+        p = b.sub(b.add(b.mul(o, i64(w.stride)), b.mul(k, i64(w.window_dilation))), i64(w.padding_low))
+        inside = b.and_(b.icmp_signed(">=", p, i64(0)), b.icmp_signed("<", p, i64(g.in_sizes[d])))
+        ok = inside if ok is None else b.and_(ok, inside)
+        lbase = b.add(lbase, b.mul(p, i64(ssp[d])))
+        rbase = b.add(rbase, b.mul(k, i64(rsp[d])))
+    return ok, lbase, rbase
 
 
 class Vectors:

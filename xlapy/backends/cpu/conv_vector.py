@@ -26,7 +26,7 @@ import math
 from contextlib import nullcontext
 
 from .buffers import BufferRef
-from .conv_simd import FLOAT_TYPES, Vectors, tiles, unflatten, valid_range
+from .conv_simd import FLOAT_TYPES, Vectors, outer_taps, tiles, unflatten, valid_range
 from .conv_taps import ConvGeometry
 from .irhelpers import alloca_once, for_range, i64, if_then, loop_nest
 from .parallel import chunk_bounds, parallel_for, task_count
@@ -79,14 +79,7 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
             for slot, (_, w) in zip(row, chunks):
                 b.store(v.zero(w), slot)
         with loop_nest(b, list(g.kernel_sizes[:-1]), name="cvk") as k_outer:
-            ok, lbase, rbase = None, b.mul(n, i64(sb)), f0
-            for d, (o, k) in enumerate(zip(o_outer, k_outer)):
-                w = g.window[d]
-                p = b.sub(b.add(b.mul(o, i64(w.stride)), b.mul(k, i64(w.window_dilation))), i64(w.padding_low))
-                inside = b.and_(b.icmp_signed(">=", p, i64(0)), b.icmp_signed("<", p, i64(g.in_sizes[d])))
-                ok = inside if ok is None else b.and_(ok, inside)
-                lbase = b.add(lbase, b.mul(p, i64(ssp[d])))
-                rbase = b.add(rbase, b.mul(k, i64(rsp[d])))
+            ok, lbase, rbase = outer_taps(b, g, o_outer, k_outer, b.mul(n, i64(sb)), f0, ssp, rsp)
             with (if_then(b, ok, "cvv.row") if ok is not None else nullcontext()):
 
                 def tap(k, c) -> None:
