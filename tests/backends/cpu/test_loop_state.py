@@ -19,6 +19,16 @@ COPY = f"i64 {4 * N}, i1 0"          # a memcpy of one whole f32[N] (or f32[16,1
 ST = f"(s32[], f32[{N}], f32[{N}])"
 
 
+def _cond(state: str) -> str:
+    """The loop condition: the counter, state element 0, below STEPS."""
+    return f"""cond {{
+  s = {state} parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant({STEPS})
+  ROOT lt = pred[] compare(i, n), direction=LT
+}}"""
+
+
 def _module(body: str, entry: str = "", state: str = ST, fused: str = "") -> str:
     entry = entry or f"""  x = f32[{N}] parameter(0)
   y = f32[{N}] parameter(1)
@@ -27,13 +37,7 @@ def _module(body: str, entry: str = "", state: str = ST, fused: str = "") -> str
   ROOT w = {state} while(t), condition=cond, body=body"""
     return f"""HloModule loop_state
 {fused}
-cond {{
-  s = {state} parameter(0)
-  i = s32[] get-tuple-element(s), index=0
-  n = s32[] constant({STEPS})
-  ROOT lt = pred[] compare(i, n), direction=LT
-}}
-
+{_cond(state)}
 body {{
   s = {state} parameter(0)
   i = s32[] get-tuple-element(s), index=0
@@ -143,13 +147,7 @@ def test_loop_takes_over_a_dead_init_and_copies_a_live_one():
 def test_nested_tuple_state():
     st = f"(s32[], (f32[{N}], s32[]), f32[{N}])"
     text = f"""HloModule nested
-cond {{
-  s = {st} parameter(0)
-  i = s32[] get-tuple-element(s), index=0
-  n = s32[] constant({STEPS})
-  ROOT lt = pred[] compare(i, n), direction=LT
-}}
-
+{_cond(st)}
 body {{
   s = {st} parameter(0)
   i = s32[] get-tuple-element(s), index=0
@@ -244,13 +242,7 @@ def test_update_stays_before_a_reader_that_depends_on_it():
 def test_update_moves_without_its_tuple_when_the_tuple_needs_a_later_value():
     st = f"(s32[], (f32[{N}], f32[{N}]), f32[{N}])"
     text = f"""HloModule moved_tuple
-cond {{
-  s = {st} parameter(0)
-  i = s32[] get-tuple-element(s), index=0
-  n = s32[] constant({STEPS})
-  ROOT lt = pred[] compare(i, n), direction=LT
-}}
-
+{_cond(st)}
 body {{
   s = {st} parameter(0)
   i = s32[] get-tuple-element(s), index=0
