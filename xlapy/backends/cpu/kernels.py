@@ -118,6 +118,14 @@ def _hoist_scratch_offsets(em, draft: ir.Function) -> dict[int, ir.Value]:
     return hoisted
 
 
+KERNEL_PREFIX = "xlapy_kernel."          # a kernel's symbol: the prefix and its instruction's name (opt_levels.py)
+
+
+def kernel_stem(label: str) -> str:
+    """The symbol of the kernel of instruction `label` (llvmlite may append `.N` to make it unique)."""
+    return KERNEL_PREFIX + re.sub(r"[^A-Za-z0-9_.]", "_", label)
+
+
 def _finish(module: ir.Module, draft: ir.Function, keys: list[int], buffers: list[ir.Value], users: list,
             label: str) -> ir.Function:
     """The final kernel: draft's blocks under a function of the buffers it uses (`keys`: the ids of the values
@@ -125,7 +133,7 @@ def _finish(module: ir.Module, draft: ir.Function, keys: list[int], buffers: lis
     `noalias`: distinct buffers (a scratch slice, a parameter, a result) never overlap where a kernel writes: the
     buffer assignment lets an instruction write into an operand's buffer only when no other operand reads it
     (aliasing.can_overwrite), and two parameters that are one array are only read."""
-    name = module.get_unique_name("xlapy_kernel." + re.sub(r"[^A-Za-z0-9_.]", "_", label))
+    name = module.get_unique_name(kernel_stem(label))
     kernel = ir.Function(module, ir.FunctionType(VOID, [v.type for v in buffers]), name)
     kernel.linkage = "internal"
     kernel.attributes.add("nounwind")

@@ -21,13 +21,13 @@ import re
 
 from ...hlo import Computation, Instruction, Module
 from . import compile_plan
+from .kernels import KERNEL_PREFIX, kernel_stem
 
 HOT, LIGHT = "hot", "light"
 TIERS = (HOT, LIGHT)
 LIGHT_WORK_LIMIT = 100_000       # element operations per run of the module
 LOOP_TRIPS = 1000                # a while loop whose trip count is not known
 
-KERNEL_PREFIX = "xlapy_kernel."          # kernels.py names a kernel after its instruction
 _SUFFIX = re.compile(r"\.\d+$")          # llvmlite's suffix for a name already taken
 
 
@@ -85,13 +85,12 @@ class Tiers:
             if n is None:
                 continue
             for inst in comp.instructions:
-                self._by_name[re.sub(r"[^A-Za-z0-9_.]", "_", inst.name)] = (inst, n)
+                self._by_name[kernel_stem(inst.name)] = (inst, n)
 
     def of(self, function: str) -> str:
         if not function.startswith(KERNEL_PREFIX):
             return HOT
-        name = function[len(KERNEL_PREFIX):]
-        found = self._by_name.get(name) or self._by_name.get(_SUFFIX.sub("", name))
+        found = self._by_name.get(function) or self._by_name.get(_SUFFIX.sub("", function))
         if found is None:
             return HOT
         inst, runs = found
