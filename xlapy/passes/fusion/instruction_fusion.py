@@ -190,20 +190,62 @@ def _subtracts_reading(inst: Instruction):
                     yield sub, lambda o, outer=outer: outer.get(id(o), o)
 
 
-def _links_a_chain(producer: Instruction) -> bool:
+def _is_link(value: Instruction) -> bool:
+    """A value that fusion would duplicate into each of its users, reading more than one real input."""
+    return len(value.users) > 1 and bool(value.operands) and not F.effectively_unary(value)
+
+
+def _travels_with(value: Instruction) -> bool:
+    """Would `value` be fused (moved, not copied) into its one user's fusion, and so be recomputed wherever
+    that user is duplicated? Single-user cheap loop-fusible ops are; expensive ones stop a duplication."""
+    return (len(value.users) == 1 and not value.is_root and F.is_fusible(value) and F.loop_fusible_kind(value)
+            and not F.is_expensive(value) and value.opcode != "constant")
+
+
+def _reaches_a_link(value: Instruction, memo: dict[int, bool]) -> bool:
+    """Does some operand of `value` either link a chain itself, or travel with it and reach one further up?"""
+    known = memo.get(id(value))
+    if known is not None:
+        return known
+    memo[id(value)] = False
+    stack, out = [(value, iter(value.operands))], False
+    while stack:                         # iterative: a chain of single-user ops may be thousands long
+        inst, ops = stack[-1]
+        op = next(ops, None)
+        if op is None:
+            stack.pop()
+            memo.setdefault(id(inst), False)
+            continue
+        if _is_link(op) or (memo.get(id(op)) is True):
+            out = True
+        elif id(op) not in memo and _travels_with(op):
+            memo[id(op)] = False
+            stack.append((op, iter(op.operands)))
+            continue
+        if out:
+            for inst_, _ in stack:       # every value on the walked path reaches the link
+                memo[id(inst_)] = True
+            return True
+    return False
+
+
+def _links_a_chain(producer: Instruction, memo: dict[int, bool]) -> bool:
     """Is `producer` (several users, reads more than it writes) computed from another value with several users
-    that is not effectively unary? Then duplicating it into its users would make each recompute the chain
-    behind it as well (the operand is duplicable for the same reason, and so on up): a transformer's
-    residual stream x_l = x_(l-1) + f_l(...), read by every layer's LayerNorm, was recomputed from x_0 inside
-    each LayerNorm fusion (quadratic in depth; ViT's training step held twice XLA's fused instructions, whose
-    reductions are not loop-fusible and so keep each x_l materialized). Such links stay materialized."""
-    return any(len(op.users) > 1 and op.operands and not F.effectively_unary(op) for op in producer.operands)
+    that is not effectively unary, directly or through single-user cheap ops fused along with it? Then
+    duplicating it into its users would make each recompute the chain behind it as well (the operand is
+    duplicable for the same reason, and so on up): a transformer's residual stream x_l = x_(l-1) + f_l(...),
+    read by every layer's LayerNorm, was recomputed from x_0 inside each LayerNorm fusion (quadratic in depth;
+    ViT's training step held twice XLA's fused instructions, whose reductions are not loop-fusible and so keep
+    each x_l materialized). Its gradient g_l = g_(l+1) + a_l + b_l + c_l has single-user adds between the
+    multi-user links, which the walk through single-user ops finds. Such links stay materialized."""
+    return _reaches_a_link(producer, memo)
 
 
 def _globally_unfusible(order: list[Instruction]) -> set[int]:
     """Multi-user producers that must stay materialized: duplicating them into the users that can take
     them would read more than it saves while some other user still needs the materialized value."""
     out: set[int] = set()
+    memo: dict[int, bool] = {}
     for producer in order:
         if len(producer.users) < 2:
             continue
@@ -214,7 +256,7 @@ def _globally_unfusible(order: list[Instruction]) -> set[int]:
             continue
         if sum(F.byte_size(o) for o in producer.operands) <= F.byte_size(producer):
             continue
-        if _links_a_chain(producer):
+        if _links_a_chain(producer, memo):
             out.add(id(producer))
             continue
         if all(decide(u, u.operands.index(producer))[0] is not None for u in producer.users):
