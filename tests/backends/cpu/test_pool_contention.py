@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import xlapy
-from xlapy.backends.cpu import parallel
+from xlapy.backends.cpu import loop_state, parallel
 
 N = 300_007                  # elements: 2 tasks of >= 256 KiB traffic each with 2 threads
 SMALL = 65_536               # a loop just big enough for 2 tasks
@@ -101,6 +101,14 @@ ENTRY e {{
 
 def compile_threads(text, threads=2):
     return xlapy.compile(xlapy.hlo.parse(text), backend="cpu", num_threads=threads)
+
+
+@pytest.fixture
+def pool_loops(monkeypatch):
+    """LOOP's small body on the pool, not on its caller (loop_state.runs_on_caller): these tests want many
+    small pool jobs. The persistent cache is off, since its key does not hold the setting."""
+    monkeypatch.setattr(loop_state, "CALLER_MAX_FLOPS", -1)
+    monkeypatch.setenv("XLAPY_CACHE_DIR", "off")
 
 
 def rand(*shape, seed=0):
@@ -219,7 +227,7 @@ def test_finer_bounds(bounds, parts):
         assert all((c - lo) % parallel.CHUNK_QUANTUM == 0 for c in inner)
 
 
-def test_pool_survives_many_small_parallel_loops():
+def test_pool_survives_many_small_parallel_loops(pool_loops):
     """A while loop of ITERATIONS pool jobs, called again and again, and from several Python threads at once:
     every result equals the single-threaded one bitwise."""
     two, one = compile_threads(LOOP, 2), compile_threads(LOOP, 1)
@@ -262,7 +270,7 @@ def test_idle_pool_does_not_spin():
     assert used < 0.1 * (time.perf_counter() - wall0), f"{used:.3f} s of CPU while idle"
 
 
-def test_loops_run_on_their_caller_while_help_is_low_and_results_do_not_change():
+def test_loops_run_on_their_caller_while_help_is_low_and_results_do_not_change(pool_loops):
     """The help measure decides (threadpool_share.py): below HELP_LOW a job is published only as every
     SAMPLE_EVERY-th sample; at full help every job is. Either way the results are bitwise the same."""
     from xlapy.backends.cpu import threadpool, threadpool_share

@@ -34,6 +34,7 @@ from llvmlite import ir
 
 from ...hlo import ELIDED, Computation, Instruction
 from .buffers import BufferRef, ValueTree, leaves
+from .parallel import in_caller_region
 from .irhelpers import i64
 
 MODE = os.environ.get("XLAPY_KERNEL_REPLAY", "1")       # "1" replay, "0" off, "check" emit and compare
@@ -91,6 +92,8 @@ class KernelReplay:
         parts = [self._instruction(inst, {})]
         if parts[0] is None:
             return None
+        if in_caller_region():          # the same instruction emitted without its pool jobs (a small loop body)
+            parts.append("on-caller")
         seen: dict[int, int] = {}
         for k, op in enumerate(operands):
             for leaf in leaves(op):

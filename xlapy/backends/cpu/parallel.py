@@ -29,7 +29,9 @@ one chunk it is running while the others take the rest, instead of half the loop
 from __future__ import annotations
 
 import os
-from typing import Callable, Sequence
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -78,8 +80,8 @@ def _bytes(shape: Shape) -> int:
 def task_count(inst: Instruction, num_threads: int) -> int:
     """How many threads inst's loop gets: its memory traffic (operands + result, or the largest value inside a
     fusion; a value only sliced counts its windows' bytes) over MIN_BYTES_PER_TASK, at least 1 and at most
-    num_threads."""
-    if num_threads <= 1:
+    num_threads; 1 inside on_calling_thread."""
+    if num_threads <= 1 or in_caller_region():
         return 1
     comp = inst.attrs.get("calls") if inst.opcode == "fusion" else None
     if isinstance(comp, Computation):
@@ -148,6 +150,28 @@ def splittable_reduction(inst: Instruction, reduce: Instruction, reducer_op: str
         return True
     init = _constant_value(reduce.operands[1], inst)
     return init is not None and reducer_op in _IDENTITY and init == _IDENTITY[reducer_op]
+
+
+# -- regions that run on the calling thread ----------------------------------------------------------
+_region = threading.local()       # emission runs on one Python thread per compile; compiles may run side by side
+
+
+@contextmanager
+def on_calling_thread(active: bool = True) -> Iterator[None]:
+    """While emitting inside (when active), parallel_for declines: every loop, GEMM and batch of products is
+    emitted to run on the calling thread (a small while body, loop_state.runs_on_caller). A BLAS call stays
+    single-threaded (dot_blas.py brackets it): the pool, not the BLAS, owns the threads."""
+    depth = getattr(_region, "depth", 0)
+    _region.depth = depth + active
+    try:
+        yield
+    finally:
+        _region.depth = depth
+
+
+def in_caller_region() -> bool:
+    """Is emission inside on_calling_thread (kernel_replay.py keys kernels by it)?"""
+    return getattr(_region, "depth", 0) > 0
 
 
 # -- outlining and threads --------------------------------------------------------------------------
@@ -287,13 +311,13 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     `chunks_per_thread`: how finely; fewer where each chunk repeats work (a GEMM part packs the shared operand).
 
     `shared`: allocas of the caller the body may use (each task must write its own part). Returns False, having
-    emitted nothing into the caller, when threads cannot be used here: inside a worker already, or the body used
-    a caller value that is not safe to share (another alloca: per-call scratch state); the caller then emits
-    its loop sequentially."""
+    emitted nothing into the caller, when threads cannot be used here: inside a worker already, inside
+    on_calling_thread, or the body used a caller value that is not safe to share (another alloca: per-call
+    scratch state); the caller then emits its loop sequentially."""
     caller = b.function
     module = b.module
     threads = min(threads or len(bounds) - 1, len(bounds) - 1)
-    if threads < 2 or getattr(caller, _WORKER, False):
+    if threads < 2 or getattr(caller, _WORKER, False) or in_caller_region():
         return False
     old_block = b.block
     worker = ir.Function(module, ir.FunctionType(I8P, [I8P]), module.get_unique_name("xlapy_task"))
