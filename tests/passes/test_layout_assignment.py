@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import xlapy
+from xlapy.passes.layout_assignment import LayoutAssignment
 from xlapy.testing import check_rewrite
 
 # TF's tf.image.resize / tf.sort(axis=0) pattern: the tuple declares {1,0}, its operand is {0,1}
@@ -90,3 +91,53 @@ def test_cpu_backend_returns_the_transpose(run_pipeline):
     ta, n = xlapy.compile(xlapy.hlo.parse(TRANSPOSE_INTO_TUPLE), backend="cpu", run_pipeline=run_pipeline)(x)
     np.testing.assert_array_equal(ta, x.T)
     np.testing.assert_array_equal(n, -x)
+
+
+# The JIT's mode (entry_layouts="row-major"): the layouts a converter wrote, the entry's included, give way to
+# row-major, as XLA's StableHLO route makes them. gpt2/train's optimizer step: a row-major parameter and a
+# gradient laid out transposed make new state declared transposed (36 such fusions transposed memory each call).
+OPTIMIZER_STEP = """HloModule m, entry_computation_layout={(f32[2,3]{1,0}, f32[3,2]{1,0})->f32[2,3]{0,1}}
+ENTRY e {
+  mu = f32[2,3]{1,0} parameter(0)
+  d = f32[3,2]{1,0} parameter(1)
+  g = f32[2,3]{0,1} transpose(d), dimensions={1,0}
+  ROOT new = f32[2,3]{0,1} add(g, mu)
+}"""
+ROW_MAJOR = lambda: LayoutAssignment(entry_layouts="row-major")
+
+
+def test_row_major_mode_relayouts_everything():
+    out = check_rewrite(OPTIMIZER_STEP, ROW_MAJOR,
+                        "CHECK: %g = f32[2,3]{1,0} transpose(f32[3,2]{1,0} %d)\n"
+                        "CHECK: ROOT %new = f32[2,3]{1,0} add(f32[2,3]{1,0} %g, f32[2,3]{1,0} %mu)")
+    assert "entry_computation_layout" not in out.attrs
+
+
+def test_row_major_mode_keeps_the_layouts_of_a_module_with_a_bitcast():
+    """A bitcast's meaning is its two layouts: such a module keeps them (only the declared result is conformed)."""
+    text = """HloModule m
+ENTRY e {
+  a = f32[2,3]{1,0} parameter(0)
+  t = f32[3,2]{0,1} bitcast(a)
+  ROOT n = f32[3,2]{0,1} negate(t)
+}"""
+    check_rewrite(text, ROW_MAJOR, None, semantics=False)
+
+
+def test_declared_mode_is_the_default():
+    check_rewrite(OPTIMIZER_STEP, "layout-assignment", None)
+
+
+def test_entry_layouts_must_be_known():
+    with pytest.raises(xlapy.XlapyError, match="entry_layouts must be one of declared, row-major"):
+        LayoutAssignment(entry_layouts="column-major")
+
+
+def test_jit_results_are_row_major():
+    """The JIT runs the row-major mode: the result is the right value and comes back C-contiguous (the native
+    fast call takes the module); AOT keeps the declared layout (the C caller's contract)."""
+    mu, d = np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(6, 12, dtype=np.float32).reshape(3, 2)
+    exe = xlapy.compile(xlapy.hlo.parse(OPTIMIZER_STEP), backend="cpu")
+    got = exe(mu, d)
+    np.testing.assert_array_equal(got, d.T + mu)
+    assert got.flags.c_contiguous and exe.fast_call is not None

@@ -18,6 +18,20 @@ layout assignment does, such a leaf gets a copy into the declared layout:
 
 An alias (tuple, get-tuple-element, opt-barrier, a call's result) is in the layouts of the values it forwards,
 whatever it declares (`value_shape`).
+
+The layouts inside a module the pipeline optimizes are not a contract either. JAX's and TF's converters write a
+transpose as a layout change and carry that layout on through the elementwise ops after it, so a training step's
+optimizer reads row-major parameters and a transposed gradient and writes the new state transposed (gpt2/train:
+36 layout-changing fusions). XLA compiles such text through StableHLO, which drops every layout: all row-major.
+The JIT (numpy arrays in and out: the executable transposes a leaf of another layout itself) asks for that too,
+`entry_layouts="row-major"`; AOT keeps the declared ones, its C caller's contract:
+
+| entry_layouts | entry parameters and result | everything else |
+|---------------|-----------------------------|-----------------|
+| "declared"    | as declared                 | as written, else row-major |
+| "row-major"   | row-major                   | row-major |
+
+A module holding a `bitcast` (its meaning is the two layouts) keeps them as written in either mode.
 """
 from __future__ import annotations
 
@@ -115,16 +129,37 @@ def conform(comp: Computation, inst: Instruction, want: Shape) -> Instruction:
     return emit(comp, "tuple", elements, shape=want)
 
 
+ENTRY_LAYOUTS = ("declared", "row-major")
+
+
+def _row_major(shape: Shape) -> Shape:
+    if shape.is_tuple:
+        return Shape.tuple_of(_row_major(s) for s in shape.tuple_shapes)
+    if not shape.is_array:
+        return shape
+    return shape.with_layout(shape.default_layout())
+
+
 class LayoutAssignment(Pass):
     name = "layout-assignment"
 
+    def __init__(self, entry_layouts: str = "declared"):
+        if entry_layouts not in ENTRY_LAYOUTS:
+            raise XlapyError(f"layout-assignment: entry_layouts must be one of {', '.join(ENTRY_LAYOUTS)}, "
+                             f"got {entry_layouts!r}")
+        self.entry_layouts = entry_layouts
+
     def run(self, module: Module) -> bool:
+        free = self.entry_layouts == "row-major" and not any(i.opcode == "bitcast" for i in module.instructions())
+        layout = _row_major if free else with_default_layouts
         changed = False
         for inst in module.instructions():
-            new = with_default_layouts(inst.shape)
+            new = layout(inst.shape)
             if new != inst.shape:
                 inst.shape = new
                 changed = True
+        if free and module.attrs.pop("entry_computation_layout", None) is not None:
+            changed = True
         entry = module.entry
         if entry is not None:
             root = entry.root

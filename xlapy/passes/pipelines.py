@@ -40,21 +40,25 @@ def spmd_pipeline() -> Pipeline:
     return Pipeline("spmd-partitioning", _passes(SPMD_PIPELINE, False))
 
 
-def _passes(entries, fast_math):
+def _passes(entries, fast_math, entry_layouts="declared"):
     out = []
     for entry in entries:
         name, options = entry if isinstance(entry, tuple) else (entry, {})
         if name == "algsimp":
             options = {**options, "fast_math": fast_math}
+        if name == "layout-assignment":
+            options = {**options, "entry_layouts": entry_layouts}
         out.append(make_pass(name, **options))
     return out
 
 
-def cpu_pipeline(fast_math: bool = False, check_invariants: bool = False) -> Pipeline:
-    """The ordered CPU pipeline (a fresh instance: passes keep per-run state)."""
+def cpu_pipeline(fast_math: bool = False, check_invariants: bool = False,
+                 entry_layouts: str = "declared") -> Pipeline:
+    """The ordered CPU pipeline (a fresh instance: passes keep per-run state). entry_layouts: "row-major" lets
+    layout assignment make every layout row-major, the entry's too (the JIT; layout_assignment.py)."""
     top = Pipeline("cpu-pipeline", check_invariants=check_invariants)
     for kind, name, names in CPU_PIPELINE:
-        passes = _passes(names, fast_math)
+        passes = _passes(names, fast_math, entry_layouts)
         top.add(FixedPoint(name, passes) if kind == "fixed-point" else Pipeline(name, passes))
     return top
 

@@ -171,7 +171,7 @@ def _dump(module: Module, suffix: str, text: str, options: debug.DebugOptions) -
 def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None, verify: bool = True,
               fast_math: bool = False, options: debug.DebugOptions | None = None,
               num_threads: int = 1, profile: bool = False,
-              session_for=None) -> tuple[Module, ir.Module, int, KernelTimer | None]:
+              session_for=None, entry_layouts: str = "declared") -> tuple[Module, ir.Module, int, KernelTimer | None]:
     """The front half of compilation, shared by the JIT and AOT (aot.py): optimize the HLO (cpu_pipeline
     unless the module is already optimized; the caller's module is never modified), verify it, and emit the
     entry function into a new LLVM module for `triple` and target machine `tm` (large loops split over
@@ -179,14 +179,15 @@ def emit_llvm(module: Module, tm, triple: str, run_pipeline: bool | None = None,
     module, the LLVM IR module, the scratch size in bytes and, when `profile`, the kernel timer whose table
     names what the instrumented code logs. `session_for(optimized HLO module)` may return an
     llvm_parallel.Session that hears of each kernel as it is finished. Python's garbage collector is paused
-    meanwhile (hlo/gc_pause.py)."""
+    meanwhile (hlo/gc_pause.py). entry_layouts: "row-major" lets the pipeline choose row-major entry layouts
+    (the JIT, whose executable transposes arrays of another layout itself), "declared" keeps the module's (AOT)."""
     with gc_pause.paused():
         return _emit_llvm(module, tm, triple, run_pipeline, verify, fast_math, options, num_threads, profile,
-                          session_for)
+                          session_for, entry_layouts)
 
 
 def _emit_llvm(module: Module, tm, triple: str, run_pipeline, verify, fast_math, options, num_threads, profile,
-               session_for):
+               session_for, entry_layouts="declared"):
     if module.entry is None:
         raise XlapyError(f"module {module.name} has no entry computation")
     options = options or debug.options()
@@ -195,7 +196,8 @@ def _emit_llvm(module: Module, tm, triple: str, run_pipeline, verify, fast_math,
     if run_pipeline:
         from ...passes.optimize import optimize
         from ...passes.pipelines import cpu_pipeline
-        module = optimize(module.clone(), cpu_pipeline(fast_math=fast_math), options=options)
+        module = optimize(module.clone(), cpu_pipeline(fast_math=fast_math, entry_layouts=entry_layouts),
+                          options=options)
     if verify:
         from ...hlo import verify as verify_module
         verify_module(module)
@@ -301,7 +303,7 @@ def compile_module(module: Module, run_pipeline: bool | str | None = None, verif
     try:
         module, llvm_module, scratch_size, timer = emit_llvm(
             module, tm, llvm.get_process_triple(), run_pipeline, verify, fast_math, options, threads, profile,
-            session_for)
+            session_for, entry_layouts="row-major")
     except BaseException as e:
         if chosen and chosen[1] is not None:
             chosen[1].close(abandon=e)
