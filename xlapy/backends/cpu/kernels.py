@@ -23,9 +23,9 @@ from typing import Callable
 
 from llvmlite import ir
 
-from . import kernel_replay, scalar_ops
+from . import kernel_replay
 from .buffers import BufferRef, ValueTree
-from .irhelpers import I8P, VOID, intrinsic, is_x86, mark_ftz
+from .irhelpers import I8P, VOID, mark_ftz
 from .parallel import ENCLOSING, _foreign_uses, _foreign_values, enclosing_functions
 
 # the instructions that stay inline: no loop of their own (value trees, aliases) or control flow whose
@@ -76,14 +76,10 @@ def _emit_outlined(em, inst, emit: Callable[[], ValueTree]) -> tuple[ValueTree, 
     b.position_at_end(draft.append_basic_block("entry"))
     saved_scratch, em.scratch_arg = em.scratch_arg, draft.args[0]
     try:
-        ftz = scalar_ops.enter_ftz(b) if is_x86(module) else None
-        value = emit()
-        if ftz is not None:
-            intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(ftz, I8P)])
+        value = emit()          # under the caller's FTZ/DAZ (the entry's): no MXCSR of its own (scalar_ops.ieee_call)
         b.ret_void()
     finally:
         em.scratch_arg = saved_scratch
-        scalar_ops.MXCSR_SLOTS.pop(id(draft), None)
         b.position_at_end(caller_block)
     hoisted = _hoist_scratch_offsets(em, draft)
     foreign, users = _foreign_values(draft, also=hoisted)

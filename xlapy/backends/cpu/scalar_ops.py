@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from ...hlo.shape import PrimitiveType
 from . import scalar_complex, scalar_complex_math
-from .irhelpers import F32, F64, I1, intrinsic
+from .irhelpers import F32, F64, I1, intrinsic, is_x86
 from .types import call_libm, call_math, float_bits_type, round_value, value_type
 
 
@@ -146,7 +146,9 @@ def _float_power(b, pt, x, y):
 
 
 # XLA:CPU calls the C library's pow with the caller's floating-point environment: no denormal flushing.
-# The emitter of the entry function installs (ieee_slot, ftz_slot): i32 allocas holding MXCSR values.
+# The functions that install FTZ/DAZ (the entry, pool workers: enter_ftz) record (ieee_slot, ftz_slot), i32 allocas
+# holding MXCSR values; a kernel (kernels.py) runs under its caller's FTZ/DAZ and has none: ieee_call saves and
+# restores MXCSR around the call itself there.
 MXCSR_SLOTS: dict[int, tuple] = {}
 
 
@@ -169,10 +171,18 @@ def enter_ftz(b) -> ir.Value:
 
 
 def ieee_call(b, call):
-    slots = MXCSR_SLOTS.get(id(b.function))
-    if slots is None:
+    """call() with FTZ/DAZ off (x86), restored after."""
+    if not is_x86(b.module):
         return call()
-    ieee, ftz = slots
+    slots = MXCSR_SLOTS.get(id(b.function))
+    if slots is None:                   # a kernel: the MXCSR of the moment, without FTZ/DAZ
+        from .irhelpers import I8P, I32, alloca_once
+        ftz = alloca_once(b, I32, "mxcsr.now")
+        intrinsic(b, "llvm.x86.sse.stmxcsr", ir.VoidType(), [b.bitcast(ftz, I8P)])
+        ieee = alloca_once(b, I32, "mxcsr.ieee")
+        b.store(b.and_(b.load(ftz), ir.Constant(I32, ~_MXCSR_FTZ_DAZ & 0xFFFFFFFF)), ieee)
+    else:
+        ieee, ftz = slots
     intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [b.bitcast(ieee, ir.IntType(8).as_pointer())])
     value = call()
     intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [b.bitcast(ftz, ir.IntType(8).as_pointer())])
