@@ -15,6 +15,10 @@ _READ_ONLY = ("parameter", "constant")
 
 
 def _copy_of(comp: Computation, inst: Instruction) -> Instruction:
+    if inst.opcode == "tuple":
+        # tuple(a, b) => tuple(copy a, copy b), each leaf by these rules (TensorFlow's loops carry (list, size)
+        # pairs: three loops sharing one zero list got three copies of its 12 MB in gru/train)
+        return emit(comp, "tuple", [_copy_of(comp, op) for op in inst.operands], shape=inst.shape)
     if inst.opcode == "broadcast" and inst.operands[0].shape.rank == 0:
         # broadcast(s) => a broadcast of its own: writing the value costs less than copying it (and the shared
         # broadcast, a zero init several loops fill, need not be materialized at all)

@@ -8,6 +8,7 @@ Rules, tried in order on every while (the first that applies wins; run it in a F
 | while with trip count 0 => init                                  | condition(init) folds to false               |
 | while with trip count 1 => body inlined once on init             | condition(init) true, condition(body(init)) false |
 | while(tuple(a, d, b)) => while(tuple(a, b)), d dead              | neither the condition, the live elements of the body, nor the users read d |
+| acc' = add(acc, DUS(zeros, u, i)) => DUS(acc, add(DS(acc, i), u), i) in the body | while_loop_accumulators.py (exact: acc never holds -0.0) |
 
 Trip counts come from while_loop_analysis.trip_count (the condition's state must start constant). A
 condition with side effects blocks the trip-count rules (it would run a different number of times); side
@@ -20,6 +21,7 @@ from .build import constant, make
 from .control_util import (add_computation_before, drop_if_uncalled, has_control_edges, has_side_effects,
                            inline_computation, orders_others, prune_to_root)
 from .pipeline import Pass
+from .while_loop_accumulators import rewrite_accumulators
 from .while_loop_analysis import body_element_deps, indices_read, trip_count
 
 
@@ -174,5 +176,5 @@ class WhileLoopSimplifier(Pass):
                 if inst.parent is not comp or inst.control_predecessors or orders_others(inst):
                     continue
                 changed |= (remove_unused(comp, inst) or remove_zero_or_one_trip(comp, inst)
-                            or remove_dead_elements(module, comp, inst))
+                            or remove_dead_elements(module, comp, inst) or rewrite_accumulators(inst))
         return changed
