@@ -16,12 +16,15 @@ A float sum over more than LEAF_ROWS rows adds in leaves instead, in the interpr
 (interpreter/summation.py), so the two still agree bit for bit; one at a time, 50,000 rows near 1 leave an f32
 sum off by tens of units in the last place:
 
-    wide[c] = -0.0                         # f64, a scratch row
-    for each leaf of LEAF_ROWS rows:       # the last one may be shorter
-        out[c] = -0.0
+    for c in cols:  wide[c] = -0.0;  out[c] = -0.0         # wide: f64, a scratch row
+    for each leaf of LEAF_ROWS rows:                       # the last one may be shorter
         for r in the leaf's rows:  for c in cols:  out[c] = out[c] + x[r, c]
-        for c in cols:  wide[c] = wide[c] + fpext(out[c])
+        for c in cols:  wide[c] = wide[c] + fpext(out[c]);  out[c] = -0.0
     for c in cols:  out[c] = init + fptrunc(wide[c])
+
+The loops over the columns alone walk out's slots in one flat loop, and each leaf's end starts the next, so a
+leaf costs one such loop besides its rows: every loop is one more for LLVM to vectorize (a BatchNorm gradient's
+fusion of seven reductions was ~0.8 s of LLVM's time in resnet50/train).
 
 An f64 sum adds its leaf sums pairwise instead, one cascade.py stream per column (its slots: more scratch rows).
 
@@ -89,6 +92,7 @@ def column_reduction(em, inst: Instruction, reduce: Instruction, gens) -> Buffer
     out = em.new_buffer(out_shape, inst)
     pt, reducer = out_shape.ptype, reduce.attrs["to_apply"]
     counts = [out_shape.dims[d] for d in out_order]
+    total = math.prod(counts)
     row_counts = [in_shape.dims[d] for d in order[:len(reduced)]]
     rows = math.prod(row_counts)
     leaves = -(-rows // LEAF_ROWS)
@@ -99,16 +103,27 @@ def column_reduction(em, inst: Instruction, reduce: Instruction, gens) -> Buffer
     def each_column(b, start, end, name: str, fn) -> None:
         """fn(slot, full) for the columns [start, end) (all when start is None) in layout order: slot is the
         column's offset in out, full its index in the input with the reduced dims still to fill in"""
+        if len(counts) == 1:                  # one kept dim: the slot is its index
+            with flat(b, start, end, name) as slot:
+                full: list = [None] * in_shape.rank
+                full[kept[0]] = slot
+                fn(slot, full)
+            return
         nest = loop_nest(b, counts, name=name) if start is None else chunk_nest(b, counts, start, end, name)
         with nest as ovs:
             index = placed(out_order, ovs, out_shape.rank)
-            full: list = [None] * in_shape.rank
+            full = [None] * in_shape.rank
             for d, i in enumerate(index):
                 full[kept[d]] = i
             fn(linear_index(b, index, out_shape), full)
 
+    def flat(b, start, end, name: str):
+        """the columns [start, end) (all when start is None) by slot alone: out's layout order is the slots'"""
+        return for_range(b, total, name) if start is None else for_range(b, end, name, start=start)
+
     def set_out(b, start, end, value) -> None:
-        each_column(b, start, end, "cinit", lambda slot, full: store_element(b, out.pointer, pt, slot, value))
+        with flat(b, start, end, "cinit") as slot:
+            store_element(b, out.pointer, pt, slot, value)
 
     def add_row(b, start, end, rvs) -> None:
         """out[c] = reducer(out[c], x[row, c]) for every column; rvs: the row's reduced indices"""
@@ -135,36 +150,45 @@ def column_reduction(em, inst: Instruction, reduce: Instruction, gens) -> Buffer
             b.store(value, wide_at(slot))
 
         def columns(name, fn):
-            each_column(b, start, end, name, lambda slot, full: fn(slot))
+            with flat(b, start, end, name) as slot:
+                fn(slot)
 
         def finish(slot):
-            total = _narrow(b, carry(slot), value_type(pt))
-            store_element(b, out.pointer, pt, slot, em.elemental.emit_scalar(reducer, [init([]), total]))
+            wide_sum = _narrow(b, carry(slot), value_type(pt))
+            store_element(b, out.pointer, pt, slot, em.elemental.emit_scalar(reducer, [init([]), wide_sum]))
 
         tree = ColumnCascade(b, b.gep(wide, [i64(8 * out_shape.numel)]), out_shape.numel, columns) if pairwise \
             else None
-        if tree is None:
-            columns("cwide0", lambda slot: set_carry(slot, ir.Constant(WIDE, -0.0)))
+        zero = ir.Constant(value_type(pt), -0.0)
+
+        def start_leaf(slot):             # out holds the next leaf's sum: it starts from -0.0
+            store_element(b, out.pointer, pt, slot, zero)
+
+        def first(slot):
+            if tree is None:
+                set_carry(slot, ir.Constant(WIDE, -0.0))
+            start_leaf(slot)
+        columns("cstart", first)
         with for_range(b, leaves, "cleaf") as leaf:
-            set_out(b, start, end, ir.Constant(value_type(pt), -0.0))
-            first = b.mul(leaf, i64(LEAF_ROWS), flags=["nsw", "nuw"])
-            last = b.add(first, i64(LEAF_ROWS), flags=["nsw", "nuw"])
+            first_row = b.mul(leaf, i64(LEAF_ROWS), flags=["nsw", "nuw"])
+            last = b.add(first_row, i64(LEAF_ROWS), flags=["nsw", "nuw"])
             if rows % LEAF_ROWS:
                 last = b.select(b.icmp_signed("<", last, i64(rows)), last, i64(rows))
-            with for_range(b, last, "crow", start=first) as row:
+            with for_range(b, last, "crow", start=first_row) as row:
                 add_row(b, start, end, delinearize(b, row, row_counts, list(range(len(row_counts)))))
-            if tree is None:      # f32: wide[c] += fpext(leaf sum)
-                columns("cwide", lambda slot: set_carry(slot, b.fadd(carry(slot), b.fpext(
-                    load_element(b, out.pointer, pt, slot), WIDE))))
-            else:                 # f64: pairwise
-                columns("ccarry", lambda slot: set_carry(slot, load_element(b, out.pointer, pt, slot)))
+
+            def carry_leaf(slot):          # f32: wide[c] += fpext(leaf sum); f64: the carry for the cascade
+                leaf_sum = load_element(b, out.pointer, pt, slot)
+                set_carry(slot, b.fadd(carry(slot), b.fpext(leaf_sum, WIDE)) if tree is None else leaf_sum)
+                start_leaf(slot)
+            columns("cwide", carry_leaf)
+            if tree is not None:
                 tree.push(leaf, carry, set_carry)
         if tree is not None:
             tree.total(leaves, carry, set_carry)
         columns("cdone", finish)
 
     body = one_at_a_time if wide is None else in_leaves
-    total = math.prod(counts)
     tasks = task_count(inst, em.num_threads)
     if not (tasks > 1 and total >= 16 * tasks and parallel_for(b, chunk_bounds(total, tasks), body)):
         body(b)
