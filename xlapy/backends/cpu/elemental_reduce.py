@@ -10,10 +10,16 @@ Float max/min reductions as explicit vector code: LANES elements of the minor-mo
 in one <LANES x float> accumulator, then the lanes combined, then the init value:
 
     acc[c] = splat(identity)                            # -inf for max, +inf for min; c < CHAINS
-    for j in range(0, n, LANES):                        # the tail is padded with the identity
-        v = flush_denormals(<x[j], ..., x[j + LANES - 1]>)
-        acc[c] = nan_propagating_max(acc[c], v)         # compare + selects on whole vectors; c = chunk % CHAINS
+    for j in range(0, n, LANES * CHAINS):               # the tail is padded with the identity
+        for l in range(LANES * CHAINS):  buf[l] = x[j + l]      # a loop: LLVM vectorizes it (one copy of x's code)
+        for c in range(CHAINS):
+            v = flush_denormals(<buf[c * LANES], ..., buf[c * LANES + LANES - 1]>)
+            acc[c] = nan_propagating_max(acc[c], v)     # compare + selects on whole vectors
     result = reducer(init, reducer(...(lane 0, lane 1), ...))   # over the lanes of max(acc[0], ... acc[3])
+
+The elements pass through the small buffer `buf` so that the element's code (a fused producer's) is emitted
+once per chunk loop, not once per lane: 32 copies of a softmax's scaled input made its max kernel ~1000 lines
+and the largest LLVM cost of vit and gpt2's training steps.
 
 LLVM's loop vectorizer recognises plain fadd/fmul/integer reductions (the ordinary loop in elemental.py is
 left to it) but not a NaN-propagating max, whose compare/select chain then runs one element at a time, ~10
@@ -24,6 +30,8 @@ lanes and init are combined by the reducer's own scalar code.
 """
 from __future__ import annotations
 
+
+from llvmlite import ir
 
 from .blocked_sum import LeafSummer, is_blocked_sum, reducer_steps
 from .irhelpers import alloca_once, for_range, i64, loop_nest
@@ -84,11 +92,13 @@ def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):
     source, init = gens
     b = em.b
     scalar = value_type(pt)
+    scalar_bytes = 8 if pt.name == "f64" else 4
     e = Emit(b, format_of(scalar), LANES)
     reducer = inst.attrs["to_apply"]
 
     def gen(index):
         accs = [alloca_once(b, e.fty, name=f"acc.chain{c}") for c in range(CHAINS)]
+        buf = alloca_once(b, ir.ArrayType(scalar, LANES * CHAINS), name="acc.block")
         for acc in accs:
             b.store(e.f(IDENTITY[op]), acc)
         with loop_nest(b, [in_shape.dims[d] for d in order[:-1]], name="r") as ivs:
@@ -98,20 +108,24 @@ def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):
             for d, i in zip(order, ivs):
                 full[d] = i
 
-            def step(acc, base, count):
-                v = e.f(IDENTITY[op])
-                for lane in range(count):
-                    full[inner] = b.add(base, i64(lane), flags=["nsw", "nuw"])
-                    v = b.insert_element(v, source(list(full)), i64(lane))
-                b.store(_nan_max(e, op, b.load(acc), _flush(e, v)), acc)
             block = LANES * CHAINS
-            with for_range(b, n // block, "lanes") as chunk:
-                base = b.mul(chunk, i64(block), flags=["nsw", "nuw"])
-                for c, acc in enumerate(accs):
-                    step(acc, b.add(base, i64(c * LANES), flags=["nsw", "nuw"]), LANES)
-            done = n - n % block
-            for c, start in enumerate(range(done, n, LANES)):
-                step(accs[c], i64(start), min(LANES, n - start))
+
+            def chunk(base, count: int):
+                """elements [base, base + count) into buf (one copy of the source's code, in a loop), then
+                folded into the accumulators LANES at a time; lanes past count hold the identity"""
+                with for_range(b, count, "lane") as j:
+                    full[inner] = b.add(base, j, flags=["nsw", "nuw"])
+                    b.store(source(list(full)), b.gep(buf, [i64(0), j], inbounds=True))
+                for lane in range(count, -(-count // LANES) * LANES):
+                    b.store(ir.Constant(scalar, IDENTITY[op]), b.gep(buf, [i64(0), i64(lane)], inbounds=True))
+                for c in range(-(-count // LANES)):
+                    lanes = b.gep(buf, [i64(0), i64(c * LANES)], inbounds=True)
+                    v = b.load(b.bitcast(lanes, e.fty.as_pointer()), align=scalar_bytes)
+                    b.store(_nan_max(e, op, b.load(accs[c]), _flush(e, v)), accs[c])
+            with for_range(b, n // block, "lanes") as k:
+                chunk(b.mul(k, i64(block), flags=["nsw", "nuw"]), block)
+            if n % block:
+                chunk(i64(n - n % block), n % block)
         vec = b.load(accs[0])
         for acc in accs[1:]:
             vec = _nan_max(e, op, vec, b.load(acc))
