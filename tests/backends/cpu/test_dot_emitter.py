@@ -294,3 +294,25 @@ def test_small_matmul_kernel_runs_natively():
     call, plan = jit_dot((24, 24), (24, 24), (24, 24), MATMUL, "f32", reps=True)
     assert plan.strategy == "loops"
     np.testing.assert_allclose(call(a, bb, n=3), a @ bb, rtol=1e-5, atol=1e-5)
+
+
+def test_narrow_f32_gemm_runs_the_vector_kernel_over_the_pool():
+    """N <= 64 with rhs in L1 (dot_plan.narrow): the emitted vector kernel, not sgemm (gnn/fwd's 16384x128x64);
+    on two threads its rows are shared out over the pool as batch elements (dot_emitter._rows_as_batch); a
+    wider or f64 GEMM stays with BLAS."""
+    from xlapy.backends.cpu.dot_plan import NARROW_REASON
+    assert plan_dot((512, 64), (64, 32), (512, 32), MATMUL, "f32").reason == NARROW_REASON
+    if runtime.blas_function("gemm", "f32") is not None:
+        assert plan_dot((512, 128), (128, 128), (512, 128), MATMUL, "f32").strategy == "gemm"
+        assert plan_dot((512, 64), (64, 32), (512, 32), MATMUL, "f64").strategy == "gemm"
+    text = """HloModule narrow
+ENTRY e {
+  a = f32[514,64] parameter(0)
+  b = f32[64,32] parameter(1)
+  ROOT d = f32[514,32] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}"""
+    exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu", num_threads=2)
+    assert "gemm" not in exe.llvm_ir and "xlapy_task" in exe.llvm_ir
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((514, 64), np.float32), rng.standard_normal((64, 32), np.float32)
+    np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)

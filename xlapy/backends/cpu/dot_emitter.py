@@ -13,8 +13,8 @@ from llvmlite import ir
 
 from .dot_blas import batch_tasks, emit_blas, set_serial_blas
 from .dot_loops import emit_loops
-from .dot_plan import (ALIGN, GEMM_MIN_FLOPS, GEMV_MIN_ELEMENTS, DotDims, DotPlan, DotShape, Matrix, Operand,
-                       dot_scratch_bytes, make_plan, offset_of, operand_bytes, operands_of, plan_dot)
+from .dot_plan import (ALIGN, GEMM_MIN_FLOPS, GEMV_MIN_ELEMENTS, NARROW_REASON, DotDims, DotPlan, DotShape, Matrix,
+                       Operand, dot_scratch_bytes, make_plan, offset_of, operand_bytes, operands_of, plan_dot)
 from .irhelpers import I8P, I64, VOID, intrinsic, i64, loop_nest
 from .parallel import chunk_bounds, parallel_for
 from .types import load_element, store_element
@@ -53,7 +53,10 @@ def emit_dot(builder: ir.IRBuilder, module: ir.Module | None, lhs_ptr: ir.Value,
             if which != "out":
                 _emit_copy(b, ops[which], ptrs[which], canon, tmp)
             ops[which], ptrs[which] = canon, tmp
-    if not _emit_batch_tasks(b, d, plan, ops, ptrs, num_threads):
+    rows = _rows_as_batch(d, num_threads) if plan.reason == NARROW_REASON and not plan.copies else None
+    split = rows is not None and _emit_batch_tasks(b, rows, plan, {"lhs": rows.lhs, "rhs": rows.rhs, "out": rows.out},
+                                                   ptrs, num_threads)
+    if not split and not _emit_batch_tasks(b, d, plan, ops, ptrs, num_threads):
         _emit_products(b, d, plan, ops, ptrs, num_threads)
     if "out" in plan.copies:
         _emit_copy(b, ops["out"], ptrs["out"], d.out, b.bitcast(out_ptr, I8P))
@@ -87,6 +90,27 @@ def _emit_batch_tasks(b: ir.IRBuilder, d: DotShape, plan: DotPlan, ops: dict, pt
     if serial:
         set_serial_blas(b, False)
     return done
+
+
+def _rows_as_batch(d: DotShape, num_threads: int) -> DotShape | None:
+    """A dot without batch dims whose M is one dim of lhs, viewed as `parts` batch elements of M / parts rows
+    each (rhs read by every one: batch stride 0), so _emit_batch_tasks shares the rows out over the pool as it
+    does a batch; None when there is no batch to make (one thread, M a product of dims, or not divisible)."""
+    if num_threads < 2 or d.dd.lhs_batch or len(d.lf) != 1 or len(d.om) != 1:
+        return None
+    m = d.m
+    parts = next((p for p in (2 * num_threads, num_threads) if m % p == 0 and m // p >= 8), None)
+    if parts is None:
+        return None
+    (lm,), (om,) = d.lf, d.om
+
+    def split(op: Operand, dim: int | None) -> Operand:
+        step = 0 if dim is None else (m // parts) * op.strides[dim]
+        dims = [m // parts if k == dim else n for k, n in enumerate(op.dims)]
+        return Operand((parts, *dims), (step, *op.strides), op.ptype)
+    dd = d.dd
+    shifted = DotDims((0,), tuple(c + 1 for c in dd.lhs_contracting), (0,), tuple(c + 1 for c in dd.rhs_contracting))
+    return DotShape(split(d.lhs, lm), split(d.rhs, None), split(d.out, om), shifted)
 
 
 def _emit_copy(b: ir.IRBuilder, src: Operand, src_ptr: ir.Value, dst: Operand, dst_ptr: ir.Value) -> None:
