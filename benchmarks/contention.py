@@ -18,6 +18,12 @@ Python `while True: pass`), and the slowdown ratio contended / quiet, for xlapy 
 | lstm | an LSTM cell in a fori_loop, 64 steps of a 16x192x512 GEMM and small elementwise kernels |
 | MODEL/KIND | `--models`: a module of benchmarks/models (XLA's side compiles the same HLO text, tools/xla_check.py) |
 
+`--pool-ab` adds the implementation "xlapy adapting": the same executables with the thread pool running a
+parallel loop on its caller while the workers' help has not been paying (XLAPY_POOL_ADAPT=1,
+threadpool.set_adapt(True); threadpool_share.py), timed in the same interleaved rounds as the default, which shares
+every job; the adapting rule keeps its help measure across the switches. `--busy 1` times only the
+configuration with one busy process.
+
 Each configuration runs in a process of its own (`--worker N`): it compiles and warms every workload on the
 machine as it is, then starts its N busy-loop processes, then times every implementation with
 benchmarks/run.py's interleaved_medians (rounds that time each implementation in turn, so the machine's slow
@@ -41,7 +47,8 @@ sys.path.insert(0, str(HERE.parent / "tools"))
 os.environ.setdefault("XLAPY_BACKEND", "cpu")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-IMPLS = ("xlapy", "jax")
+IMPLS = ("xlapy", "xlapy adapting", "jax")
+ADAPTING = "xlapy adapting"
 BUSY = (0, 1, 2)                  # competing busy-loop processes per configuration
 
 
@@ -200,7 +207,31 @@ def _peers() -> dict:
         return {}
 
 
-def worker(busy: int, workloads: dict, repeat: int, min_time: float) -> int:
+class _PoolMode:
+    """Which sharing rule the pool follows now (None: as the process started), and the help measure the adapting
+    rule had when it was left."""
+    adapt: bool | None = None
+    saved_help: int | None = None
+
+
+def _in_pool_mode(fn, adapt: bool):
+    """fn run with the pool adapting or sharing every job; switching keeps the adapting rule's measure."""
+    def run():
+        from xlapy.backends.cpu import threadpool
+        if _PoolMode.adapt is None:
+            _PoolMode.adapt = threadpool.ADAPT
+        if _PoolMode.adapt != adapt:
+            if _PoolMode.adapt:
+                _PoolMode.saved_help = threadpool.helper_share()
+            threadpool.set_adapt(adapt)
+            if adapt and _PoolMode.saved_help is not None:
+                threadpool.set_helper_share(_PoolMode.saved_help)
+            _PoolMode.adapt = adapt
+        return fn()
+    return run
+
+
+def worker(busy: int, workloads: dict, repeat: int, min_time: float, pool_ab: bool = False) -> int:
     """Compile and warm everything on the machine as it is, start `busy` busy loops, time, print one RESULT
     line of JSON {workload: {impl: seconds or error text}}."""
     from run import interleaved_medians
@@ -216,6 +247,9 @@ def worker(busy: int, workloads: dict, repeat: int, min_time: float) -> int:
                 fns[name][impl] = fn
             except Exception as e:     # an implementation that cannot run this workload: say so, keep going
                 results[name][impl] = f"error: {type(e).__name__}: {str(e)[:80]}"
+        if pool_ab and "xlapy" in fns[name]:
+            fn = fns[name]["xlapy"]
+            fns[name]["xlapy"], fns[name][ADAPTING] = _in_pool_mode(fn, False), _in_pool_mode(fn, True)
     loops = [_busy_loop() for _ in range(busy)]
     try:
         time.sleep(0.5)                # let the busy loops get going
@@ -231,6 +265,8 @@ def worker(busy: int, workloads: dict, repeat: int, min_time: float) -> int:
 
 def run_configuration(busy: int, a) -> dict:
     cmd = [sys.executable, __file__, "--worker", str(busy), "--repeat", str(a.repeat), "--min-time", str(a.min_time)]
+    if a.pool_ab:
+        cmd.append("--pool-ab")
     if a.only:
         cmd += ["--only", a.only]
     for m in a.models:
@@ -254,14 +290,19 @@ def _slowdown(t, quiet) -> str:
 
 
 def table(workloads: dict, by_busy: dict[int, dict]) -> str:
-    head = ["workload", "impl", "quiet"] + [f"{n} busy" for n in BUSY[1:]] + [f"{n} busy / quiet" for n in BUSY[1:]]
+    busy = sorted(by_busy)
+    quiet = 0 in busy
+    loaded = [n for n in busy if n]
+    head = (["workload", "impl"] + ["quiet" if n == 0 else f"{n} busy" for n in busy]
+            + ([f"{n} busy / quiet" for n in loaded] if quiet else []))
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, (title, _) in workloads.items():
         for impl in IMPLS:
-            times = [by_busy[n].get(name, {}).get(impl) for n in BUSY]
+            times = [by_busy[n].get(name, {}).get(impl) for n in busy]
             if all(t is None for t in times):
                 continue
-            cells = [f"{name} {title}", impl] + [_ms(t) for t in times] + [_slowdown(t, times[0]) for t in times[1:]]
+            slowdowns = [_slowdown(t, times[0]) for t in times[1:]] if quiet else []
+            cells = [f"{name} {title}", impl] + [_ms(t) for t in times] + slowdowns
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -274,15 +315,19 @@ def main(argv=None) -> int:
     p.add_argument("--no-models", action="store_true", help="leave the real models out")
     p.add_argument("--repeat", type=int, default=7, help="interleaved rounds per workload")
     p.add_argument("--min-time", type=float, default=0.7, help="seconds of timing per implementation and workload")
+    p.add_argument("--pool-ab", action="store_true",
+                   help="also time xlapy with the pool's adapting rule (XLAPY_POOL_ADAPT=1), interleaved")
+    p.add_argument("--busy", type=int, action="append", choices=BUSY,
+                   help=f"the configurations to time (repeatable; default all of {', '.join(map(str, BUSY))})")
     p.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.models is None:
         a.models = [] if a.no_models else list(DEFAULT_MODELS)
     workloads = _workloads(a.only, a.models)
     if a.worker is not None:
-        return worker(a.worker, workloads, a.repeat, a.min_time)
+        return worker(a.worker, workloads, a.repeat, a.min_time, a.pool_ab)
     by_busy = {}
-    for n in BUSY:
+    for n in sorted(set(a.busy or BUSY)):
         t0 = time.perf_counter()
         by_busy[n] = run_configuration(n, a)
         print(f"{n} busy: done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)

@@ -24,9 +24,10 @@ Workers are created once (pthread_create, detached) when a module that needs the
 | a caller | its workers' last tasks | spins, then sleeps until the last worker to leave wakes it |
 | a publishing caller | nothing | wakes at most as many sleeping workers as the job can use |
 
-A job is published at all only while the workers' help has been paying (threadpool_share.py): when other
-processes hold the cores, a woken worker comes late and may be descheduled holding a task its caller must wait
-for, so jobs then run on their callers (every SAMPLE_EVERY-th one still published, to notice the cores free up).
+Every job is published. With XLAPY_POOL_ADAPT=1 a job is published only while the workers' help has been
+paying (threadpool_share.py), running on its caller otherwise; that measured slower (its figures are there), so
+it is off. What keeps small work off the pool is the cost rules (parallel.task_count, dot_blas.gemm_tasks) and
+a small while loop's body running on its caller (loop_state.runs_on_caller).
 
 A spin reads with `pause` between reads (rdtsc times it on x86; elsewhere it counts reads) and calls
 sched_yield every few microseconds: with no other thread wanting the core that returns at once; when it
@@ -61,8 +62,9 @@ from .threadpool_share import HELP_ONE, JUDGE_US
 
 SPIN_US = int(os.environ.get("XLAPY_POOL_SPIN_US", "200"))      # the longest an idle thread spins before sleeping
 LATE_US = 50                    # a sched_yield in a spin that returns this late was descheduled
-# XLAPY_POOL_ADAPT=0: every job is shared, however little help it gets (threadpool_share.py; for comparisons)
-ADAPT = os.environ.get("XLAPY_POOL_ADAPT", "1") != "0"
+# XLAPY_POOL_ADAPT=1: a job runs on its caller while the workers' help has not been paying (threadpool_share.py).
+# Off by default: measured against sharing every job it cost time, loaded or not (threadpool_share.py's figures)
+ADAPT = os.environ.get("XLAPY_POOL_ADAPT", "0") == "1"
 
 _lock = threading.Lock()
 _code = None                    # keeps the pool's machine code alive (llvm_jit.OwnCode)
@@ -167,7 +169,7 @@ def set_helper_share(value: int) -> None:
 
 
 def set_adapt(on: bool) -> None:
-    """Adapt to the help jobs get (the default), or share every job (XLAPY_POOL_ADAPT=0; for comparisons)."""
+    """Adapt to the help jobs get (XLAPY_POOL_ADAPT=1), or share every job (the default)."""
     ensure_workers(0)
     _engine_function("xlapy_pool_set_judge", None, ctypes.c_int64)(_judge if on else 1 << 62)
     set_helper_share(HELP_ONE)

@@ -16,6 +16,13 @@ measure is low (issue 11: degrade gracefully when cores are shared):
 | inline | a job runs on its caller while the measure is below HELP_LOW, but every SAMPLE_EVERY-th job is published anyway, so the measure follows the machine back when the cores free up |
 
 Without a clock (not x86) nothing is judged and every job is shared, as before this rule.
+
+Off by default (XLAPY_POOL_ADAPT=1 turns it on): against sharing every job, in interleaved rounds of one process
+(benchmarks/contention.py --pool-ab) on the 2-core machine under other processes' load (load average 10-11),
+adapting took 1.23x the time of gpt2/train, 1.22x of resnet50/fwd and 1.24x of lstm/train; with one more busy
+process 1.07x, 1.06x and 0.95x. On a loaded machine each of our threads gets its share of the cores, so a job
+kept on its caller gives up the worker's share; the rule also judged help from jobs that small-loop bodies no
+longer publish (loop_state.runs_on_caller keeps those on their callers).
 Routines: should_share(), judge(count, helpers, mine, t0, t1, t2); exported for tests and diagnostics:
 xlapy_pool_help() -> the measure, xlapy_pool_set_help(v) (which also restarts the sample count),
 xlapy_pool_set_judge(cycles) (1 << 62: never judge, so every job is shared) and xlapy_pool_published() -> jobs
