@@ -129,8 +129,20 @@ def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):
         vec = b.load(accs[0])
         for acc in accs[1:]:
             vec = _nan_max(e, op, vec, b.load(acc))
-        values = [b.extract_element(vec, i64(lane)) for lane in range(LANES)]
-        while len(values) > 1:
-            values = [em.emit_scalar(reducer, [values[i], values[i + 1]]) for i in range(0, len(values), 2)]
-        return em.emit_scalar(reducer, [init([]), values[0]])
+        return em.emit_scalar(reducer, [init([]), _fold_lanes(b, op, vec)])
     return gen
+
+
+def _fold_lanes(b, op: str, vec):
+    """The lanes of `vec` combined by halves (lanes i and i + n/2, then again): log2(LANES) vector ops instead
+    of LANES - 1 scalar reducer calls. The accumulators hold flushed values only, so nothing is flushed here."""
+    n = vec.type.count
+    while n > 1:
+        half = n // 2
+        mask = ir.VectorType(ir.IntType(32), half)
+        lo, hi = (b.shuffle_vector(vec, vec, ir.Constant(mask, list(range(first, first + half))))
+                  for first in (0, half))
+        if half == 1:
+            lo, hi = b.extract_element(lo, i64(0)), b.extract_element(hi, i64(0))
+        vec, n = ieee_max_min(b, op, lo, hi), half
+    return vec
