@@ -1,18 +1,26 @@
-"""ConvCanonicalization (XLA:CPU): every convolution into one of the two layouts the CPU convolution kernels
+"""ConvCanonicalization (XLA:CPU): every convolution into one of the three layouts the CPU convolution kernels
 expect.
 
 | form            | dim_labels          | for                                                           |
 |-----------------|---------------------|---------------------------------------------------------------|
 | forward         | b01f_01io->b01f     | every convolution but those below (NHWC input, HWIO kernel)    |
-| filter gradient | f01b_i01o->01bf     | a convolution already in it (JAX's and XLA's filter gradient) whose batch (the forward channels) is at least MIN_FILTER_GRADIENT_BATCH, and every one with batch_group_count > 1 |
+| filter gradient | f01b_i01o->01bf     | a convolution already in it (JAX's and XLA's filter gradient) whose batch (the forward channels) is at least MIN_FILTER_GRADIENT_BATCH or whose output features are at most FEW_FEATURES, and every one with batch_group_count > 1 |
+| input gradient  | b01f_01oi->b01f     | an ungrouped f32/f64 convolution already in it (JAX's input gradient) with more than GEMM_FEATURES input and output features |
+
+The input-gradient form is the forward form with the kernel's feature dims swapped (the forward HWIO kernel
+read in place): the GEMM (backends/cpu/conv_gemm.py) reads it transposed by BLAS's flag instead of a transpose
+per call (ResNet-50's 1x1 256->512 input gradient: 0.5 MB). Fewer features take the vector kernels, which want
+the output features unit-stride.
 
 The filter-gradient form is the filter gradient of an NHWC convolution read in place: input NHWC (its batch N
 is the convolution's input feature, its channels the batch), output gradient NHWC (kernel: N is the input
 feature, channels the output feature), result HWIO. Rewriting it into the forward form transposes both big
 operands; in place, the batch (the forward channels) is minor everywhere, so the depthwise filter gradient
 (batch_group_count = channels) vectorizes over channels and the GEMM's patch matrix is copied in rows of channels
-(backends/cpu/conv_gemm.py). A stem's 3 channels make rows too short: ResNet-50's 7x7 stem's filter gradient ran
-2.0 ms in place (its patches built 3 elements at a time and packed transposed by BLAS), 1.2 ms in the forward form.
+(backends/cpu/conv_gemm.py). A stem's 3 channels make the GEMM's patch rows too short: ResNet-50's 7x7 stem's
+filter gradient ran 2.0 ms in place through the GEMM (its patches built 3 elements at a time and packed transposed
+by BLAS), 1.2 ms in the forward form; with at most FEW_FEATURES output features backends/cpu/conv_filter_gradient.py
+reads it in place without patches.
 A convolution with other labels becomes
 
     conv(X, W), dim_labels=L => transpose(conv(transpose(X), transpose(W)), dim_labels=<form's labels>)
@@ -41,6 +49,19 @@ def filter_gradient_labels(num_spatial: int) -> ConvDimensionNumbers:
 
 
 MIN_FILTER_GRADIENT_BATCH = 8
+FEW_FEATURES = 32       # backends/cpu/conv_filter_gradient.MAX_FEATURES: vectorized over the output features
+GEMM_FEATURES = 64      # more: conv_gemm.py, never backends/cpu/conv_vector.py (WIDE_FEATURES)
+
+
+def input_gradient_labels(num_spatial: int) -> ConvDimensionNumbers:
+    digits = "".join(str(i) for i in range(num_spatial))
+    return ConvDimensionNumbers.parse(f"b{digits}f_{digits}oi->b{digits}f")
+
+
+def _gemm_input_gradient(conv: Instruction, dn: ConvDimensionNumbers) -> bool:
+    types = {conv.shape.element_type, *(o.shape.element_type for o in conv.operands[:2])}
+    return (int(conv.attrs.get("feature_group_count", 1)) == 1 and len(types) == 1 and types <= {"f32", "f64"}
+            and min(conv.shape.dims[dn.output_feature], conv.operands[0].shape.dims[dn.input_feature]) > GEMM_FEATURES)
 
 
 def target_labels(conv: Instruction) -> ConvDimensionNumbers:
@@ -49,8 +70,11 @@ def target_labels(conv: Instruction) -> ConvDimensionNumbers:
     wgrad = filter_gradient_labels(len(dn.input_spatial))
     if int(conv.attrs.get("batch_group_count", 1)) > 1:
         return wgrad
-    if dn.text == wgrad.text and conv.operands[0].shape.dims[dn.input_batch] >= MIN_FILTER_GRADIENT_BATCH:
+    if dn.text == wgrad.text and (conv.operands[0].shape.dims[dn.input_batch] >= MIN_FILTER_GRADIENT_BATCH
+                                  or conv.shape.dims[dn.output_feature] <= FEW_FEATURES):
         return wgrad
+    if dn.text == input_gradient_labels(len(dn.input_spatial)).text and _gemm_input_gradient(conv, dn):
+        return dn
     return canonical_labels(len(dn.input_spatial))
 
 

@@ -79,6 +79,18 @@ CASES = [*CONV_CASES,
     ((4, 10, 10, 32), (4, 10, 10, 48), "f01b_i01o->01bf", "{size=10x10}", 1, 1),
     ((2, 16, 16, 16), (2, 8, 8, 32), "f01b_i01o->01bf", "{size=8x8 pad=1_0x1_0 rhs_dilate=2x2}", 1, 1),
     ((4, 16, 16, 3), (4, 8, 8, 8), "f01b_i01o->01bf", "{size=8x8 pad=3_2x3_2 rhs_dilate=2x2}", 1, 1),   # M-major
+    # filter gradients with at most 32 features (conv_filter_gradient.py): a stem, feature tails, 1-D, 3-D
+    FILTER_GRAD_STEM := ((4, 19, 21, 3), (4, 10, 11, 16), "f01b_i01o->01bf", "{size=10x11 pad=3_3x3_2 rhs_dilate=2x2}",
+                         1, 1),
+    FILTER_GRAD_TAILS := ((3, 9, 9, 5), (3, 9, 9, 13), "f01b_i01o->01bf", "{size=9x9 pad=1_1x1_1}", 1, 1),
+    ((2, 70, 6), (2, 68, 20), "f0b_i0o->0bf", "{size=68 pad=1_1}", 1, 1),
+    ((2, 6, 7, 8, 2), (2, 5, 5, 4, 8), "f012b_i012o->012bf", "{size=5x5x4 pad=1_0x0_1x1_1}", 1, 1),
+    # 48 features with short sums (conv_vector.py's WIDE_FEATURES)
+    ((2, 9, 10, 16), (1, 1, 16, 48), "b01f_01io->b01f", "{size=1x1}", 1, 1),
+    # input gradients with the forward kernel read in place (GEMM, B transposed)
+    INPUT_GRAD_1X1 := ((2, 5, 6, 72), (1, 1, 80, 72), "b01f_01oi->b01f", "{size=1x1}", 1, 1),
+    INPUT_GRAD_3X3 := ((1, 6, 5, 72), (3, 3, 80, 72), "b01f_01oi->b01f", "{size=3x3 pad=1_1x1_1 rhs_reversal=1x1}",
+                       1, 1),
 ]
 
 
@@ -111,13 +123,15 @@ def test_convolution_layouts(cpu, layouts):
 
 
 def test_big_float_convolutions_call_gemm():
+    """More than 32 output features: the GEMM (BLAS, or the emitted loops dot_plan picks), not the direct loops."""
     if runtime.blas_function("gemm", "f32") is None:
         pytest.skip("no BLAS in this process")
-    for ls, rs, labels, window, fgc, bgc in (CASES[18], CASES[20]):       # more than 32 output features
+    for ls, rs, labels, window, fgc, bgc in (CASES[18], CASES[20]):
         out = _out_shape(ls, rs, labels, window, fgc, bgc)
         text = conv_module("f32", ls, "f32", rs, "f32", out, _attrs(labels, window, fgc, bgc))
         exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu", run_pipeline=False)
-        assert "sgemm" in exe.llvm_ir
+        assert '%"cv.header"' not in exe.llvm_ir
+    assert "sgemm" in exe.llvm_ir                                      # 40 features, a 46 KB kernel
 
 
 def test_convolution_after_the_pipeline(cpu):
@@ -128,13 +142,25 @@ def test_convolution_after_the_pipeline(cpu):
     cpu.check(text, _rand(ls, np.float32), _rand(rs, np.float32), pipeline=True, rtol=1e-4)
 
 
+def test_input_gradient_kernel_read_in_place(cpu):
+    """conv_canonicalization keeps JAX's input-gradient labels (b01f_01oi) for the GEMM: no transpose per call."""
+    for ls, rs, labels, window, fgc, bgc in (INPUT_GRAD_1X1, INPUT_GRAD_3X3):
+        out = _out_shape(ls, rs, labels, window, fgc, bgc)
+        text = conv_module("f32", ls, "f32", rs, "f32", out, _attrs(labels, window, fgc, bgc))
+        exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu")
+        assert "transpose" not in exe.module.to_text()
+        assert "sgemm" in exe.llvm_ir or runtime.blas_function("gemm", "f32") is None
+        cpu.check(text, _rand(ls, np.float32), _rand(rs, np.float32), pipeline=True, rtol=1e-4)
+
+
 def test_depthwise_filter_gradient_f64_and_narrow(cpu):
-    """f64 takes the vector kernel with 4 lanes; bf16 the direct loops."""
-    ls, rs, labels, window, fgc, bgc = DEPTHWISE_FILTER_GRAD
-    out = _out_shape(ls, rs, labels, window, fgc, bgc)
-    for t, rtol in (("f64", None), ("bf16", 2e-2)):
-        text = conv_module(t, ls, t, rs, t, out, _attrs(labels, window, fgc, bgc))
-        cpu.check(text, _rand(ls, cpu.DTYPES[t]), _rand(rs, cpu.DTYPES[t]), rtol=rtol)
+    """f64 takes the vector kernels with 4 lanes; bf16 the direct loops."""
+    for case in (DEPTHWISE_FILTER_GRAD, FILTER_GRAD_TAILS):
+        ls, rs, labels, window, fgc, bgc = case
+        out = _out_shape(ls, rs, labels, window, fgc, bgc)
+        for t, rtol in (("f64", None), ("bf16", 2e-2)):
+            text = conv_module(t, ls, t, rs, t, out, _attrs(labels, window, fgc, bgc))
+            cpu.check(text, _rand(ls, cpu.DTYPES[t]), _rand(rs, cpu.DTYPES[t]), rtol=rtol)
 
 
 def test_batch_grouped_convolution_after_the_pipeline(cpu):
@@ -146,11 +172,12 @@ def test_batch_grouped_convolution_after_the_pipeline(cpu):
 
 
 def test_convolutions_split_over_threads(monkeypatch):
-    """The depthwise filter gradient (per-task partial sums), the depthwise kernel and the direct loops (chunks of
-    rows or output pixels) on 3 threads: the same numbers as the interpreter."""
+    """The depthwise and few-feature filter gradients (per-chunk partial sums), the depthwise kernel and the direct
+    loops (chunks of rows or output pixels) on 3 threads: the same numbers as the interpreter."""
     from xlapy.backends.cpu import parallel
     monkeypatch.setattr(parallel, "MIN_BYTES_PER_TASK", 256)
-    for ls, rs, labels, window, fgc, bgc in (DEPTHWISE_FILTER_GRAD, DEPTHWISE_FILTER_GRAD_1D, DEPTHWISE, CASES[6], CASES[8]):
+    cases = (DEPTHWISE_FILTER_GRAD, DEPTHWISE_FILTER_GRAD_1D, DEPTHWISE, CASES[6], CASES[8], FILTER_GRAD_STEM)
+    for ls, rs, labels, window, fgc, bgc in cases:
         out = _out_shape(ls, rs, labels, window, fgc, bgc)
         module = xlapy.hlo.parse(conv_module("f32", ls, "f32", rs, "f32", out, _attrs(labels, window, fgc, bgc)))
         x, w = _rand(ls, np.float32), _rand(rs, np.float32)

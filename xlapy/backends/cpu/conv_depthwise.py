@@ -17,9 +17,9 @@ positions (the forward kernel taps, a handful). The loops:
 
 One rhs vector serves every q, and a row's input (a few rows of the forward input) stays in L1 across tiles. The
 last t dim runs unchecked over the range where every q of the block reads inside the input, and with a check per
-q at the edges (padding reads nothing). Rows are split over threads, each summing into its own partial result;
-the partials are added in task order. Anything else (other groupings, narrow floats, integers, base dilation)
-takes conv_emitter's direct loops.
+q at the edges (padding reads nothing). Rows are split over threads, each chunk summing into its own partial
+result, added in chunk order (conv_simd.split_rows). Anything else (other groupings, narrow floats, integers,
+base dilation) takes conv_emitter's direct loops.
 """
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ from contextlib import nullcontext
 from llvmlite import ir
 
 from .buffers import BufferRef
-from .conv_simd import FLOAT_TYPES, Vectors, tiles, unflatten, valid_range
-from .conv_taps import ConvGeometry, scratch
-from .irhelpers import alloca_once, for_range, i64, if_then, loop_nest
-from .parallel import chunk_bounds, parallel_for, task_count
+from .conv_simd import FLOAT_TYPES, Vectors, split_rows, tiles, unflatten, valid_range
+from .conv_taps import ConvGeometry
+from .irhelpers import alloca_once, for_range, i64, if_then
+from .parallel import task_count
 
 Q_BLOCK = 12         # accumulators per tile: with the rhs vector and a load, within AVX2's 16 registers
 
@@ -160,48 +160,10 @@ class _Kernel:
 
 def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> None:
     k = _Kernel(em, inst, g, lhs, rhs, out)
-    b = em.b
     osp = g.out_strides[2:]
-    count = len(k.positions) * k.channels
-    zero = ir.Constant(k.st, 0.0)
 
     def out_offset(q) -> ir.Value:
         return i64(sum(i * s for i, s in zip(q, osp)))
 
-    total = math.prod(k.rows())
-    tasks = min(k.tasks, total)
-    if tasks > 1:
-        partials = b.bitcast(scratch(em, tasks * count * k.elem_bytes), k.st.as_pointer())
-
-        def chunk(b_, start, end, task):
-            mine = b.gep(partials, [b.mul(task, i64(count))], inbounds=True)
-            with loop_nest(b, [count], name="dwz") as (j,):
-                b.store(zero, b.gep(mine, [j], inbounds=True))
-            k.emit_rows(start, end, mine, lambda q: i64(k.positions.index(q) * k.channels))
-
-        if parallel_for(b, chunk_bounds(total, tasks, 1), chunk):
-            with loop_nest(b, [len(k.positions), k.channels], name="dws") as (qi, ch):
-                j = b.add(b.mul(qi, i64(k.channels)), ch)
-                value = b.load(b.gep(partials, [j], inbounds=True))
-                for t in range(1, tasks):
-                    value = b.fadd(value, b.load(b.gep(partials, [b.add(j, i64(t * count))], inbounds=True)))
-                # result position qi: its offset in the output is the q-strides' sum (positions are row-major)
-                at = _position_offset(b, qi, g.out_sizes, osp)
-                b.store(value, b.gep(k.out, [b.add(at, ch)], inbounds=True))
-            return
-    with loop_nest(b, [*g.out_sizes, k.channels], name="dwz") as ivs:
-        at = b.add(_position_offset_ivs(b, ivs[:-1], osp), ivs[-1])
-        b.store(zero, b.gep(k.out, [at], inbounds=True))
-    k.emit_rows(i64(0), i64(total), k.out, out_offset)
-
-
-def _position_offset_ivs(b: ir.IRBuilder, ivs, strides) -> ir.Value:
-    at = i64(0)
-    for iv, s in zip(ivs, strides):
-        at = b.add(at, b.mul(iv, i64(s)))
-    return at
-
-
-def _position_offset(b: ir.IRBuilder, flat: ir.Value, sizes, strides) -> ir.Value:
-    """The element offset of row-major position number `flat` over `sizes`, with per-dim `strides`."""
-    return _position_offset_ivs(b, unflatten(b, flat, sizes), strides)
+    split_rows(em, k.v, k.out, out.shape.numel, math.prod(k.rows()), k.tasks,
+               lambda start, end, acc: k.emit_rows(start, end, acc, out_offset))

@@ -6,6 +6,8 @@ The semantics and the geometry (sizes and element strides, so any dim_labels and
 |------------------|-----------------------------------------------------------------------|-------------------|
 | depthwise filter gradient | batch_group_count = the input batch = the output features, f32/f64, channels unit-stride (conv_canonicalization's filter-gradient form) | conv_depthwise.py |
 | depthwise        | feature_group_count = the input features = the output features, f32/f64, channels unit-stride, no base dilation or window reversal | conv_depthwise_forward.py |
+| vectorized over features | no groups, f32/f64, at most 32 output features (64 when each sums at most 32 products), windows of at most 64 taps | conv_vector.py |
+| filter gradient, few features | no groups, f32/f64, at most 32 output features (unit-stride), windows of more than 64 taps | conv_filter_gradient.py |
 | im2col + GEMM    | no groups, f32/f64, big enough for BLAS (dot_emitter's plan)          | conv_gemm.py      |
 | direct           | everything else                                                       | here              |
 
@@ -22,7 +24,7 @@ from llvmlite import ir
 from ...errors import UnimplementedError
 from ...hlo import Instruction
 from ...hlo.shape import Shape
-from . import conv_depthwise, conv_depthwise_forward, conv_gemm, conv_vector, scalar_ops
+from . import conv_depthwise, conv_depthwise_forward, conv_filter_gradient, conv_gemm, conv_vector, scalar_ops
 from .buffers import BufferRef, element_size
 from .conv_simd import unflatten
 from .conv_taps import ConvGeometry, geometry, offset, scratch, taps, when
@@ -53,6 +55,8 @@ def convolution(em, inst: Instruction, operands) -> BufferRef:
         conv_depthwise_forward.emit(em, inst, g, lhs, rhs, out)
     elif conv_vector.applies(g, lhs, rhs, out):
         conv_vector.emit(em, inst, g, lhs, rhs, out)
+    elif conv_filter_gradient.applies(g, lhs, rhs, out):
+        conv_filter_gradient.emit(em, inst, g, lhs, rhs, out)
     elif not conv_gemm.emit_gemm(em, inst, g, lhs, rhs, out):
         emit_direct(em, g, lhs, rhs, out, task_count(inst, em.num_threads))
     return out

@@ -119,8 +119,9 @@ def emit_gemm(em, inst: Instruction, g: ConvGeometry, lhs: BufferRef, rhs: Buffe
     assert len(result_roles) == out_view.rank
     plan = dot_emitter.plan_dot(lhs_view, rhs_view, out_view, dims, rt)
     patch_bytes = 0 if dropped is not None else lhs_view.numel * element_size(lhs_view)
-    if plan.strategy == "loops" or patch_bytes > IM2COL_MAX_BYTES:
-        return False
+    small = plan.m * plan.n * plan.k < dot_emitter.GEMM_MIN_FLOPS
+    if plan.strategy == "loops" and small or patch_bytes > IM2COL_MAX_BYTES:
+        return False        # small: the direct loops; a bigger dot's emitted loops are dot_plan's choice (narrow)
     b = em.b
     a_ptr = lhs.pointer
     if dropped is None:

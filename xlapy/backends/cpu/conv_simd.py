@@ -1,16 +1,21 @@
-"""What the vectorized convolution kernels share (conv_depthwise.py, conv_depthwise_forward.py, conv_vector.py):
+"""What the vectorized convolution kernels share (conv_depthwise.py, conv_depthwise_forward.py, conv_vector.py,
+conv_filter_gradient.py):
 SIMD vectors of one float type, channel tiles, the taps of a window that read inside the input (`valid_range`, and
-`outer_taps` for the dims outside the innermost), and the index of a flattened row.
+`outer_taps` for the dims outside the innermost), the index of a flattened row, and a reduction over rows split
+over threads with partial results (`split_rows`).
 """
 from __future__ import annotations
 
 from llvmlite import ir
 
+from .conv_taps import scratch
 from .dot_loops import _vector_bytes
-from .irhelpers import i64
+from .irhelpers import i64, loop_nest
+from .parallel import chunk_bounds, parallel_for
 from .types import storage_type
 
 FLOAT_TYPES = ("f32", "f64")
+PARTIALS_PER_TASK = 2       # a split reduction's chunks per thread: a busy core holds up half as much
 
 
 def valid_range(first: int, step: int, size: int, taps: int) -> tuple[int, int]:
@@ -94,3 +99,31 @@ def unflatten(b: ir.IRBuilder, flat: ir.Value, sizes) -> list[ir.Value]:
         ivs.append(b.urem(rest, i64(size)))
         rest = b.udiv(rest, i64(size))
     return list(reversed(ivs))
+
+
+def split_rows(em, v: Vectors, out: ir.Value, numel: int, rows: int, tasks: int, emit_rows) -> None:
+    """A result summed over `rows` rows: emit_rows(start, end, acc) adds rows [start, end) into acc (a typed
+    pointer to numel elements in the result's layout). On `tasks` threads, chunks of rows each sum into their own
+    zeroed partial result, and the partials are added in chunk order (the same order whatever the threads)."""
+    b = em.b
+    zero = v.zero(1)
+    chunks = min(rows, tasks * PARTIALS_PER_TASK)
+    if tasks > 1 and chunks > 1:
+        partials = b.bitcast(scratch(em, chunks * numel * v.elem_bytes), v.st.as_pointer())
+
+        def chunk(b_, start, end, task):
+            mine = b.gep(partials, [b.mul(task, i64(numel))], inbounds=True)
+            with loop_nest(b, [numel], name="srz") as (j,):
+                b.store(zero, b.gep(mine, [j], inbounds=True))
+            emit_rows(start, end, mine)
+
+        if parallel_for(b, chunk_bounds(rows, chunks, 1), chunk, threads=tasks):
+            with loop_nest(b, [numel], name="srs") as (j,):
+                value = b.load(b.gep(partials, [j], inbounds=True))
+                for t in range(1, chunks):
+                    value = b.fadd(value, b.load(b.gep(partials, [b.add(j, i64(t * numel))], inbounds=True)))
+                b.store(value, b.gep(out, [j], inbounds=True))
+            return
+    with loop_nest(b, [numel], name="srz") as (j,):
+        b.store(zero, b.gep(out, [j], inbounds=True))
+    emit_rows(i64(0), i64(rows), out)

@@ -1,8 +1,9 @@
 """A convolution with few output features, vectorized over them: no patch matrix and no BLAS packing.
 
 For ungrouped f32/f64 convolutions whose input features are the unit-stride dim of the input and whose output
-features are that of the kernel and the output (canonical b01f_01io->b01f), at most MAX_FEATURES of them,
-and windows of at most MAX_TAPS taps (forward convolutions and input gradients, not filter gradients):
+features are that of the kernel and the output (canonical b01f_01io->b01f), at most MAX_FEATURES of them (or
+WIDE_FEATURES when each output sums at most SHORT_SUM products), and windows of at most MAX_TAPS taps (forward
+convolutions and input gradients, not filter gradients):
 
     out[n, o, f] = sum over taps k and input features c of lhs[n, p(o, k), c] * rhs[k, c, f]
 
@@ -15,7 +16,8 @@ then narrower ones), each block of up to O_BLOCK consecutive outputs of the last
 The im2col + GEMM path copies every window into a patch matrix that BLAS then packs again; with 16 output
 features each patch element serves 16 multiply-adds, so both copies cost more than the multiplies (ResNet-50's
 stem: 2.0 ms, 64% of it in the copies; 0.54 ms here). Fewer features than a vector's lanes still win: the stem's
-input gradient (phases with 3 output features, which BLAS runs as an N = 3 GEMM) went from 3.9 to 2.6 ms. Here
+input gradient (phases with 3 output features, which BLAS runs as an N = 3 GEMM) went from 3.9 to 2.6 ms, and a
+1x1 input gradient's K = 16 GEMM (MobileNetV2's pointwise 48->16: 48 features) from 0.31 to 0.25 ms. Here
 the input is read in place, and the kernel tile stays in L1. The interior outputs (every tap inside the input)
 run in blocks, the edges one at a time over the taps of the last dim that read inside (known when the code is
 emitted); rows skip the outer taps that fall outside. Rows are split over threads.
@@ -32,6 +34,8 @@ from .irhelpers import alloca_once, for_range, i64, if_then, loop_nest
 from .parallel import chunk_bounds, parallel_for, task_count
 
 MAX_FEATURES = 32    # more output features: BLAS's blocking wins
+WIDE_FEATURES = 64   # ... unless the sums are short (3x3 64->64, 576 products each: the GEMM is 1.3x faster)
+SHORT_SUM = 32
 MAX_TAPS = 64        # larger windows (a filter gradient's, as large as the image): few outputs, long sums, GEMM
 O_BLOCK = 4          # outputs per block: O_BLOCK x VECS accumulators, VECS kernel vectors and a broadcast
 VECS = 2
@@ -40,7 +44,8 @@ UNROLLED_TAPS = 8    # a last kernel dim this small is unrolled (constant offset
 
 def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> bool:
     types = {lhs.shape.ptype.name, rhs.shape.ptype.name, out.shape.ptype.name}
-    return (g.groups == 1 and g.out_features <= MAX_FEATURES and len(types) == 1
+    short = math.prod(g.kernel_sizes) * g.kernel_in <= SHORT_SUM
+    return (g.groups == 1 and g.out_features <= (WIDE_FEATURES if short else MAX_FEATURES) and len(types) == 1
             and types <= set(FLOAT_TYPES) and g.lhs_strides[1] == 1 and g.rhs_strides[1] == 1 and g.out_strides[1] == 1
             and len(g.out_sizes) >= 1 and math.prod(g.kernel_sizes) <= MAX_TAPS
             and all(w.base_dilation == 1 and not w.window_reversal for w in g.window))
