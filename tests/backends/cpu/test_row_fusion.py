@@ -105,3 +105,14 @@ def test_max_reduction_keeps_nan_and_signed_zero():
     compare(lambda a: xnp.max(a, axis=1), x)
     compare(lambda a: xnp.min(a, axis=1), x)
     compare(lambda a: (xnp.max(a, axis=0), xnp.min(a, axis=(0, 1))), x)
+
+
+def test_max_reduction_of_a_producer_with_a_long_tail():
+    """A fused producer read chunk by chunk (elemental_reduce.py's buffer loop) with a tail of a full vector and a
+    partial one (45 = 32 + 8 + 5): a NaN and denormals in the tail, the lane fold of each row's accumulators."""
+    x = np.random.RandomState(1).randn(12, 45).astype(np.float32)
+    x[2, 41] = np.nan          # the partial tail vector
+    x[3, 33] = np.nan          # the full tail vector
+    x[4, :] = -1e-39           # denormals: flushed as the interpreter does
+    x[5, 44] = 1e30
+    compare(lambda a: (xnp.max(a * 2.0, axis=1), xnp.min(a * 2.0, axis=1)), x)
