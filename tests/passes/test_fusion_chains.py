@@ -53,3 +53,21 @@ def test_residual_chain_is_not_recomputed_per_layer(depth, gap):
     got = xlapy.compile(module, backend="interpreter")(*args)
     for g, w in zip(got, want):
         assert_same(g, w, rtol=1e-6)
+
+
+def test_reuse_check_walks_each_fused_value_once(monkeypatch):
+    """A chain of expensive ops fused one by one asks, per producer, whether the fusion re-reads its elements:
+    the fused values already found to re-read nothing are not walked again (linear, not quadratic, in length)."""
+    from xlapy.passes.fusion import InstructionFusion, fusible
+    n = 60
+    lines = ["  x = f32[8]{0} parameter(0)", "  y0 = f32[8]{0} exponential(x)"]
+    lines += [f"  y{k} = f32[8]{{0}} divide(y{k - 1}, x)" for k in range(1, n)]
+    lines.append(f"  ROOT r = f32[8]{{0}} negate(y{n - 1})")
+    module = xlapy.hlo.parse("HloModule chain\n\nENTRY e {\n" + "\n".join(lines) + "\n}\n")
+    calls = []
+    real = fusible.element_use
+    monkeypatch.setattr(fusible, "element_use", lambda *a: calls.append(1) or real(*a))
+    assert InstructionFusion().run(module)
+    fusion = module.entry.root
+    assert fusion.opcode == "fusion" and len(fusion.attrs["calls"].instructions) == n + 2   # x, y0..y(n-1), r
+    assert len(calls) < 8 * n, len(calls)

@@ -115,12 +115,13 @@ def effectively_unary(inst: Instruction) -> bool:
 
 
 # -- how a consumer reads its operands ------------------------------------------------------------------
-def element_use(consumer: Instruction, index: int) -> str:
+def element_use(consumer: Instruction, index: int, known_use: set | None = None) -> str:
     """"use" when each element of operand `index` is read at most once per output element in index order,
-    "reuse" when elements are read several times (broadcast that expands, dot, gather, windows...)."""
+    "reuse" when elements are read several times (broadcast that expands, dot, gather, windows...).
+    known_use: fused values already found to have no re-read below them (see _param_use), or None."""
     if consumer.opcode == "fusion":
         comp = consumer.attrs["calls"]
-        return _param_use(comp.parameter(index))
+        return _param_use(comp.parameter(index), known_use)
     if consumer.info.is_elementwise:
         return "use"
     if consumer.opcode == "broadcast":
@@ -135,24 +136,31 @@ def element_use(consumer: Instruction, index: int) -> str:
     return "reuse"
 
 
-def _param_use(param: Instruction) -> str:
+def _param_use(param: Instruction, known_use: set | None = None) -> str:
     """How a fused computation reads a parameter: "reuse" when some path through the fused instructions
-    re-reads its elements, or when it has several users (each one reads every element again)."""
+    re-reads its elements, or when it has several users (each one reads every element again).
+    With `known_use` (a set the caller keeps), the fused values this finds with no re-read below them are added
+    to it and not walked again: valid while nothing gains a user below them (InstructionFusion only adds values
+    above a fusion's instructions; a parameter may gain users, and is never added)."""
     if len(param.users) > 1:
         return "reuse"
     seen: set[int] = set()
+    walked: list[Instruction] = []
     stack = [param]
     while stack:
         value = stack.pop()
         for user in value.users:
-            if id(user) in seen:
-                continue
-            seen.add(id(user))
             if any(op is value and element_use(user, i) == "reuse" for i, op in enumerate(user.operands)):
                 return "reuse"
+            if id(user) in seen or (known_use is not None and user in known_use):
+                continue
+            seen.add(id(user))
+            walked.append(user)
             stack.append(user)
+    if known_use is not None:
+        known_use.update(walked)          # (users of a parameter are never parameters)
     return "use"
 
 
-def reuses_operand_elements(consumer: Instruction, index: int) -> bool:
-    return element_use(consumer, index) == "reuse"
+def reuses_operand_elements(consumer: Instruction, index: int, known_use: set | None = None) -> bool:
+    return element_use(consumer, index, known_use) == "reuse"

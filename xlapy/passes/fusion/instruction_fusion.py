@@ -111,29 +111,42 @@ def _output_fusible_into_some_operand(inst: Instruction) -> bool:
     return inst.opcode == "add" and any(can_be_output_fused(op, inst) for op in inst.operands)
 
 
-Rule = Callable[[Instruction, Instruction, int, set], bool]
+class Context:
+    """What the rows may consult beyond the pair: the producers that must stay materialized
+    (_globally_unfusible), and the fused values known to have no element re-read below them (a cache for the
+    reuse row, kept by InstructionFusion for one computation: fusing adds values above, never below, a fused
+    value; None: no cache)."""
+    __slots__ = ("do_not_duplicate", "known_use")
 
-# (reason, predicate(producer, consumer, operand_index, do_not_duplicate)) — the first true row refuses.
+    def __init__(self, do_not_duplicate=frozenset(), known_use: set | None = None):
+        self.do_not_duplicate = do_not_duplicate
+        self.known_use = known_use
+
+
+Rule = Callable[[Instruction, Instruction, int, Context], bool]
+
+# (reason, predicate(producer, consumer, operand_index, context)) — the first true row refuses.
 REFUSALS: list[tuple[str, Rule]] = [
-    ("producer is not fusible", lambda p, c, i, dnd: not F.is_fusible(p) or p.shape.is_tuple),
-    ("consumer is not fusible", lambda p, c, i, dnd: not (F.is_fusible(c) or is_fusion(c))),
-    ("non-scalar constant", lambda p, c, i, dnd: F.is_non_scalar_constant(p)),
-    ("producer can be output-fused into some operand", lambda p, c, i, dnd: _output_fusible_into_some_operand(p)),
+    ("producer is not fusible", lambda p, c, i, ctx: not F.is_fusible(p) or p.shape.is_tuple),
+    ("consumer is not fusible", lambda p, c, i, ctx: not (F.is_fusible(c) or is_fusion(c))),
+    ("non-scalar constant", lambda p, c, i, ctx: F.is_non_scalar_constant(p)),
+    ("producer can be output-fused into some operand", lambda p, c, i, ctx: _output_fusible_into_some_operand(p)),
     # (the rows below may assume the rows above did not refuse: p is fusible, c fusible or a fusion)
-    ("producer is not loop-fusible", lambda p, c, i, dnd: not F.loop_fusible_kind(p)),
+    ("producer is not loop-fusible", lambda p, c, i, ctx: not F.loop_fusible_kind(p)),
     # (before the rows that walk or scan: two thirds of all refusals on ViT's training step are this one)
-    ("producer must not be duplicated", lambda p, c, i, dnd: id(p) in dnd and _would_duplicate(p, c)),
+    ("producer must not be duplicated",
+     lambda p, c, i, ctx: id(p) in ctx.do_not_duplicate and _would_duplicate(p, c)),
     ("concatenate fusion is inefficient",
-     lambda p, c, i, dnd: _inefficient_concatenate(p) or _inefficient_concatenate(c)),
+     lambda p, c, i, ctx: _inefficient_concatenate(p) or _inefficient_concatenate(c)),
     ("expensive producer, consumer reuses its elements",
-     lambda p, c, i, dnd: F.is_expensive(p) and F.reuses_operand_elements(c, i)),
+     lambda p, c, i, ctx: F.is_expensive(p) and F.reuses_operand_elements(c, i, ctx.known_use)),
     ("expensive producer would be duplicated",
-     lambda p, c, i, dnd: _would_duplicate(p, c) and F.is_expensive(p) and not _always_duplicable(p)),
-    ("too many reductions in one fusion", lambda p, c, i, dnd: _too_many_reductions(p, c)),
-    ("constant into a non-fusion", lambda p, c, i, dnd: p.opcode == "constant" and not is_fusion(c)),
-    ("fusion would be too large", lambda p, c, i, dnd: _too_large(p, c)),
+     lambda p, c, i, ctx: _would_duplicate(p, c) and F.is_expensive(p) and not _always_duplicable(p)),
+    ("too many reductions in one fusion", lambda p, c, i, ctx: _too_many_reductions(p, c)),
+    ("constant into a non-fusion", lambda p, c, i, ctx: p.opcode == "constant" and not is_fusion(c)),
+    ("fusion would be too large", lambda p, c, i, ctx: _too_large(p, c)),
     ("consumer is not loop-fusible",
-     lambda p, c, i, dnd: not (_loop_fusion(c) if is_fusion(c) else F.loop_fusible_kind(c))),
+     lambda p, c, i, ctx: not (_loop_fusion(c) if is_fusion(c) else F.loop_fusible_kind(c))),
 ]
 
 
@@ -145,15 +158,20 @@ PRODUCER_ONLY = frozenset({"producer is a fusion", "producer is not fusible", "n
                            "expensive producer, consumer reuses its elements"})
 
 
-def decide(consumer: Instruction, index: int, do_not_duplicate: set = frozenset()) -> tuple[str | None, str]:
+def decide(consumer: Instruction, index: int, do_not_duplicate: set = frozenset(),
+           known_use: set | None = None) -> tuple[str | None, str]:
     """(fusion kind, "") when operand `index` should be fused into `consumer`, else (None, reason)."""
+    return _decide(consumer, index, Context(do_not_duplicate, known_use))
+
+
+def _decide(consumer: Instruction, index: int, ctx: Context) -> tuple[str | None, str]:
     producer = consumer.operands[index]
     if is_fusion(producer):
         return None, "producer is a fusion"
     if can_be_output_fused(producer, consumer):
         return "kOutput", ""
     for reason, refuses in REFUSALS:
-        if refuses(producer, consumer, index, do_not_duplicate):
+        if refuses(producer, consumer, index, ctx):
             return None, reason
     return "kLoop", ""
 
@@ -281,14 +299,14 @@ class InstructionFusion(Pass):
     def _run_on(self, comp: Computation) -> bool:
         order = comp.post_order()
         position = {id(inst): n for n, inst in enumerate(order)}
-        do_not_duplicate = _globally_unfusible(order)
+        ctx = Context(_globally_unfusible(order), known_use=set())
         changed = False
         grown: dict[int, Instruction] = {}      # the fusions made or grown, renamed once at the end
         for consumer in reversed(order):
             current = consumer
             settled: set[int] = set()          # producers refused for a PRODUCER_ONLY reason
             while current.parent is comp:
-                fused = self._fuse_one_operand(current, position, do_not_duplicate, settled)
+                fused = self._fuse_one_operand(current, position, ctx, settled)
                 if fused is None:
                     break
                 position[id(fused)] = position[id(consumer)]
@@ -300,7 +318,7 @@ class InstructionFusion(Pass):
                 rename_parameters(fusion)
         return changed
 
-    def _fuse_one_operand(self, consumer: Instruction, position: dict, do_not_duplicate: set,
+    def _fuse_one_operand(self, consumer: Instruction, position: dict, ctx: Context,
                           settled: set | None = None):
         """Fuse the first operand (latest defined first) that the rules allow; the fusion, or None. `settled`:
         producers already refused for a reason of their own (PRODUCER_ONLY), skipped, and added to."""
@@ -315,7 +333,7 @@ class InstructionFusion(Pass):
             if id(producer) in tried or id(producer) in settled:
                 continue
             tried.add(id(producer))
-            kind, reason = decide(consumer, i, do_not_duplicate)
+            kind, reason = _decide(consumer, i, ctx)
             if kind is None:
                 self.decisions.append((consumer.name, producer.name, reason))
                 if reason in PRODUCER_ONLY:
@@ -331,4 +349,4 @@ def refusals(pass_: InstructionFusion) -> dict[tuple[str, str], str]:
     return {(c, p): r for c, p, r in pass_.decisions if r != "fused"}
 
 
-__all__ = ["InstructionFusion", "decide", "REFUSALS", "PRODUCER_ONLY", "fusible_computations", "refusals"]
+__all__ = ["InstructionFusion", "Context", "decide", "REFUSALS", "PRODUCER_ONLY", "fusible_computations", "refusals"]
