@@ -99,7 +99,9 @@ def _rows_as_batch(d: DotShape, num_threads: int) -> DotShape | None:
     if num_threads < 2 or d.dd.lhs_batch or len(d.lf) != 1 or len(d.om) != 1:
         return None
     m = d.m
-    parts = next((p for p in (2 * num_threads, num_threads) if m % p == 0 and m // p >= 8), None)
+    # many small parts: the pool's threads take them one at a time, so a descheduled thread holds back little
+    parts = next((p for p in (8 * num_threads, 4 * num_threads, 2 * num_threads, num_threads)
+                  if m % p == 0 and m // p >= 16), None)
     if parts is None:
         return None
     (lm,), (om,) = d.lf, d.om
