@@ -9,12 +9,18 @@ Layouts are NHWC activations and HWIO filters (JAX's and Flax's; PyTorch runs ch
 Padding is symmetric (k // 2 on each side), so every implementation computes the same output shape. Each
 gradient is a jitted vjp of the forward convolution with respect to one operand. Medians of interleaved rounds
 (benchmarks/run.py's interleaved_medians); the ratio column is xlapy / the peer (below 1: xlapy faster).
+
+`--thread-time` measures the calling thread's CPU time instead (`time.thread_time`, the minimum over the rounds,
+xlapy and the peer alternating): with one thread each (OMP_NUM_THREADS=1 XLAPY_NUM_THREADS=1
+OPENBLAS_NUM_THREADS=1) it is the work each does, which other processes' load barely changes, where wall time
+swings 2-5x on a shared machine.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -91,6 +97,27 @@ def torch_fns(shape, arrays):
                 "filter grad": lambda: grad([False, True, False])}
 
 
+def thread_time_minimums(fns: dict, repeat: int, min_time: float) -> dict:
+    """Per function, the minimum over `repeat` alternating rounds (samples of about min_time/repeat) of the
+    calling thread's CPU time per call; a fn that raises gets its error text, as interleaved_medians does."""
+    best, out = {}, {}
+    for name, fn in fns.items():
+        try:
+            fn()  # warm-up (compiles)
+            best[name] = float("inf")
+        except Exception as e:  # a peer that cannot run this case: say so, keep going
+            out[name] = f"error: {type(e).__name__}: {str(e)[:80]}"
+    for _ in range(repeat):
+        for name in best:
+            count, t0 = 0, time.thread_time()
+            while time.thread_time() - t0 < min_time / repeat:
+                fns[name]()
+                count += 1
+            best[name] = min(best[name], (time.thread_time() - t0) / count)
+    out.update(best)
+    return out
+
+
 def peers():
     out = {}
     try:
@@ -111,10 +138,12 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--min-time", type=float, default=0.3)
     p.add_argument("--only", help="a substring of the shape names")
+    p.add_argument("--thread-time", action="store_true", help="the calling thread's CPU time, min over rounds")
     a = p.parse_args(argv)
     others = peers()
     names = ["xlapy", *others]
-    print(f"medians of {a.repeat} interleaved rounds; ratio = xlapy / peer (below 1: xlapy faster)")
+    what = "thread-time minimums" if a.thread_time else "medians"
+    print(f"{what} of {a.repeat} interleaved rounds; ratio = xlapy / peer (below 1: xlapy faster)")
     head = " | ".join(names) + " | " + " | ".join(f"xlapy / {n}" for n in others)
     print(f"| shape | kind | {head} |")
     print("|---|---|" + "---|" * (len(names) + len(others)))
@@ -126,7 +155,8 @@ def main(argv=None) -> int:
         impls = {"xlapy": xlapy_fns(shape, arrays)}
         impls.update({n: make(shape, arrays) for n, make in others.items()})
         for kind in KINDS:
-            times = interleaved_medians({n: impls[n][kind] for n in names}, a.repeat, a.min_time)
+            measure = thread_time_minimums if a.thread_time else interleaved_medians
+            times = measure({n: impls[n][kind] for n in names}, a.repeat, a.min_time)
             cells = [f"{times[n] * 1e6:.0f} us" if isinstance(times[n], float) else str(times[n])[:40]
                      for n in names]
             rs = []
