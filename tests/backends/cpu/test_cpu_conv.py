@@ -142,6 +142,16 @@ def test_convolution_after_the_pipeline(cpu):
     cpu.check(text, _rand(ls, np.float32), _rand(rs, np.float32), pipeline=True, rtol=1e-4)
 
 
+def test_filter_gradient_input_in_any_layout(cpu):
+    """conv_filter_gradient reads the input through its element strides: a column-major input."""
+    ls, rs, labels, window, fgc, bgc = FILTER_GRAD_TAILS
+    out = _out_shape(ls, rs, labels, window, fgc, bgc)
+    text = conv_module("f32", ls, "f32", rs, "f32", out, _attrs(labels, window, fgc, bgc), "{0,1,2,3}")
+    exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu", run_pipeline=False)
+    assert '"fgt.header"' in exe.llvm_ir
+    cpu.check(text, _rand(ls, np.float32), _rand(rs, np.float32), rtol=1e-4)
+
+
 def test_input_gradient_kernel_read_in_place(cpu):
     """conv_canonicalization keeps JAX's input-gradient labels (b01f_01oi) for the GEMM: no transpose per call."""
     for ls, rs, labels, window, fgc, bgc in (INPUT_GRAD_1X1, INPUT_GRAD_3X3):
