@@ -141,3 +141,13 @@ def test_jit_results_are_row_major():
     got = exe(mu, d)
     np.testing.assert_array_equal(got, d.T + mu)
     assert got.flags.c_contiguous and exe.fast_call is not None
+
+
+def test_row_major_mode_keeps_what_follows_the_colon():
+    """Element size and memory space (the layout's text after ':') are not the dimension order: they stay."""
+    text = """HloModule m
+ENTRY e {
+  a = s4[2,3]{0,1:E(4)} parameter(0)
+  ROOT n = s4[2,3]{0,1:E(4)} negate(a)
+}"""
+    check_rewrite(text, ROW_MAJOR, "CHECK: ROOT %n = s4[2,3]{1,0:E(4)} negate(s4[2,3]{1,0:E(4)} %a)")

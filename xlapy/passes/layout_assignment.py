@@ -39,6 +39,7 @@ from ..errors import XlapyError
 from ..hlo import Computation, Instruction, Module, Shape
 from ..hlo.lexer import Cursor
 from ..hlo.parser_shapes import parse_shape
+from ..hlo.shape import Layout
 from .build import emit
 from .pipeline import Pass
 
@@ -133,11 +134,13 @@ ENTRY_LAYOUTS = ("declared", "row-major")
 
 
 def _row_major(shape: Shape) -> Shape:
+    """shape with every array leaf row-major; what a layout says after the ':' (element size, memory space) stays."""
     if shape.is_tuple:
         return Shape.tuple_of(_row_major(s) for s in shape.tuple_shapes)
     if not shape.is_array:
         return shape
-    return shape.with_layout(shape.default_layout())
+    tail = shape.layout.tail if shape.layout is not None else ""
+    return shape.with_layout(Layout(shape.default_layout().minor_to_major, tail))
 
 
 class LayoutAssignment(Pass):
