@@ -1,6 +1,6 @@
 """Which thread runs a while loop's iterations (loop_state.runs_on_caller, parallel.on_calling_thread): a body
 with little work per iteration runs whole on the calling thread, with no pool jobs, its GEMMs as one BLAS call
-each; a body with more work keeps its parallel loops. The same dot outside the loop (split over the pool) and
+each, the BLAS single-threaded once around the whole loop; a body with more work keeps its parallel loops. The same dot outside the loop (split over the pool) and
 inside it (one call) are two kernels, not one replayed (kernel_replay.py keys the region). Every program is
 checked against the interpreter."""
 from __future__ import annotations
@@ -72,18 +72,31 @@ def _check(exe, args) -> None:
         assert_same(g, w, where=f"output {k}", rtol=1e-5, atol=1e-5)
 
 
-def test_small_body_runs_on_its_caller(args):
+def _serial_blas_calls(exe) -> int:
+    """xlapy_blas_serial calls in the entry function itself (the dots' own brackets are in their kernels)."""
+    entry = exe.llvm_ir.split('define void @"xlapy_entry"', 1)[1].split("\n}", 1)[0]
+    return entry.count(f'call void @"{threadpool.SERIAL_BLAS_SYMBOL}"(')
+
+
+@pytest.fixture(scope="module")
+def small(args):
     exe = xlapy.compile(xlapy.hlo.parse(TEXT), backend="cpu", num_threads=2)
     _check(exe, args)
-    assert _jobs_per_call(exe, args) == 1          # the entry's dot only: no job per iteration
+    return exe
 
 
-def test_larger_body_keeps_its_pool_jobs(args, monkeypatch):
+def test_small_body_runs_on_its_caller(small, args):
+    assert _jobs_per_call(small, args) == 1          # the entry's dot only: no job per iteration
+
+
+def test_larger_body_keeps_its_pool_jobs(small, args, monkeypatch):
     monkeypatch.setattr(loop_state, "CALLER_MAX_FLOPS", 1e6)       # below the body's 2 * 32 * 384 * 128
     monkeypatch.setenv("XLAPY_CACHE_DIR", "off")                   # the cache key does not hold the setting
     exe = xlapy.compile(xlapy.hlo.parse(TEXT), backend="cpu", num_threads=2)
     _check(exe, args)
     assert _jobs_per_call(exe, args) == 1 + STEPS
+    # the loop on its caller brackets the BLAS once around all its iterations, in the entry
+    assert (_serial_blas_calls(small), _serial_blas_calls(exe)) == (2, 0)
 
 
 def test_one_thread_has_nothing_to_decide():

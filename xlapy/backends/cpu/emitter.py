@@ -36,7 +36,7 @@ from . import tiled_transpose
 from .indexing import is_row_major, linear_index, major_to_minor, placed
 from .irhelpers import I8, I8P, i64, loop_nest, memcpy
 from .loops import emit_loop, split_reduction
-from .parallel import on_calling_thread, task_count
+from .parallel import task_count
 from .profile_ir import KernelTimer, is_timed
 from .types import load_element, storage_type, store_element
 
@@ -374,7 +374,7 @@ def _copy(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
 def _while(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     state, copies = loop_state.initial_state(em, inst, operands[0])
     em.copy_tree(tuple(s for s, _ in copies), tuple(d for _, d in copies))
-    with on_calling_thread(loop_state.runs_on_caller(inst, em.num_threads)):      # a small body: no pool jobs
+    with loop_state.iterations(em, inst):         # a small body: on this thread, no pool jobs
         return _while_loop(em, inst, state)
 
 
