@@ -316,3 +316,21 @@ ENTRY e {
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((514, 64), np.float32), rng.standard_normal((64, 32), np.float32)
     np.testing.assert_allclose(exe(a, b), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_narrow_gemm_rows_over_several_dims_share_the_pool():
+    """M spanning several contiguous dims (a 3x3 filter gradient's GEMM, conv_gemm.py: patches [c, k..., o..., n],
+    result [o..., n, f], M = 3 x 3 x 40) is one strided run, cut into row blocks for the pool all the same: on
+    two threads the same bits as on one (each element's sum is unchanged)."""
+    text = """HloModule fgrad
+ENTRY e {
+  a = f32[8,4,4,40] parameter(0)
+  b = f32[8,4,4,48] parameter(1)
+  ROOT r = f32[3,3,40,48] convolution(a, b), window={size=4x4 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
+}"""
+    module = xlapy.hlo.parse(text)
+    one, two = (xlapy.compile(module, backend="cpu", run_pipeline=False, num_threads=t) for t in (1, 2))
+    assert "gemm" not in two.llvm_ir and "xlapy_task" in two.llvm_ir
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((8, 4, 4, 40), np.float32), rng.standard_normal((8, 4, 4, 48), np.float32)
+    np.testing.assert_array_equal(two(a, b), one(a, b))

@@ -14,7 +14,7 @@ from llvmlite import ir
 from .dot_blas import batch_tasks, emit_blas, set_serial_blas
 from .dot_loops import emit_loops
 from .dot_plan import (ALIGN, GEMM_MIN_FLOPS, GEMV_MIN_ELEMENTS, NARROW_REASON, DotDims, DotPlan, DotShape, Matrix,
-                       Operand, dot_scratch_bytes, make_plan, offset_of, operand_bytes, operands_of, plan_dot)
+                       Operand, dot_scratch_bytes, group, make_plan, offset_of, operand_bytes, operands_of, plan_dot)
 from .irhelpers import I8P, I64, VOID, intrinsic, i64, loop_nest
 from .parallel import chunk_bounds, parallel_for
 from .types import load_element, store_element
@@ -93,10 +93,15 @@ def _emit_batch_tasks(b: ir.IRBuilder, d: DotShape, plan: DotPlan, ops: dict, pt
 
 
 def _rows_as_batch(d: DotShape, num_threads: int) -> DotShape | None:
-    """A dot without batch dims whose M is one dim of lhs, viewed as `parts` batch elements of M / parts rows
-    each (rhs read by every one: batch stride 0), so _emit_batch_tasks shares the rows out over the pool as it
-    does a batch; None when there is no batch to make (one thread, M a product of dims, or not divisible)."""
-    if num_threads < 2 or d.dd.lhs_batch or len(d.lf) != 1 or len(d.om) != 1:
+    """A dot without batch dims whose M dims collapse to one strided run of lhs and of the result (a plain
+    GEMM's one dim, or a convolution's [o..., n] rows: conv_gemm.py), viewed as `parts` batch elements of
+    M / parts rows each (rhs read by every one: batch stride 0), so _emit_batch_tasks shares the rows out over
+    the pool as it does a batch; None when there is no batch to make (one thread, M not one run, or not
+    divisible)."""
+    if num_threads < 2 or d.dd.lhs_batch:
+        return None
+    lm, om = group(d.lhs, d.lf), group(d.out, d.om)
+    if lm is None or om is None:
         return None
     m = d.m
     # many small parts: the pool's threads take them one at a time, so a descheduled thread holds back little
@@ -104,15 +109,15 @@ def _rows_as_batch(d: DotShape, num_threads: int) -> DotShape | None:
                   if m % p == 0 and m // p >= 16), None)
     if parts is None:
         return None
-    (lm,), (om,) = d.lf, d.om
+    rows, lc, rc = m // parts, d.dd.lhs_contracting, d.dd.rhs_contracting
 
-    def split(op: Operand, dim: int | None) -> Operand:
-        step = 0 if dim is None else (m // parts) * op.strides[dim]
-        dims = [m // parts if k == dim else n for k, n in enumerate(op.dims)]
-        return Operand((parts, *dims), (step, *op.strides), op.ptype)
-    dd = d.dd
-    shifted = DotDims((0,), tuple(c + 1 for c in dd.lhs_contracting), (0,), tuple(c + 1 for c in dd.rhs_contracting))
-    return DotShape(split(d.lhs, lm), split(d.rhs, None), split(d.out, om), shifted)
+    def split(op: Operand, run: tuple[int, int], rest: list[int] | tuple[int, ...]) -> Operand:
+        """op as [parts, rows, *rest]: the M run cut into parts, then its `rest` dims as they are."""
+        return Operand((parts, rows, *(op.dims[k] for k in rest)), (rows * run[1], run[1],
+                                                                    *(op.strides[k] for k in rest)), op.ptype)
+    rhs = Operand((parts, *d.rhs.dims), (0, *d.rhs.strides), d.rhs.ptype)
+    dims = DotDims((0,), tuple(range(2, 2 + len(lc))), (0,), tuple(c + 1 for c in rc))
+    return DotShape(split(d.lhs, lm, lc), rhs, split(d.out, om, d.on), dims)
 
 
 def _emit_copy(b: ir.IRBuilder, src: Operand, src_ptr: ir.Value, dst: Operand, dst_ptr: ir.Value) -> None:
