@@ -11,7 +11,8 @@ It needs an environment with xlapy and jax: .venv-models (tools/setup_models_env
 
 Each module runs in its own worker process (a crash or a runaway compile stays there): the worker compiles
 with XLA, then with xlapy under a time limit (--timeout, reported as "timeout"; one compile each, as a user
-pays it), checks xlapy's outputs against XLA's recorded ones (benchmarks/models/outputs.py, the test's
+pays it, in a process where each compiler has already compiled a 2-instruction module: importing jax alone is
+about 0.9 s, which the figures before 2026-11-28 18:20 UTC counted in XLA's compile time), checks xlapy's outputs against XLA's recorded ones (benchmarks/models/outputs.py, the test's
 tolerance), and times both executables with benchmarks/run.py's interleaved_medians (rounds that time each
 implementation in turn, so the machine's slow phases hit both alike). `--busy` starts one competing
 busy-loop process for the whole run, the contended figure issue 11 asks for. Ratios are xlapy / XLA: above 1
@@ -77,6 +78,20 @@ def _xla_runner(text: str, args):
     return lambda: [x.block_until_ready() for x in exe.execute(buffers)]
 
 
+_TINY = "HloModule warm_up\nENTRY e { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
+
+
+def _warm_up() -> None:
+    """Compile and run a 2-instruction module on each side first, so that neither compile time below counts
+    importing the compiler (jax and jaxlib: about 0.9 s; xlapy's CPU backend and LLVM: about 0.2 s) or
+    creating its runtime (XLA's client, xlapy's thread pool): both figures are a warm process's compile."""
+    import numpy as np
+    import xlapy
+    x = np.zeros(4, np.float32)
+    _xla_runner(_TINY, [x])()
+    xlapy.compile(xlapy.hlo.parse(_TINY), backend="cpu")(x)
+
+
 def worker(module_id: str, timeout: float, repeat: int, min_time: float) -> int:
     """Measure one module; prints a RESULT line after XLA's figures and again after xlapy's."""
     import numpy as np
@@ -89,6 +104,7 @@ def worker(module_id: str, timeout: float, repeat: int, min_time: float) -> int:
     text = entry["hlo_path"].read_text()
     args = inputs.make_inputs(entry)
     result = {"module": module_id, "instructions": entry["instructions"]}
+    _warm_up()
     try:
         t0 = time.perf_counter()
         run_xla = _xla_runner(text, args)
