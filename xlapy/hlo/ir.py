@@ -496,15 +496,7 @@ class Module:
         return order
 
     def remove_unreachable_computations(self) -> int:
-        reachable: set[int] = set()
-        stack = [self.entry] if self.entry else []
-        while stack:
-            c = stack.pop()
-            if id(c) in reachable:
-                continue
-            reachable.add(id(c))
-            for inst in c.instructions:
-                stack.extend(inst.called_computations())
+        reachable = {id(c) for c in reachable_computations([self.entry] if self.entry else [])}
         dead = [c for c in self.computations if id(c) not in reachable]
         if dead:
             self.computations = [c for c in self.computations if id(c) in reachable]
@@ -536,6 +528,20 @@ class Module:
 
 
 # -- structural clone ---------------------------------------------------------------------------------------
+def reachable_computations(roots: Iterable["Computation"]) -> Iterator["Computation"]:
+    """`roots` and every computation their instructions call, directly or not, each once (depth first)."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        c = stack.pop()
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        yield c
+        for inst in c.instructions:
+            stack.extend(inst.called_computations())
+
+
 def _norm_ints(v):
     """An `ints` attribute as the parser reads it back: nested tuples of ints."""
     if isinstance(v, (list, tuple)):

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from ...hlo import Computation, Instruction
+from ...hlo.ir import reachable_computations
 from ...hlo.cost import computation_flops
 from ...hlo.opcodes import opinfo
 from . import buffer_assignment
@@ -77,18 +78,9 @@ _BLAS_OPS = frozenset({"dot", "convolution"})
 
 
 def _calls_blas(inst: Instruction) -> bool:
-    seen: set[int] = set()
-    work = [inst.attrs["condition"], inst.attrs["body"]]
-    while work:
-        comp = work.pop()
-        if id(comp) in seen:
-            continue
-        seen.add(id(comp))
-        for i in comp.instructions:
-            if i.opcode in _BLAS_OPS:
-                return True
-            work.extend(i.called_computations())
-    return False
+    return any(i.opcode in _BLAS_OPS
+               for comp in reachable_computations([inst.attrs["condition"], inst.attrs["body"]])
+               for i in comp.instructions)
 
 
 # -- before the loop -------------------------------------------------------------------------------------------
