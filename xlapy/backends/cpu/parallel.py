@@ -85,10 +85,9 @@ def task_count(inst: Instruction, num_threads: int) -> int:
         return 1
     comp = inst.attrs.get("calls") if inst.opcode == "fusion" else None
     if isinstance(comp, Computation):
-        params = comp.parameters
-        cost = _bytes(inst.shape) + sum(_read_bytes(p, p.users) for p in params)
-        cost = max([cost] + [_bytes(i.shape) for i in comp.instructions if i.opcode != "parameter"]
-                   + [_read_bytes(p, p.users) for p in params])
+        reads = [_read_bytes(p, p.users) for p in comp.parameters]
+        cost = max([_bytes(inst.shape) + sum(reads)] + reads
+                   + [_bytes(i.shape) for i in comp.instructions if i.opcode != "parameter"])
     else:
         cost = _bytes(inst.shape) + sum(_read_bytes(o, [inst]) for o in inst.operands)
     return max(1, min(num_threads, cost // MIN_BYTES_PER_TASK))
