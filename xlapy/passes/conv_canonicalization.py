@@ -38,14 +38,17 @@ from .build import emit, make
 from .op_expander import OpExpanderPass
 
 
+def _labels(template: str, num_spatial: int) -> ConvDimensionNumbers:
+    """`template` with {s} standing for the spatial dims' digits (01 for 2-D)."""
+    return ConvDimensionNumbers.parse(template.format(s="".join(str(i) for i in range(num_spatial))))
+
+
 def canonical_labels(num_spatial: int) -> ConvDimensionNumbers:
-    digits = "".join(str(i) for i in range(num_spatial))
-    return ConvDimensionNumbers.parse(f"b{digits}f_{digits}io->b{digits}f")
+    return _labels("b{s}f_{s}io->b{s}f", num_spatial)
 
 
 def filter_gradient_labels(num_spatial: int) -> ConvDimensionNumbers:
-    digits = "".join(str(i) for i in range(num_spatial))
-    return ConvDimensionNumbers.parse(f"f{digits}b_i{digits}o->{digits}bf")
+    return _labels("f{s}b_i{s}o->{s}bf", num_spatial)
 
 
 MIN_FILTER_GRADIENT_BATCH = 8
@@ -54,8 +57,7 @@ GEMM_FEATURES = 64      # more: conv_gemm.py, never backends/cpu/conv_vector.py 
 
 
 def input_gradient_labels(num_spatial: int) -> ConvDimensionNumbers:
-    digits = "".join(str(i) for i in range(num_spatial))
-    return ConvDimensionNumbers.parse(f"b{digits}f_{digits}oi->b{digits}f")
+    return _labels("b{s}f_{s}oi->b{s}f", num_spatial)
 
 
 def _gemm_input_gradient(conv: Instruction, dn: ConvDimensionNumbers) -> bool:
