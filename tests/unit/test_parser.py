@@ -6,6 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from xlapy import HloParseError
 from xlapy.hlo import ELIDED, Computation, Instruction, Module, Shape, parse
 from xlapy.hlo import attrs as A
 from xlapy.hlo.literal import literal_to_text
@@ -132,6 +133,23 @@ def test_shapes_dynamic_layout_tails_tuples_tokens():
     b = m.entry.parameter(1)
     assert b.shape.tuple_shapes[1].is_token and b.shape.tuple_shapes[0].tuple_shapes[1].layout.tail == "S(2)"
     assert "f32[<=4,?]{1,0:T(8,128)S(1)}" in m.to_text()
+
+
+def test_shape_text_read_once_is_shared_and_positions_stay_exact():
+    """parser_shapes._SEEN: a shape's text is read once; a hit leaves the cursor where a full read would (past the
+    blanks after a shape without a layout: an error after it points at the opcode, not at the blank)."""
+    text = ("HloModule m\nENTRY e {\n p = (f32[], s32[2]{0}) parameter(0)\n"
+            " a = f32[] get-tuple-element((f32[], s32[2]{0}) p), index=0\n b = f32[] get-tuple-element((f32[],"
+            " s32[2]{0}) %p), index=0\n c = f32[2] {0} broadcast(f32[] a), dimensions={}\n"
+            " ROOT t = (f32[], f32[]) tuple(a, b)\n}")
+    m = parse(text)
+    by = {i.name: i for i in m.entry.instructions}
+    assert by["a"].shape is by["b"].shape and by["a"].operands[0].shape is by["p"].shape
+    assert by["c"].shape.layout.minor_to_major == (0,)
+    assert parse(m.to_text()).to_text() == m.to_text()
+    with pytest.raises(HloParseError) as e:
+        parse("HloModule m\nENTRY e {\n  ROOT p = f32[] frobnicate(0)\n}")
+    assert (e.value.line, e.value.column) == (3, 18)
 
 
 def test_async_syntax_sugar_wraps_a_computation():

@@ -20,6 +20,7 @@ WORD = re.compile(r"[\w.\-+]+")
 FLOAT = re.compile(r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _TOKEN_FOR_ERROR = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[\w.%\-+]+|\S')
+_PLAIN_RUN = re.compile(r'[^"{}()\[\],\n]+')     # what raw_value passes over without looking
 
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 _CLOSE = {"}", ")", "]"}
@@ -54,6 +55,9 @@ class Cursor:
 
     # -- scanning ------------------------------------------------------------------------------------
     def skip(self) -> None:
+        c = self.text[self.pos:self.pos + 1]
+        if c and c != "/" and not c.isspace():    # mostly a token is next: no regex to run
+            return
         self.pos = _SKIP.match(self.text, self.pos).end()
 
     def next_token_pos(self, pos: int) -> int:
@@ -146,6 +150,10 @@ class Cursor:
                     raise self.error("mismatched bracket in attribute value", "a balanced value", pos=i)
             elif not stack and (c == "," or (c == "\n" and stop_at_newline)):
                 break
+            else:
+                m = _PLAIN_RUN.match(text, i)
+                i = m.end() if m else i + 1
+                continue
             i += 1
         if stack:
             raise self.error("unbalanced brackets in attribute value", f"'{stack[-1]}'", pos=start)

@@ -36,6 +36,9 @@ _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
 _TABLE_HEADS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _TABLE_LINE = re.compile(r"[ \t]*(?:(?:FileNames|FunctionNames|FileLocations|StackFrames)[ \t]*|\d+[ \t][^\n]*)?(?:\n|$)")
 _ASYNC_SUFFIXES = ("-start", "-update", "-done")
+# the common forms in one match each (anything else takes the general path, which also words the errors):
+_ATTR_HEAD = re.compile(r"[ \t]*,[ \t]*([A-Za-z_][\w.\-]*)[ \t]*=")          # `, key=`
+_NAME_REF = re.compile(r"(%?[A-Za-z_][\w.\-]*|%[\w.\-]+)(?=[ \t]*[,)])")     # an operand name before , or )
 
 
 class Parser:
@@ -161,18 +164,17 @@ class Parser:
         p = self._op_body(comp, pend, name)
         inst = p.inst
         order: list[str] = []
-        while cur.peek_char() == ",":
-            save = cur.pos
-            cur.accept(",")
-            m = cur.peek(ATTR_NAME)
-            if not m or not cur.text.startswith("=", cur.next_token_pos(m.end())):
-                cur.pos = save
-                raise cur.error("expected an attribute 'name=value'", "an attribute")
-            key = m.group(0)
-            cur.pos = m.end()
-            cur.expect("=")
+        while True:
+            m = _ATTR_HEAD.match(cur.text, cur.pos)
+            if m:
+                key, key_pos = m.group(1), m.start(1)
+                cur.pos = m.end()
+            elif cur.peek_char() == ",":
+                key, key_pos = self._attr_head()
+            else:
+                break
             if key in order:
-                raise cur.error(f"attribute {key} is given twice on {name}", "a new attribute", m.start())
+                raise cur.error(f"attribute {key} is given twice on {name}", "a new attribute", key_pos)
             order.append(key)
             if key == "control-predecessors":
                 p.control = name_list(cur)
@@ -180,6 +182,19 @@ class Parser:
                 inst.attrs[key] = parse_attr_value(cur, key)
         inst._attr_order = tuple(order)
         return p
+
+    def _attr_head(self) -> tuple[str, int]:
+        """`, key =` with comments or newlines between: the key and where it starts."""
+        cur = self.cur
+        save = cur.pos
+        cur.accept(",")
+        m = cur.peek(ATTR_NAME)
+        if not m or not cur.text.startswith("=", cur.next_token_pos(m.end())):
+            cur.pos = save
+            raise cur.error("expected an attribute 'name=value'", "an attribute")
+        cur.pos = m.end()
+        cur.expect("=")
+        return m.group(0), m.start()
 
     def _op_body(self, comp: Computation, pend: list[PendingInstruction], name: str | None) -> PendingInstruction:
         """[shape] opcode(operands) -- the part of an instruction after '=' (or an anonymous operand)."""
@@ -227,6 +242,11 @@ class Parser:
         save = cur.pos
         if shape_ahead(cur):
             parse_shape(cur)
+        cur.skip()
+        m = _NAME_REF.match(cur.text, cur.pos)
+        if m:
+            cur.pos = m.end()
+            return Ref(m.group(0).lstrip("%"), m.start())
         m = cur.peek(NAME)
         if not m:
             raise cur.error("expected an operand", "an operand name")

@@ -4,6 +4,11 @@ Grammar:
   shape   ( shape, ... ) | TYPE [ dim, ... ] [layout]
   dim     N | <=N (bounded dynamic) | ? (unbounded dynamic, stored as -1)
   layout  { minor_to_major, ... [: tail] }    the tail (tiling, memory space, ...) is kept as its text
+
+Shapes repeat (every operand of a TF dump carries its shape), so a shape's text is read once: `_SEEN` maps the
+text of a plain array shape (`f32[2,3]{1,0}`) or of a whole tuple shape (up to its closing parenthesis, on one
+line) to its Shape (a frozen value, safe to share). Only text the full reader took exactly is remembered, so
+a hit returns what reading it again would.
 """
 from __future__ import annotations
 
@@ -16,6 +21,10 @@ _TYPE_BRACKET = re.compile(r"([a-z][a-z0-9]*)\[")
 _DIM = re.compile(r"<=\d+|\?|\d+")
 _LAYOUT_START = re.compile(r"\{\s*(?:\d|:|\})")
 _LAYOUT_TAIL = re.compile(r"[^{}]*")
+_PLAIN_ARRAY = re.compile(r"[a-z][a-z0-9]*\[(?:\d+(?:,\d+)*)?\](\{(?:\d+(?:,\d+)*)?\})?")
+_PARENS = re.compile(r"[()\n]")
+_SEEN: dict[str, Shape] = {}
+_SEEN_LIMIT = 1 << 14
 
 
 def shape_ahead(cur: Cursor) -> bool:
@@ -23,17 +32,25 @@ def shape_ahead(cur: Cursor) -> bool:
     return cur.peek_char() == "(" or bool(cur.peek(_TYPE_BRACKET))
 
 
-def parse_shape(cur: Cursor) -> Shape:
+def parse_shape(cur: Cursor, nested: bool = False) -> Shape:
+    cur.skip()
+    text, start = cur.text, cur.pos
+    end, resume = _text_end(cur, text, start, nested)
+    if end:
+        shape = _SEEN.get(text[start:end])
+        if shape is not None:
+            cur.pos = resume
+            return shape
     if cur.accept("("):
-        # not cur.items: one frame a nesting level keeps the depth parse() accepts where it was
+        # one function (no wrapper, not cur.items): one frame a nesting level keeps the depth parse() accepts
         subs: list[Shape] = []
         if not cur.accept(")"):
             while True:
-                subs.append(parse_shape(cur))
+                subs.append(parse_shape(cur, True))
                 if cur.accept(")"):
                     break
                 cur.expect(",", "between tuple shape elements")
-        return Shape.tuple_of(subs)
+        return _remember(cur, text, start, end, resume, Shape.tuple_of(subs))
     pos = cur.pos
     m = cur.peek(_TYPE_BRACKET)
     if not m or m.group(1) not in PRIMITIVE_TYPES:
@@ -48,7 +65,41 @@ def parse_shape(cur: Cursor) -> Shape:
         layout = _layout(cur, len(dims))
     if etype in ("token", "opaque") and dims:
         raise cur.error(f"{etype} shapes have no dimensions", f"{etype}[]", pos)
-    return Shape(etype, tuple(dims), layout, (), tuple(dynamic) if any(dynamic) else ())
+    shape = Shape(etype, tuple(dims), layout, (), tuple(dynamic) if any(dynamic) else ())
+    return _remember(cur, text, start, end, resume, shape)
+
+
+def _text_end(cur: Cursor, text: str, start: int, nested: bool) -> tuple[int, int]:
+    """(end, resume): where the shape text at `start` ends if it is one `_SEEN` may hold (else 0), and where
+    reading it leaves the cursor. Held: a plain array shape (not followed by a layout the plain form does not
+    cover; without a layout, reading it looks past the blanks after it), or, outermost only, a tuple closed on
+    its line."""
+    if text.startswith("(", start):
+        if nested:     # the outermost tuple's text covers its elements; scanning each again would be quadratic
+            return 0, 0
+        depth = 0
+        for m in _PARENS.finditer(text, start):
+            if m.group() == "\n":
+                return 0, 0
+            depth += 1 if m.group() == "(" else -1
+            if not depth:
+                return m.end(), m.end()
+        return 0, 0
+    m = _PLAIN_ARRAY.match(text, start)
+    if not m:
+        return 0, 0
+    if m.group(1) is not None:
+        return m.end(), m.end()
+    resume = cur.next_token_pos(m.end())
+    return (0, 0) if text.startswith("{", resume) else (m.end(), resume)
+
+
+def _remember(cur: Cursor, text: str, start: int, end: int, resume: int, shape: Shape) -> Shape:
+    if end and cur.pos == resume:
+        if len(_SEEN) >= _SEEN_LIMIT:
+            _SEEN.clear()
+        _SEEN[text[start:end]] = shape
+    return shape
 
 
 def _dim(cur: Cursor) -> tuple[int, bool]:
