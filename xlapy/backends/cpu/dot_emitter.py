@@ -12,9 +12,9 @@ import math
 from llvmlite import ir
 
 from .dot_blas import batch_tasks, emit_blas, set_serial_blas
-from .dot_loops import emit_loops
-from .dot_plan import (ALIGN, GEMM_MIN_FLOPS, GEMV_MIN_ELEMENTS, NARROW_REASON, DotDims, DotPlan, DotShape, Matrix,
-                       Operand, dot_scratch_bytes, group, make_plan, offset_of, operand_bytes, operands_of, plan_dot)
+from .dot_loops import emit_loops, emit_packed
+from .dot_plan import (ALIGN, GEMM_MIN_FLOPS, GEMV_MIN_ELEMENTS, NARROW_REASON, PACKED_RHS, DotDims, DotPlan,
+                       DotShape, Matrix, Operand, dot_scratch_bytes, group, make_plan, offset_of, operand_bytes, operands_of, plan_dot)
 from .irhelpers import I8P, I64, VOID, intrinsic, i64, loop_nest
 from .parallel import chunk_bounds, parallel_for
 from .types import load_element, store_element
@@ -35,8 +35,12 @@ def emit_dot(builder: ir.IRBuilder, module: ir.Module | None, lhs_ptr: ir.Value,
     emitted."""
     b = builder
     d = DotShape(*operands_of(lhs_shape, rhs_shape, out_shape, element_type, lhs_type, rhs_type), DotDims.of(dnums))
-    plan = make_plan(d)
+    packed = PACKED_RHS.get(id(dnums))
+    plan = make_plan(d, packed is not None)
     if math.prod(d.out.dims) == 0:
+        return plan
+    if plan.strategy == "packed":
+        emit_packed(b, d, lhs_ptr, rhs_ptr, out_ptr, packed)
         return plan
     ptrs = {"lhs": b.bitcast(lhs_ptr, I8P), "rhs": b.bitcast(rhs_ptr, I8P), "out": b.bitcast(out_ptr, I8P)}
     ops = {"lhs": d.lhs, "rhs": d.rhs, "out": d.out}

@@ -13,9 +13,9 @@ from llvmlite import ir
 from ...errors import UnimplementedError
 from ...hlo.shape import PrimitiveType
 from . import scalar_ops
-from .dot_plan import (Operand, batch_loop, DotShape, compute_type, elem_bytes, group, offset_of, row_major,
-                       vector_kernel_types)
-from .irhelpers import F16, I16, I32, alloca_once, i64, loop_nest
+from .dot_plan import (PACKED_HEADER, DotDims, Operand, batch_loop, DotShape, compute_type, elem_bytes, group,
+                       offset_of, row_major, vector_kernel_types)
+from .irhelpers import F16, F32, I8P, I16, I32, I64, alloca_once, i64, if_then, loop_nest
 from .llvm_jit import init_llvm
 from .types import load_element, storage_type, store_element, value_type
 
@@ -54,6 +54,8 @@ def _vector_bytes() -> int:
 _VECTOR_BYTES: int | None = None
 ROWS = 4          # register block of the vector kernel: ROWS output rows x VECS vectors of N
 VECS = 2
+PACKED_ROWS = 4
+PACKED_VECS = 3
 
 
 def emit_loops(b: ir.IRBuilder, d: DotShape, lhs_ptr, rhs_ptr, out_ptr, span=None) -> None:
@@ -148,12 +150,14 @@ def _splat(b: ir.IRBuilder, x: ir.Value, lanes: int) -> ir.Value:
     return b.shuffle_vector(v, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), None))
 
 
-def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr, rhs_ptr, out_ptr, span) -> None:
+def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr, rhs_ptr, out_ptr, span,
+                        packed: bool = False) -> None:
     """for each block of rows and of columns: acc[r][c] = 0; for k: acc[r][c] += lhs[row r, k] * rhs[k, cols c];
     store. Columns come in chunks of full vectors, then a scalar tail; everything is unrolled at compile time
     except the loops over row blocks, column tiles and k."""
     lanes = max(1, _vector_bytes() // elem_bytes(ct))
-    tile = lanes * VECS
+    vecs = PACKED_VECS if packed else VECS
+    tile = lanes * vecs
     full_tiles, rest = divmod(d.n, tile)
     tail_chunks, offset, width = [], 0, lanes     # the last columns in ever narrower vectors: 7 = 4 + 2 + 1
     while offset < rest:
@@ -164,9 +168,11 @@ def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr
             width //= 2
     m_dims = [d.lhs.dims[x] for x in d.lf]
     rows = ROWS if d.m >= ROWS else 1
+    prows = min(PACKED_ROWS, d.m)
 
-    def block(bivs, row_ivs, n0, chunks):
-        """One register block: output rows given by their M index lists, columns n0 + chunk offsets."""
+    def block(bivs, row_ivs, n0, chunks, r0=None):
+        """One register block: output rows given by their M index lists, columns n0 + chunk offsets (read from rhs
+        at its offset of k plus r0, n0 by default)."""
         mul, add = _arith(ct, reassoc=False)
         accs = [[alloca_once(b, ir.VectorType(value_type(ct), w) if w > 1 else value_type(ct)) for _, w in chunks]
                 for _ in row_ivs]
@@ -175,7 +181,7 @@ def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr
                 b.store(ir.Constant(slot.type.pointee, None) if w > 1 else _zero(ct), slot)
         with loop_nest(b, [d.lhs.dims[x] for x in d.dd.lhs_contracting], name="k") as kivs:
             _, ri, _ = _indices(d, bivs, [], kivs, [])
-            rbase = b.add(offset_of(b, ri, d.rhs.strides), n0)
+            rbase = b.add(offset_of(b, ri, d.rhs.strides), n0 if r0 is None else r0)
             rvals = [_vector_load(b, d.rhs, rhs_ptr, b.add(rbase, i64(off)), w, ct) for off, w in chunks]
             for mivs, row in zip(row_ivs, accs):
                 li, _, _ = _indices(d, bivs, mivs, kivs, [])
@@ -207,6 +213,39 @@ def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr
             out.append(b.urem(rest, i64(size)))
             rest = b.udiv(rest, i64(size))
         return list(reversed(out))
+
+    def row_blocks(bivs, n0, chunks, r0=None):
+        if packed:          # ROWS-row blocks, then the rows left as one block
+            blocks, left = divmod(d.m, prows)
+            if blocks:
+                with loop_nest(b, [blocks], name="mb") as (mb,):
+                    first = b.mul(mb, i64(prows))
+                    block(bivs, [unflatten(b.add(first, i64(r))) for r in range(prows)], n0, chunks, r0)
+            if left:
+                block(bivs, [unflatten(i64(blocks * prows + r)) for r in range(left)], n0, chunks, r0)
+            return
+        if rows == 1:
+            with loop_nest(b, m_dims, name="m") as mivs:
+                block(bivs, [mivs], n0, chunks, r0)
+            return
+        blocks, left = divmod(d.m, rows)
+        with loop_nest(b, [blocks], name="mb") as (mb,):
+            first = b.mul(mb, i64(rows))
+            block(bivs, [unflatten(b.add(first, i64(r))) for r in range(rows)], n0, chunks, r0)
+        if left:
+            with loop_nest(b, [left], name="mr") as (r,):
+                block(bivs, [unflatten(b.add(r, i64(blocks * rows)))], n0, chunks, r0)
+
+    if packed:          # rhs is the packed copy: tile t's K x tile block at t * K * tile, row k at k * tile
+        with batch_loop(b, d, span) as bivs:
+            if full_tiles:
+                with loop_nest(b, [full_tiles], name="nt") as (t,):
+                    row_blocks(bivs, b.mul(t, i64(tile)), [(c * lanes, lanes) for c in range(vecs)],
+                               b.mul(t, i64(d.k * tile)))
+            if rest:        # the last columns: a tile of its own, as wide as the others in the copy
+                row_blocks(bivs, i64(full_tiles * tile), [(c * lanes, lanes) for c in range(rest // lanes)],
+                           i64(full_tiles * d.k * tile))
+        return
 
     with batch_loop(b, d, span) as bivs:
         if rows == 1:
@@ -268,3 +307,46 @@ def _emit_scalar_loops(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr,
                     _, _, oi = _indices(d, bivs, mivs, [], nivs)
                     store_element(b, out_ptr, out.ptype, offset_of(b, oi, out.strides),
                                   scalar_ops.convert(b, ct, out.ptype, b.load(row_slot(oi, nivs)), flush=False))
+
+
+# -- a loop-invariant rhs, packed once per run of its loop ---------------------------------------------------
+def packed_tile() -> int:
+    """Columns per tile of a packed rhs: the width of the packed kernel's register block."""
+    return _vector_bytes() // 4 * PACKED_VECS
+
+
+def packed_floats(k: int, n: int) -> int:
+    """Floats of the packed copy of a K x N rhs: every tile as wide as a full one."""
+    tile = packed_tile()
+    return k * -(-n // tile) * tile
+
+
+def emit_packed(b: ir.IRBuilder, d: DotShape, lhs_ptr, rhs_ptr, out_ptr, region) -> None:
+    """out = dot(lhs, rhs) for a rhs that stays the same while the loop around the dot runs (dot_plan's "packed"
+    plan). `region` (dot_plan.packed_bytes of scratch, which the loop sets to 0 before its first iteration) holds
+    the address the copy was made from, then rhs as column tiles of K x tile elements, each contiguous. The copy
+    is made when that address is not rhs's, so once per run of the loop; every iteration's product reads the
+    tiles in order (the vector kernel, columns outermost, PACKED_ROWS x PACKED_VECS registers)."""
+    tile = packed_tile()
+    key = b.bitcast(region, I64.as_pointer())
+    tiles = b.bitcast(b.gep(b.bitcast(region, I8P), [i64(PACKED_HEADER)], inbounds=True), F32.as_pointer())
+    address = b.ptrtoint(rhs_ptr, I64)
+    with if_then(b, b.icmp_unsigned("!=", b.load(key), address), "pack"):
+        (kd,), (nd,) = d.dd.rhs_contracting, d.rf
+        ks, ns = d.rhs.strides[kd], d.rhs.strides[nd]
+        src = b.bitcast(rhs_ptr, F32.as_pointer())
+        full, rest = divmod(d.n, tile)
+        for first, count, width in ((0, full, tile), (full, 1 if rest else 0, rest)):
+            if not count:
+                continue
+            with loop_nest(b, [count, d.k, width], name="pack") as (t, k, j):
+                t = b.add(t, i64(first))
+                col = b.add(b.mul(t, i64(tile)), j)
+                v = b.load(b.gep(src, [b.add(b.mul(k, i64(ks)), b.mul(col, i64(ns)))], inbounds=True))
+                at = b.add(b.mul(b.add(b.mul(t, i64(d.k)), k), i64(tile)), j)
+                b.store(v, b.gep(tiles, [at], inbounds=True))
+        b.store(address, key)
+    view = Operand((d.k, d.n), (tile, 1), d.rhs.ptype)
+    dims = DotDims(d.dd.lhs_batch, d.dd.lhs_contracting, (), (0,))
+    _emit_vector_kernel(b, DotShape(d.lhs, view, d.out, dims), compute_type(d.out.ptype), lhs_ptr, tiles, out_ptr,
+                        None, packed=True)

@@ -10,6 +10,9 @@ through its element strides (from its layout), so transposed operands cost nothi
          batch element, batch dims looped in IR (dot_blas.py).
   gemv   the same when M or N is 1 (matrix-vector, vector-vector).
   loops  small products, and every other element type (dot_loops.py).
+  packed a GEMM with few rows in a small while body whose rhs the body passes through unchanged (an RNN step's
+         weight): the rhs copied once per run of the loop into column tiles that the vector kernel reads in
+         every iteration (loop_state.py registers such dots in PACKED_RHS, dot_loops.emit_packed emits them).
 
 When an operand's M/K (or K/N) dims cannot be viewed as one strided matrix (the contracting dim sits
 between free dims), it is first copied into [batch, M, K] / [batch, K, N] order ("transpose copy"); the
@@ -41,6 +44,17 @@ GEMV_MIN_ELEMENTS = 128 * 128     # matrix elements below this: emitted loops
 NARROW_N = 64
 NARROW_RHS_BYTES = 32 << 10
 ALIGN = 64
+# A loop-invariant rhs (a weight a while body passes through unchanged, loop_state.py) of an f32 GEMM with few
+# rows is copied once per run of the loop into column tiles ("packed", below) and read from there by the vector
+# kernel in every iteration, instead of a BLAS call that packs the whole weight again each time (an RNN step's
+# 32 x 128 x 384 or 16 x 128 x 512: the weight is 6-32 times the rows' bytes).
+PACKED_MAX_M = 64
+PACKED_MAX_RHS_BYTES = 1 << 20
+PACKED_MIN_MNK = 1 << 17
+PACKED_HEADER = 64                  # bytes before the tiles: the address the copy was made from, 0 for none
+# dot instruction id -> its packed copy's scratch slice (an i8*, in the function that runs the loop): loop_state.py
+# fills it while it emits the loop
+PACKED_RHS: dict[int, object] = {}
 
 
 @dataclass(frozen=True)
@@ -88,7 +102,7 @@ class Matrix:
 
 @dataclass(frozen=True)
 class DotPlan:
-    strategy: str                       # "gemm" | "gemv" | "loops"
+    strategy: str                       # "gemm" | "gemv" | "loops" | "packed"
     batch: int
     m: int
     n: int
@@ -244,7 +258,34 @@ def narrow(d: DotShape) -> bool:
             and group(d.lhs, d.dd.lhs_contracting) is not None and vector_kernel_types(d))
 
 
-def make_plan(d: DotShape) -> DotPlan:
+def packed_lanes() -> int:
+    from .dot_loops import _vector_bytes
+    return _vector_bytes() // 4
+
+
+def packed_bytes(dot) -> int:
+    """Scratch bytes of the packed copy of dot instruction `dot`'s rhs (header and tiles), 0 when the packed plan
+    does not apply to it."""
+    d = DotShape(*operands_of(dot.operands[0].shape, dot.operands[1].shape, dot.shape, dot.shape.ptype),
+                 DotDims.of(dot))
+    if not packed_applies(d):
+        return 0
+    from .dot_loops import packed_floats
+    return PACKED_HEADER + packed_floats(d.k, d.n) * 4
+
+
+def packed_applies(d: DotShape) -> bool:
+    """An f32 GEMM [M..., K] x [K, N] -> [M..., N] with few rows whose rhs the vector kernel can read packed: N a
+    multiple of the tile, one unit-stride run of rhs and of the result, K one dim and one run of lhs."""
+    dd = d.dd
+    return (d.out.ptype.name == d.lhs.ptype.name == d.rhs.ptype.name == "f32" and not dd.lhs_batch
+            and len(dd.lhs_contracting) == 1 and len(d.rhs.dims) == 2 and 2 <= d.m <= PACKED_MAX_M
+            and d.n % packed_lanes() == 0 and d.k * d.n * 4 <= PACKED_MAX_RHS_BYTES
+            and d.m * d.n * d.k >= PACKED_MIN_MNK and group(d.rhs, d.rf) == (d.n, 1)
+            and group(d.out, d.on) == (d.n, 1) and group(d.lhs, d.lf) is not None)
+
+
+def make_plan(d: DotShape, invariant_rhs: bool = False) -> DotPlan:
     lhs, rhs, out = d.lhs, d.rhs, d.out
     dims = dict(batch=d.batch, m=d.m, n=d.n, k=d.k)
     names = {lhs.ptype.name, rhs.ptype.name, out.ptype.name}
@@ -253,6 +294,8 @@ def make_plan(d: DotShape) -> DotPlan:
                              f"BLAS routine")
     if d.k == 0 or d.m == 0 or d.n == 0 or d.batch == 0:
         return DotPlan("loops", **dims, reason="empty dot")
+    if invariant_rhs and packed_applies(d):
+        return DotPlan("packed", **dims, reason="loop-invariant rhs packed once per run of the loop")
     vector = d.m == 1 or d.n == 1
     if vector and d.m * d.n * d.k < GEMV_MIN_ELEMENTS or not vector and d.m * d.n * d.k < GEMM_MIN_FLOPS:
         return _loop_plan(d, "small enough for emitted loops")
@@ -277,7 +320,7 @@ def plan_dot(lhs_shape, rhs_shape, out_shape, dnums, element_type, lhs_type=None
     """How `emit_dot` will compute this dot (same arguments, without the IR values): strategy, transpose
     copies, scratch bytes."""
     return make_plan(DotShape(*operands_of(lhs_shape, rhs_shape, out_shape, element_type, lhs_type, rhs_type),
-                      DotDims.of(dnums)))
+                      DotDims.of(dnums)), id(dnums) in PACKED_RHS)
 
 
 def dot_scratch_bytes(lhs_shape, rhs_shape, out_shape, dnums, element_type, lhs_type=None, rhs_type=None) -> int:
@@ -314,4 +357,5 @@ def _batch_span(b: ir.IRBuilder, dims: Sequence[int], start: ir.Value, end: ir.V
 
 
 __all__ = ["DotDims", "DotPlan", "Operand", "Matrix", "plan_dot", "dot_scratch_bytes", "GEMM_MIN_FLOPS",
-           "GEMV_MIN_ELEMENTS", "ALIGN", "NARROW_N", "NARROW_RHS_BYTES", "narrow"]
+           "GEMV_MIN_ELEMENTS", "ALIGN", "NARROW_N", "NARROW_RHS_BYTES", "narrow", "PACKED_RHS", "packed_applies",
+           "packed_bytes"]

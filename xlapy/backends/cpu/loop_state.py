@@ -20,6 +20,12 @@ iteration, for kernels of 5-30 us; with other processes on the cores each join m
 Interleaved rounds on the loaded 2-core machine, on the caller against on the pool: gru/fwd 0.92x the time,
 lstm/fwd 0.93x, lstm/train 0.94x, gru/train 0.92x, gpt2/sample 0.94x; with one more busy process 0.93x, 0.94x,
 0.89x, 0.93x, 0.91x, and 4-15% less CPU.
+
+A dot of a small body (at most CALLER_MAX_FLOPS, at any thread count) whose rhs is a state element the body passes
+through unchanged (a recurrent step's weight) gets a scratch slice for a packed copy of it, reset before the first
+iteration, so the copy is made once per run of the loop (dot_plan's "packed" plan, dot_loops.emit_packed) where a
+BLAS call would pack the whole weight again in every iteration: with 12 accumulators (4 rows x 3 vectors) the
+kernel also keeps its FMA units busy when another thread shares the core.
 """
 from __future__ import annotations
 
@@ -31,9 +37,11 @@ from ...hlo.ir import reachable_computations
 from ...hlo.cost import computation_flops
 from ...hlo.opcodes import opinfo
 from . import buffer_assignment
-from .aliasing import while_read_only_leaves
+from .aliasing import ComputationAliasing, while_read_only_leaves
 from .buffers import BufferRef, ValueTree, leaf_count
 from .dot_blas import set_serial_blas
+from .dot_plan import PACKED_RHS, packed_bytes
+from .irhelpers import I64, i64
 from .indexing import major_to_minor
 from .parallel import on_calling_thread
 from .threadpool import serial_blas_available
@@ -53,10 +61,12 @@ CALLER_MAX_FLOPS = 64e6       # per iteration (hlo/cost.py's count: 2 per multip
 def runs_on_caller(inst: Instruction, num_threads: int) -> bool:
     """Does while `inst` run its condition and body on the calling thread (parallel.on_calling_thread)? Yes
     when there are threads to decline and one iteration's work is at most CALLER_MAX_FLOPS."""
-    if num_threads <= 1:
-        return False
-    flops = sum(sum(computation_flops(inst.attrs[k])) for k in ("condition", "body"))
-    return flops <= CALLER_MAX_FLOPS
+    return num_threads > 1 and _small_body(inst)
+
+
+def _small_body(inst: Instruction) -> bool:
+    """At most CALLER_MAX_FLOPS per iteration: a body whose kernels run one thread's code at any thread count."""
+    return sum(sum(computation_flops(inst.attrs[k])) for k in ("condition", "body")) <= CALLER_MAX_FLOPS
 
 
 @contextmanager
@@ -66,15 +76,56 @@ def iterations(em, inst: Instruction) -> Iterator[None]:
     GEMM's own bracket finds it so and changes no thread count (0.8 us a GEMM, 4% of a 16 x 64 x 512 one)."""
     on_caller = runs_on_caller(inst, em.num_threads)
     bracket = on_caller and _calls_blas(inst) and serial_blas_available()
-    with on_calling_thread(on_caller):
-        if bracket:
-            set_serial_blas(em.b, True)
-        yield
-        if bracket:
-            set_serial_blas(em.b, False)
+    packed = _pack_invariant_rhs(em, inst) if _small_body(inst) else []
+    try:
+        with on_calling_thread(on_caller):
+            if bracket:
+                set_serial_blas(em.b, True)
+            yield
+            if bracket:
+                set_serial_blas(em.b, False)
+    finally:
+        for dot in packed:
+            PACKED_RHS.pop(id(dot), None)
 
 
 _BLAS_OPS = frozenset({"dot", "convolution"})
+
+
+def _invariant_rhs_dots(inst: Instruction) -> list[Instruction]:
+    """The dots of while inst's body (its own instructions) whose rhs is a state element the body passes through
+    unchanged: the same array in every iteration of a run of the loop (dot_plan's "packed" plan)."""
+    body = inst.attrs["body"]
+    read_only = while_read_only_leaves(inst)
+    if not read_only:
+        return []
+    leaves = ComputationAliasing(body).leaves
+
+    def state_leaf(value: Instruction) -> int | None:
+        found = leaves[id(value)]
+        if len(found) != 1 or len(found[0]) != 1:
+            return None
+        (buf,) = found[0]
+        return buf[2] if buf[:2] == ("param", 0) else None
+    return [i for i in body.instructions if i.opcode == "dot" and state_leaf(i.operands[1]) in read_only]
+
+
+def _pack_invariant_rhs(em, inst: Instruction) -> list[Instruction]:
+    """For each dot of while inst's body whose rhs is loop-invariant and suits dot_plan's "packed" plan: a scratch
+    slice for the packed copy (live while the loop is: the while instruction's temporary), its header set to
+    "no copy" here, before the first iteration, so the dot makes the copy once per run of the loop
+    (dot_loops.emit_packed). Returns the dots registered in dot_plan.PACKED_RHS."""
+    b = em.b
+    dots = []
+    for dot in _invariant_rhs_dots(inst):
+        nbytes = packed_bytes(dot)
+        if not nbytes:
+            continue
+        region = b.gep(em.scratch_arg, [i64(em.scratch.allocate(nbytes))], inbounds=True)
+        b.store(i64(0), b.bitcast(region, I64.as_pointer()))
+        PACKED_RHS[id(dot)] = region
+        dots.append(dot)
+    return dots
 
 
 def _calls_blas(inst: Instruction) -> bool:
