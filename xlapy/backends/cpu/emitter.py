@@ -16,7 +16,7 @@ from llvmlite import ir
 from ...errors import UnimplementedError
 from ...hlo import ELIDED, Computation, Instruction, elided_constant_error
 from ...hlo.shape import Shape
-from . import buffer_assignment, kernels
+from . import buffer_assignment, folding_builder, kernels
 from .kernel_replay import KernelReplay
 from .aliasing import fused_in_place_operand
 from .buffer_assignment import BufferAssignment
@@ -57,7 +57,7 @@ class IrEmitter:
     """Emits computations into `builder`'s function; temporaries live at offsets of the `scratch` argument."""
 
     def __init__(self, builder: ir.IRBuilder, scratch: ir.Value):
-        self.b = builder
+        self.b = builder = folding_builder.adopt(builder)     # integer constants folded in Python
         self.scratch_arg = scratch
         self.scratch = ScratchAllocator(reuse=buffer_assignment.REUSE_TEMPORARIES)
         self.assignment = BufferAssignment(self.scratch)     # liveness-based reuse of scratch slices

@@ -26,6 +26,7 @@ from llvmlite import ir
 from . import kernel_replay
 from .buffers import BufferRef, ValueTree
 from .irhelpers import I8P, VOID, mark_ftz
+from .ir_text import function_text
 from .parallel import ENCLOSING, _foreign_uses, _foreign_values, enclosing_functions
 
 # the instructions that stay inline: no loop of their own (value trees, aliases) or control flow whose
@@ -169,13 +170,15 @@ def _enclosing(fn: ir.Function, value: ir.Instruction) -> bool:
 
 
 class KernelCache:
-    """One function per distinct kernel of a module. Kernels are compared by their text with local names
-    numbered in order of appearance, and references to the module's other definitions (thread-pool workers,
-    their bound tables, constants) compared by those definitions' own text, recursively: two kernels are equal
-    when they would compile to the same machine code for any buffers."""
+    """One function per distinct kernel of a module. Kernels are compared by their text, with references to the
+    module's other definitions (thread-pool workers, their bound tables, constants) compared by those
+    definitions' own text, recursively: two kernels are equal when they would compile to the same machine code
+    for any buffers. Local names are compared as printed: each function numbers and deduplicates its own names
+    (a fresh llvmlite scope per draft, kernels.py, and per worker, parallel.py), and emitters name values by
+    role, never by HLO name, so structurally equal emissions print the same names. (Renumbering them by a regex
+    pass cost a tenth of emission; a kernel equal up to its names only would be kept twice, never merged
+    wrongly.)"""
 
-    _LOCAL = re.compile(r'%(?:"(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)')
-    _LABEL = re.compile(r'^("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+):', re.M)
     _GLOBAL = re.compile(r'@(?:"((?:[^"\\]|\\.)*)"|([-a-zA-Z$._0-9]+))')
 
     def __init__(self, module: ir.Module):
@@ -216,14 +219,11 @@ class KernelCache:
         return digest
 
     def _canonical_text(self, g) -> str:
-        text = self.printed[g.name] = str(g)
+        text = self.printed[g.name] = function_text(g) if isinstance(g, ir.Function) else str(g)
 
         def global_ref(m: re.Match) -> str:
             ref = m.group(1) if m.group(1) is not None else m.group(2)
             if ref == g.name:
                 return "@SELF"
             return "@" + self.key(ref) if ref in self.module.globals else m.group(0)
-        text = self._GLOBAL.sub(global_ref, text)
-        text = self._LABEL.sub(lambda m: "%" + m.group(1) + ":", text)
-        numbers: dict[str, str] = {}
-        return self._LOCAL.sub(lambda m: numbers.setdefault(m.group(0), f"%v{len(numbers)}"), text)
+        return self._GLOBAL.sub(global_ref, text)
