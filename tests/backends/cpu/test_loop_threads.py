@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import xlapy
-from xlapy.backends.cpu import loop_state, threadpool
+from xlapy.backends.cpu import loop_state, loops, threadpool
 from xlapy.testing import assert_same
 from xlapy.tools import npz
 
@@ -105,3 +105,14 @@ def test_one_thread_has_nothing_to_decide():
     assert loop.opcode == "while"
     assert loop_state.runs_on_caller(loop, 2)
     assert not loop_state.runs_on_caller(loop, 1)
+
+
+def test_caller_loops_compute_row_halves_together(small, args, monkeypatch):
+    """A loop on the caller runs each row's two halves in one iteration (loops.HALF_ROW_QUANTUM): the same
+    element code, so the same bits as one element at a time."""
+    monkeypatch.setattr(loops, "HALF_ROW_QUANTUM", 1 << 30)          # no row splits in two
+    monkeypatch.setenv("XLAPY_CACHE_DIR", "off")
+    whole = xlapy.compile(xlapy.hlo.parse(TEXT), backend="cpu", num_threads=2)
+    assert whole.llvm_ir != small.llvm_ir
+    for g, w in zip(npz.flatten(small(*args)), npz.flatten(whole(*args)), strict=True):
+        np.testing.assert_array_equal(g, w)
