@@ -47,6 +47,17 @@ def test_fixed_point_runs_until_no_change():
     assert c.runs == 4 and fp.iterations_run == 4
 
 
+def test_fixed_point_skips_a_pass_that_found_nothing_since_the_last_change():
+    """A pass that changed nothing, with no change since, would find nothing again: the last iteration runs only
+    what ran before the last change (unless the pass says it depends on more than the module)."""
+    a, idle, stateful = Counter(2), Counter(0), Counter(0)
+    stateful.depends_on_module_only = False
+    fp = FixedPoint("fp", [a, idle, stateful])
+    assert fp.run(xlapy.hlo.parse(TEXT), debug.DebugOptions())
+    assert fp.iterations_run == 3 and a.runs == 3
+    assert idle.runs == 2 and stateful.runs == 3
+
+
 def test_fixed_point_has_an_iteration_cap():
     c = Counter(1000)
     fp = FixedPoint("fp", [c], max_iterations=5)

@@ -20,7 +20,8 @@ WORD = re.compile(r"[\w.\-+]+")
 FLOAT = re.compile(r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _TOKEN_FOR_ERROR = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[\w.%\-+]+|\S')
-_PLAIN_RUN = re.compile(r'[^"{}()\[\],\n]+')     # what raw_value passes over without looking
+_RAW_SPECIAL = re.compile(r'["{}()\[\],\n]')     # what raw_value looks at (it passes over the rest)
+_RAW_GROUP = re.compile(r'\{[^"{}()\[\]]*\}|\([^"{}()\[\]]*\)|\[[^"{}()\[\]]*\]')    # innermost brackets
 
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 _CLOSE = {"}", ")", "]"}
@@ -131,33 +132,40 @@ class Cursor:
     def raw_value(self, stop_at_newline: bool = True) -> str:
         """Text up to the next top-level ',' (or newline / unmatched closer), with balanced brackets and strings."""
         self.skip()
-        text, start, i, n = self.text, self.pos, self.pos, len(self.text)
+        text, start = self.text, self.pos
         stack: list[str] = []
-        while i < n:
-            c = text[i]
-            if c == '"':
-                m = _STRING.match(text, i)
-                if not m:
-                    raise self.error("unterminated string", "'\"'", pos=i)
-                i = m.end()
-                continue
-            if c in _OPEN:
-                stack.append(_OPEN[c])
-            elif c in _CLOSE:
-                if not stack:
+        i, end = start, -1
+        while end < 0:
+            # only the characters that matter, one C-level search each (metadata is mostly plain text)
+            for m in _RAW_SPECIAL.finditer(text, i):
+                at = m.start()
+                c = text[at]
+                if c == '"':
+                    string = _STRING.match(text, at)
+                    if not string:
+                        raise self.error("unterminated string", "'\"'", pos=at)
+                    i = string.end()
+                    break                       # go on after the string
+                if c in _OPEN:
+                    inner = _RAW_GROUP.match(text, at)
+                    if inner:                   # a group with no brackets or strings inside: over it at once
+                        i = inner.end()
+                        break
+                    stack.append(_OPEN[c])
+                elif c in _CLOSE:
+                    if not stack:
+                        end = at
+                        break
+                    if stack.pop() != c:
+                        raise self.error("mismatched bracket in attribute value", "a balanced value", pos=at)
+                elif not stack and (c == "," or stop_at_newline):
+                    end = at
                     break
-                if stack.pop() != c:
-                    raise self.error("mismatched bracket in attribute value", "a balanced value", pos=i)
-            elif not stack and (c == "," or (c == "\n" and stop_at_newline)):
-                break
             else:
-                m = _PLAIN_RUN.match(text, i)
-                i = m.end() if m else i + 1
-                continue
-            i += 1
+                end = len(text)
         if stack:
             raise self.error("unbalanced brackets in attribute value", f"'{stack[-1]}'", pos=start)
-        value = text[start:i].rstrip()
+        value = text[start:end].rstrip()
         if not value:
             raise self.error("expected an attribute value", "a value", pos=start)
         self.pos = start + len(value)

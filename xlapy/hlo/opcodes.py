@@ -6,7 +6,7 @@ Arity: an int, or VARIADIC. Traits (single letters in the table, spelled out in 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 VARIADIC = -1
 
@@ -16,24 +16,27 @@ TRAITS = {"E": "elementwise", "C": "commutative", "S": "side_effect", "X": "expe
 
 @dataclass(frozen=True)
 class OpInfo:
+    """One row of the table. The trait flags are plain fields, made once from `traits` (passes read them for
+    every instruction they visit, many times a compile)."""
     name: str
     arity: int
     traits: frozenset[str]
+    is_elementwise: bool = field(init=False, repr=False, compare=False)
+    is_commutative: bool = field(init=False, repr=False, compare=False)
+    has_side_effect: bool = field(init=False, repr=False, compare=False)
+    is_expensive: bool = field(init=False, repr=False, compare=False)
+    is_associative: bool = field(init=False, repr=False, compare=False)
+    is_data_movement: bool = field(init=False, repr=False, compare=False)
+    calls_computations: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def is_elementwise(self) -> bool: return "elementwise" in self.traits
-    @property
-    def is_commutative(self) -> bool: return "commutative" in self.traits
-    @property
-    def has_side_effect(self) -> bool: return "side_effect" in self.traits
-    @property
-    def is_expensive(self) -> bool: return "expensive" in self.traits
-    @property
-    def is_associative(self) -> bool: return "associative" in self.traits
-    @property
-    def is_data_movement(self) -> bool: return "data_movement" in self.traits
-    @property
-    def calls_computations(self) -> bool: return "calls_computation" in self.traits
+    def __post_init__(self) -> None:
+        for flag, trait in _FLAGS.items():
+            object.__setattr__(self, flag, trait in self.traits)
+
+
+_FLAGS = {"is_elementwise": "elementwise", "is_commutative": "commutative", "has_side_effect": "side_effect",
+          "is_expensive": "expensive", "is_associative": "associative", "is_data_movement": "data_movement",
+          "calls_computations": "calls_computation"}
 
 
 V = VARIADIC

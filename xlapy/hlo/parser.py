@@ -37,8 +37,10 @@ _TABLE_HEADS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _TABLE_LINE = re.compile(r"[ \t]*(?:(?:FileNames|FunctionNames|FileLocations|StackFrames)[ \t]*|\d+[ \t][^\n]*)?(?:\n|$)")
 _ASYNC_SUFFIXES = ("-start", "-update", "-done")
 # the common forms in one match each (anything else takes the general path, which also words the errors):
-_ATTR_HEAD = re.compile(r"[ \t]*,[ \t]*([A-Za-z_][\w.\-]*)[ \t]*=")          # `, key=`
-_NAME_REF = re.compile(r"(%?[A-Za-z_][\w.\-]*|%[\w.\-]+)(?=[ \t]*[,)])")     # an operand name before , or )
+_INSTRUCTION_HEAD = re.compile(r"(ROOT[ \t]+)?(%?[A-Za-z_][\w.\-]*|%[\w.\-]+)[ \t]*=")          # `[ROOT] name =`
+_OPCODE_CALL = re.compile(r"([a-z][a-z0-9\-]*)\(")                                              # `opcode(`
+_ATTR_HEAD = re.compile(r"[ \t]*,[ \t]*([A-Za-z_][\w.\-]*)[ \t]*=")                             # `, key=`
+_NAME_REF = re.compile(r"(%?[A-Za-z_][\w.\-]*|%[\w.\-]+)(?=[ \t]*[,)])")                        # an operand name before , or )
 
 
 class Parser:
@@ -121,8 +123,14 @@ class Parser:
             if cur.at_end():
                 raise cur.error(f"computation {name} is not closed", "'}'")
             pos = cur.pos
-            is_root = cur.accept_keyword("ROOT")
-            p = self._instruction(comp, pend)
+            m = _INSTRUCTION_HEAD.match(cur.text, pos)
+            if m and (m.group(1) or m.group(2) != "ROOT"):
+                is_root = m.group(1) is not None
+                cur.pos = m.end()
+                p = self._instruction(comp, pend, m.group(2).lstrip("%"))
+            else:
+                is_root = cur.accept_keyword("ROOT")
+                p = self._instruction(comp, pend)
             if p.inst.name in seen:
                 raise cur.error(f"instruction {p.inst.name} is defined twice in {name}", "a new name", pos)
             seen[p.inst.name] = p.inst
@@ -157,10 +165,13 @@ class Parser:
         parse_shape(cur)
 
     # -- instructions --------------------------------------------------------------------------------
-    def _instruction(self, comp: Computation, pend: list[PendingInstruction]) -> PendingInstruction:
+    def _instruction(self, comp: Computation, pend: list[PendingInstruction],
+                     name: str | None = None) -> PendingInstruction:
+        """The instruction after [ROOT]; `name`: its name and '=' are already read."""
         cur = self.cur
-        name = self._name("an instruction name")
-        cur.expect("=", f"after instruction name {name}")
+        if name is None:
+            name = self._name("an instruction name")
+            cur.expect("=", f"after instruction name {name}")
         p = self._op_body(comp, pend, name)
         inst = p.inst
         order: list[str] = []
@@ -201,9 +212,15 @@ class Parser:
         cur = self.cur
         shape = parse_shape(cur) if shape_ahead(cur) else None
         pos = cur.pos
-        text = cur.take(_OPCODE, "an opcode")
-        opcode, wrapped = self._opcode(text, pos)
-        cur.expect("(", f"after opcode {text}")
+        cur.skip()
+        m = _OPCODE_CALL.match(cur.text, cur.pos)
+        if m and m.group(1) in OPCODES:
+            opcode, wrapped = m.group(1), None
+            cur.pos = m.end()
+        else:
+            text = cur.take(_OPCODE, "an opcode")
+            opcode, wrapped = self._opcode(text, pos)
+            cur.expect("(", f"after opcode {text}")
         inst = Instruction(opcode, shape, name=name or "")
         p = PendingInstruction(inst, [], pos)
         p.wrapped = wrapped

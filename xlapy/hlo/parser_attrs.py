@@ -17,6 +17,7 @@ from .parser_shapes import parse_shape
 _DIM_LABELS = re.compile(r"[0-9a-z?]+_[0-9a-z?]+->[0-9a-z?]+")
 _PADDING = re.compile(r"[-\d_x]+")
 _MAX_INT_LIST_DEPTH = 8
+_FLAT_INTS = re.compile(r"\{[ \t]*([-+]?\d+(?:[ \t]*,[ \t]*[-+]?\d+)*)?[ \t]*\}")     # `{1, 2}` in one match
 
 
 def parse_attr_value(cur: Cursor, key: str):
@@ -63,6 +64,11 @@ def _int_list(cur: Cursor, key: str, depth: int = 0) -> tuple:
     """`{1, 2}`, or nested lists of them: `{{1,2},{3}}`."""
     if depth > _MAX_INT_LIST_DEPTH:
         raise cur.error(f"{key} is nested too deeply", "a flat list of integers")
+    cur.skip()
+    m = _FLAT_INTS.match(cur.text, cur.pos)
+    if m:
+        cur.pos = m.end()
+        return tuple(int(x) for x in m.group(1).split(",")) if m.group(1) else ()
     cur.expect("{", f"to open {key}")
 
     def entry():

@@ -29,7 +29,8 @@ _SEEN_LIMIT = 1 << 14
 
 def shape_ahead(cur: Cursor) -> bool:
     """Does a shape start here (a tuple's '(' or `type[`)?"""
-    return cur.peek_char() == "(" or bool(cur.peek(_TYPE_BRACKET))
+    cur.skip()
+    return cur.text.startswith("(", cur.pos) or _TYPE_BRACKET.match(cur.text, cur.pos) is not None
 
 
 def parse_shape(cur: Cursor, nested: bool = False) -> Shape:

@@ -133,7 +133,12 @@ class Any(Pattern):
         self.name, self.pred, self.one_user, self.dtype = name, pred, one_user, _dtype_of(dtype)
 
     def _match(self, inst, caps, why):
-        return self._dtype_ok(inst, why) and self._pred_ok(inst, why) and self._bind(inst, caps, why)
+        # each check only when the pattern has it (the simplifier tries tens of thousands of these a compile)
+        if self.dtype is not None and not self._dtype_ok(inst, why):
+            return False
+        if self.pred is not None and not self._pred_ok(inst, why):
+            return False
+        return self._bind(inst, caps, why) if self.one_user or self.name is not None else True
 
     def __repr__(self):
         return f"Any({', '.join(x for x in (self.name or '', self._dtype_repr()) if x)})"
@@ -151,34 +156,47 @@ class Op(Pattern):
         # before any capture bookkeeping (the simplifier tries thousands of patterns that fail on an opcode)
         heads = tuple(_heads(p) for p in operands)
         self._heads = heads if any(h is not None for h in heads) else None
+        # operands that match anything and bind nothing are not walked; operands that bind nothing need no trial
+        # copy of the captures (a failed order leaves nothing behind to undo)
+        self._free = all(_is_free(p) for p in operands)
+        self._binds = any(p.captures() for p in operands)
 
     def _match(self, inst, caps, why):
         if self.opcodes is not None and inst.opcode not in self.opcodes:
             if why is not None:
                 why.append(f"{inst.name} is {inst.opcode}, not {'/'.join(sorted(self.opcodes))}")
             return False
-        if not (self._dtype_ok(inst, why) and self._pred_ok(inst, why)):
+        if self.dtype is not None and not self._dtype_ok(inst, why):
+            return False
+        if self.pred is not None and not self._pred_ok(inst, why):
             return False
         if self.operands:
             if len(inst.operands) != len(self.operands):
                 if why is not None:
                     why.append(f"{inst.name} has {len(inst.operands)} operands, pattern wants {len(self.operands)}")
                 return False
-            orders = [inst.operands]
-            if len(inst.operands) == 2 and inst.info.is_commutative:
-                orders.append(inst.operands[::-1])
-            heads = self._heads if why is None else None      # explain() records every reason
-            for ops in orders:
-                if heads is not None and not _heads_ok(heads, ops):
-                    continue
-                trial = dict(caps)
-                if all(p._match(o, trial, why) for p, o in zip(self.operands, ops)):
-                    caps.clear()
-                    caps.update(trial)
-                    break
-            else:
+            if not (self._free and why is None) and not self._match_operands(inst, caps, why):
                 return False
-        return self._bind(inst, caps, why)
+        return self._bind(inst, caps, why) if self.one_user or self.name is not None else True
+
+    def _match_operands(self, inst, caps, why) -> bool:
+        orders = [inst.operands]
+        if len(inst.operands) == 2 and inst.info.is_commutative:
+            orders.append(inst.operands[::-1])
+        heads = self._heads if why is None else None      # explain() records every reason
+        for ops in orders:
+            if heads is not None and not _heads_ok(heads, ops):
+                continue
+            if not self._binds and why is None:
+                if all(p._match(o, caps, None) for p, o in zip(self.operands, ops)):
+                    return True
+                continue
+            trial = dict(caps)
+            if all(p._match(o, trial, why) for p, o in zip(self.operands, ops)):
+                caps.clear()
+                caps.update(trial)
+                return True
+        return False
 
     def __repr__(self):
         ops = ", ".join([*map(repr, self.operands), *([self._dtype_repr()] if self.dtype else [])])
@@ -195,6 +213,11 @@ def _heads(p: Pattern) -> frozenset[str] | None:
 
 
 _SCALAR_HEADS = frozenset({"constant", "broadcast"})
+
+
+def _is_free(p: Pattern) -> bool:
+    """Does `p` match every instruction and bind nothing?"""
+    return (type(p) is Any and p.name is None and p.pred is None and not p.one_user and p.dtype is None)
 
 
 def _heads_ok(heads: tuple, ops) -> bool:

@@ -1,7 +1,9 @@
 """Pass machinery: Pass, Pipeline, FixedPoint, the invariant checker and dump hooks (XLA's HloPassPipeline).
 
 A pass has a `name` and `run(module) -> bool` (did it change anything). A Pipeline runs passes in order;
-a FixedPoint re-runs its sub-pipeline until nothing changes (with an iteration cap). Passes named in
+a FixedPoint re-runs its sub-pipeline until nothing changes (with an iteration cap), skipping a pass whose
+last run changed nothing when no pass has changed the module since (it would find the same nothing: a pass is a
+function of the module, unless it says otherwise with `depends_on_module_only = False`). Passes named in
 `--xla_disable_hlo_passes` are skipped. With `check_invariants`, the verifier runs after every pass that
 changed the module, and an error names the pass. With `--xla_dump_to` and `--xla_dump_hlo_pass_re`, the
 module is dumped after every matching pass that changed it.
@@ -18,6 +20,8 @@ from ..hlo import Module
 class Pass:
     """Base class. Subclasses set `name` and implement `run(module) -> bool`."""
     name = "pass"
+    # run twice on a module nothing changed in between, the second run changes nothing (a FixedPoint skips it)
+    depends_on_module_only = True
 
     def run(self, module: Module) -> bool:
         raise NotImplementedError(f"pass {type(self).__name__} has no run()")
@@ -62,13 +66,20 @@ class Pipeline(Pass):
             ctx.dumper.flush("pipeline-end")
         return changed
 
-    def _run(self, module: Module, ctx: _RunContext) -> bool:
+    def _run(self, module: Module, ctx: _RunContext, idle: set[int] | None = None) -> bool:
+        """Run the passes in order. `idle` (a FixedPoint's): ids of passes that changed nothing in their last run,
+        with no change since; they are skipped, and the set is kept up to date."""
         changed = False
         for p in self.passes:
             if p.name in ctx.options.disable_hlo_passes:
                 continue
             if isinstance(p, Pipeline):
-                changed |= p._run(module, ctx)
+                did = p._run(module, ctx)
+                if did and idle:
+                    idle.clear()
+                changed |= did
+                continue
+            if idle is not None and id(p) in idle:
                 continue
             if ctx.dumper is not None:
                 ctx.dumper.flush(p.name)
@@ -81,7 +92,11 @@ class Pipeline(Pass):
                 raise XlapyError(f"pass {p.name} (in pipeline {self.name}) failed on module {module.name}: "
                                  f"{type(e).__name__}: {e}") from e
             if not did:
+                if idle is not None and p.depends_on_module_only:
+                    idle.add(id(p))
                 continue
+            if idle:
+                idle.clear()
             changed = True
             ctx.history.append(p.name)
             if ctx.check_invariants or self.check_invariants:
@@ -103,9 +118,10 @@ class FixedPoint(Pipeline):
     def _run(self, module: Module, ctx: _RunContext) -> bool:
         changed = False
         self.iterations_run = 0
+        idle: set[int] = set()
         while self.iterations_run < self.max_iterations:
             self.iterations_run += 1
-            if not super()._run(module, ctx):
+            if not super()._run(module, ctx, idle):
                 break
             changed = True
         return changed

@@ -108,7 +108,10 @@ def _rewrite(comp: Computation, inst: Instruction, rules: RuleSet, trace: list |
              added: list[Instruction]) -> bool:
     """Apply the first rule that rewrites `inst`; the instructions it made go to `added`, operands first."""
     for r in rules.for_opcode(inst.opcode):
-        new = r.apply(inst)
+        caps: dict = {}
+        if not r.pattern._match(inst, caps, None):      # Rule.apply, inlined: tried ~10^4 times a compile
+            continue
+        new = r.fn(inst, **caps)
         if new is None or new is inst:
             continue
         if not new.shape.compatible(inst.shape):
@@ -133,6 +136,8 @@ def apply_rules_to(comp: Computation, rules: RuleSet, trace: list | None = None)
     for inst in comp.post_order():
         if inst.parent is not comp:      # removed by an earlier rewrite in this sweep
             continue
+        if not rules.for_opcode(inst.opcode):
+            continue                     # no rule for it (parameters, most of a module's opcodes)
         if not inst.users and inst is not comp.root and not inst.has_side_effect:
             continue                     # dead (replaced earlier): DCE removes it, rewriting it makes more
         added: list[Instruction] = []

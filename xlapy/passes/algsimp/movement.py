@@ -13,7 +13,7 @@ from .util import A
 @rule(Op({"reshape", "broadcast", "transpose", "copy", "bitcast"}, A))
 def same_shape_noop(inst, a):
     # reshape(A) => A, broadcast(A) => A, transpose(A) => A, copy(A) => A ... when the result is A's shape
-    if not a.shape.compatible(inst.shape):
+    if a.shape.dims != inst.shape.dims or not a.shape.compatible(inst.shape):   # dims first: the cheap refusal
         return None
     if inst.opcode == "transpose" and tuple(inst.attrs["dimensions"]) != tuple(range(a.shape.rank)):
         return None
