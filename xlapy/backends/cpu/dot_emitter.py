@@ -14,7 +14,8 @@ from llvmlite import ir
 from .dot_blas import batch_tasks, emit_blas, set_serial_blas
 from .dot_loops import emit_loops, emit_packed
 from .dot_plan import (ALIGN, GEMM_MIN_FLOPS, GEMV_MIN_ELEMENTS, NARROW_REASON, PACKED_RHS, DotDims, DotPlan,
-                       DotShape, Matrix, Operand, dot_scratch_bytes, group, make_plan, offset_of, operand_bytes, operands_of, plan_dot)
+                       DotShape, Matrix, Operand, dot_scratch_bytes, group, make_plan, offset_of, operand_bytes,
+                       operands_of, plan_dot)
 from .irhelpers import I8P, I64, VOID, intrinsic, i64, loop_nest
 from .parallel import chunk_bounds, parallel_for
 from .types import load_element, store_element
