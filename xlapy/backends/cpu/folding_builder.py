@@ -121,13 +121,45 @@ def _binary(op: str):
             v = fold(op, lhs, rhs)
             if v is not None:
                 return v
-        return self._reuse((op, lhs, rhs, tuple(flags)), lambda: make(self, lhs, rhs, name, flags))
+        key = self._reuse_key(op, lhs, rhs, flags) if type(lhs.type) is ir.IntType else None
+        if key is not None:
+            hit = self._reuse_table.get(key)
+            if hit is not None:
+                return hit[-1]
+        inst = make(self, lhs, rhs, name, flags)
+        if key is not None:
+            self._remember(key, lhs, rhs, inst)
+        return inst
     method.__name__ = _METHOD[op]
     return method
 
 
 _METHOD = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor", "udiv": "udiv",
            "urem": "urem", "shl": "shl", "lshr": "lshr"}
+
+
+def _compare(signed: bool):
+    make = ir.IRBuilder.icmp_signed if signed else ir.IRBuilder.icmp_unsigned
+
+    def method(self, cmpop, lhs, rhs, name=""):
+        a, b = _int_constant(lhs), _int_constant(rhs)
+        # (signed, i1's 1 is -1: not folded)
+        if a is not None and b is not None and cmpop in _ICMP and not (signed and lhs.type.width == 1):
+            w = lhs.type.width
+            a, b = (a, b) if signed else (_unsigned(a, w), _unsigned(b, w))
+            return ir.Constant(ir.IntType(1), int(_ICMP[cmpop](a, b)))
+        key = self._reuse_key(("icmp s" if signed else "icmp u") + cmpop, lhs, rhs, ()) \
+            if type(lhs.type) is ir.IntType else None
+        if key is not None:
+            hit = self._reuse_table.get(key)
+            if hit is not None:
+                return hit[-1]
+        inst = make(self, cmpop, lhs, rhs, name)
+        if key is not None:
+            self._remember(key, lhs, rhs, inst)
+        return inst
+    method.__name__ = make.__name__
+    return method
 
 
 class FoldingBuilder(ir.IRBuilder):
@@ -145,45 +177,8 @@ class FoldingBuilder(ir.IRBuilder):
     urem = _binary("urem")
     shl = _binary("shl")
     lshr = _binary("lshr")
-
-    def icmp_signed(self, cmpop, lhs, rhs, name=""):
-        a, b = _int_constant(lhs), _int_constant(rhs)
-        if a is not None and b is not None and cmpop in _ICMP and lhs.type.width > 1:    # (i1's 1 is -1 signed)
-            return ir.Constant(ir.IntType(1), int(_ICMP[cmpop](a, b)))
-        make = super().icmp_signed
-        return self._reuse(("icmp s" + cmpop, lhs, rhs, ()), lambda: make(cmpop, lhs, rhs, name))
-
-    def icmp_unsigned(self, cmpop, lhs, rhs, name=""):
-        a, b = _int_constant(lhs), _int_constant(rhs)
-        if a is not None and b is not None and cmpop in _ICMP:
-            w = lhs.type.width
-            return ir.Constant(ir.IntType(1), int(_ICMP[cmpop](_unsigned(a, w), _unsigned(b, w))))
-        make = super().icmp_unsigned
-        return self._reuse(("icmp u" + cmpop, lhs, rhs, ()), lambda: make(cmpop, lhs, rhs, name))
-
-    def _reuse(self, key: tuple, make):
-        """The instruction `make()` would append, or an equal one made before in this block (see the module
-        doc). `key`: (op, lhs, rhs, flags); integer operands only. Constants are keyed by their value."""
-        op, lhs, rhs, flags = key
-        if type(lhs.type) is not ir.IntType:
-            return make()
-        block = self._block
-        instructions = block.instructions
-        at_end = self._anchor == len(instructions) or (
-            self._anchor == len(instructions) - 1 and instructions[-1] is block.terminator)
-        if not at_end:
-            return make()
-        cache = self.__dict__.get("_xlapy_cse")
-        if cache is None:
-            cache = self._xlapy_cse = {}
-        k = (id(block), op, _operand_key(lhs), _operand_key(rhs), flags)
-        hit = cache.get(k)
-        if hit is not None and hit[0] is block and hit[1] is _kept(lhs) and hit[2] is _kept(rhs) \
-                and hit[3].parent is block:
-            return hit[3]
-        inst = make()
-        cache[k] = (block, _kept(lhs), _kept(rhs), inst)
-        return inst
+    icmp_signed = _compare(True)
+    icmp_unsigned = _compare(False)
 
     def select(self, cond, lhs, rhs, name="", flags=()):
         c = _int_constant(cond)
@@ -191,19 +186,35 @@ class FoldingBuilder(ir.IRBuilder):
             return lhs if c else rhs
         return super().select(cond, lhs, rhs, name, flags)
 
+    @property
+    def _reuse_table(self) -> dict:
+        """(id(block), op, operand keys, flags) -> (block, lhs, rhs, instruction). An entry holds the objects its
+        key names by id, so no other object can take those ids while it exists."""
+        table = self.__dict__.get("_xlapy_reuse")
+        if table is None:
+            table = self.__dict__["_xlapy_reuse"] = {}
+        return table
+
+    def _reuse_key(self, op: str, lhs, rhs, flags) -> tuple | None:
+        """The reuse table's key for `lhs op rhs` appended here; None when nothing may be reused: not appending
+        at the block's end (before its terminator at most), where an instruction made earlier in the block
+        might not precede the use."""
+        block = self._block
+        instructions = block.instructions
+        if self._anchor != len(instructions) and not (
+                self._anchor == len(instructions) - 1 and instructions[-1] is block.terminator):
+            return None
+        return (id(block), op, _operand_key(lhs), _operand_key(rhs), tuple(flags) if flags else ())
+
+    def _remember(self, key: tuple, lhs, rhs, inst) -> None:
+        self._reuse_table[key] = (self._block, lhs, rhs, inst)
+
 
 def _operand_key(v: ir.Value):
-    """What identifies an operand: a constant's type and value, any other value itself (by id; the cache entry
-    holds the value, so the id is not reused meanwhile)."""
+    """What identifies an operand: an integer constant its width and value, any other value itself (by id)."""
     if type(v) is ir.Constant:
-        return (str(v.type), repr(v.constant))
+        return (v.type.width, v.constant)
     return id(v)
-
-
-def _kept(v: ir.Value):
-    """The object the cache entry keeps for an operand: None for a constant (compared by value), else the
-    value."""
-    return None if type(v) is ir.Constant else v
 
 
 def adopt(builder: ir.IRBuilder) -> ir.IRBuilder:
