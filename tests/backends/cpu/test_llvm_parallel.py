@@ -75,6 +75,38 @@ def test_kernels_move_while_the_rest_is_emitted(warm, monkeypatch):
     compiler.llvm.parse_assembly(entry).verify()
 
 
+def test_parts_nobody_started_are_cut_again_at_the_end(warm, monkeypatch):
+    """A part still queued at the end is taken apart: its units go, with the units left, into the end's parts,
+    each function defined once, every part parsing alone."""
+    monkeypatch.setattr(llvm_parallel, "PART_WEIGHT", 50)
+    sessions = []
+
+    def session_for(module):
+        sessions.append(llvm_parallel.Session(run=False))
+        return sessions[-1]
+    llvm_module = _mlp_llvm_module(session_for)
+    (session,) = sessions
+    streamed = len(session._parts)
+    session._queue.extend(range(streamed))               # as if thread 2 had started none of them
+    entry = session.split_rest(session.module_text(llvm_module))
+    ends = session._parts[streamed:]
+    defined = [n for p in ends for n in re.findall(r'^define (?:internal )?\S+ @"([^"]+)"', p.text, re.M)]
+    assert sorted(defined) == sorted(session.rename.values()) and not session._queue
+    assert len(ends) < streamed                          # cut again into fewer, heavier parts
+    for part in ends:
+        compiler.llvm.parse_assembly(part.text).verify()
+    compiler.llvm.parse_assembly(entry).verify()
+
+
+def test_the_end_cut_shrinks_to_the_last_part():
+    units = [(w, [str(w)]) for w in (900, 700, 500, 300, 200, 100, 50)]
+    groups = llvm_parallel._cut(units, 2750)
+    weights = [sum(w for w, _ in g) for g in groups]
+    assert [u for g in groups for u in g] == units
+    assert weights == [1600, 500, 500, 150]              # ~1/END_SHARE of what is left, the rest joined last
+    assert llvm_parallel._cut([(100, ["a"]), (40, ["b"])], 140) == [[(100, ["a"]), (40, ["b"])]]
+
+
 def test_streamed_compile_matches_serial(warm, monkeypatch):
     monkeypatch.setattr(llvm_parallel, "PART_WEIGHT", 50)
     test_parallel_compile_matches_serial(warm, monkeypatch)

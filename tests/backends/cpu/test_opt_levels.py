@@ -75,6 +75,7 @@ def test_tiers_by_work_and_loop_trips():
 def test_both_tiers_compile_right(monkeypatch):
     monkeypatch.setattr(compiler, "_WARM", True)
     monkeypatch.setattr(llvm_parallel, "MIN_MOVED_LINES", 0)
+    monkeypatch.setattr(llvm_parallel, "MIN_PART_WEIGHT", 0)
     parts = []
     real = llvm_parallel.compile_part
     monkeypatch.setattr(llvm_parallel, "compile_part", lambda part: parts.append(part.tier) or real(part))

@@ -6,8 +6,17 @@ context, with the pipeline of their tier (hot: O3; light: O1 without vectorizers
 parts as they come; the calling thread compiles the entry part (the entry and whatever could not move), then
 takes the parts nobody started; the objects are loaded into one MCJIT engine, which links the entry's calls.
 
-    emission ── kernel final ──> add_kernel ── a tier's units reach PART_WEIGHT ──> part ──> thread 2 ──┐
-    end: the rest of the text ── split ──> entry part (this thread) + parts of the units left ─────────┴─> engine
+    emission ── kernel final ──> add_kernel ── a tier's units reach PART_WEIGHT ──> part ──> thread 2 ──────┐
+                                               (IDLE_PART_WEIGHT while thread 2 waits)                     │
+    end: the rest of the text + the parts not started ── cut, heaviest first ──> entry part (this thread)  │
+                                                                            + parts (either thread) ───────┴─> engine
+
+Balance (both threads should end together; a part costs ~5 ms of setup, so parts are not made tiny): thread 2
+gets a part as soon as it has nothing to do, and at the end the parts nobody started are taken apart again and
+cut with the units left into parts that shrink (each about 1/END_SHARE of the weight left, the heaviest first,
+so the last ones are small), queued heaviest first. A tier's last units weighing less than MIN_PART_WEIGHT stay
+in the entry part (O3 costs them less than a part's setup). On vit/fwd the old cut left thread 2 idle for ~270 ms
+while the calling thread compiled one 3000-line part alone.
 
 Overlap: kernels are final once KernelCache keeps them (compiler.emit_module reports each), so a part of finished
 kernels is optimized by thread 2 while Python emits the rest; Python only holds the GIL, LLVM runs through the
@@ -32,7 +41,7 @@ import itertools
 import re
 import threading
 from ctypes import string_at
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
@@ -41,8 +50,12 @@ from . import opt_levels
 from .llvm_jit import load_objects, new_target_machine
 
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
-PART_WEIGHT = 3000             # weighted lines per part: a part costs ~5 ms of setup; smaller ones balance better
-END_PARTS = 4                  # the units left at the end go in at least this many parts (when above MIN_MOVED_LINES)
+PART_WEIGHT = 1500             # weighted lines: a tier's finished kernels ship once they weigh this much, or
+IDLE_PART_WEIGHT = 200         # this much while thread 2 has nothing to do (a part costs ~5 ms of setup)
+END_SHARE = 3                  # at the end a part takes about 1/END_SHARE of the weight left: parts shrink
+END_PART_WEIGHT = 400          # the end's parts weigh at least this,
+MIN_PART_WEIGHT = 150          # and a tier's units left that weigh less stay in the entry part
+LIGHT_COST = 0.6               # LLVM time per weighted line of a light part relative to a hot one (queue order)
 WORKER_WEIGHT = 1.6            # LLVM time per line of a worker (vectorized loops) relative to the entry's
 _MOVABLE = re.compile(r"xlapy_(task|kernel)")        # pool workers (parallel.py) and kernels (kernels.py)
 _REF = re.compile(r'@"([^"]+)"')
@@ -53,6 +66,11 @@ _serial = itertools.count()
 class Part:
     text: str
     tier: str
+    units: list = field(default_factory=list)      # [(weight, [its functions' text as the part holds it])]
+
+    @property
+    def cost(self) -> float:
+        return sum(w for w, _ in self.units) * (LIGHT_COST if self.tier == opt_levels.LIGHT else 1.0)
 
 
 class InvalidIR(Exception):
@@ -136,6 +154,7 @@ class Session:
         self._error: BaseException | None = None
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._busy = False                     # thread 2 is compiling a part
         self._closed = False                   # no more parts will come: thread 2 ends once the queue is empty
 
     # -- during emission -----------------------------------------------------------------------------
@@ -162,7 +181,8 @@ class Session:
         weight = sum(_weight(n, t) for n, t in members.items())
         self._buckets[tier].append((weight, kernel.name, members))
         self._weights[tier] += weight
-        if self._weights[tier] >= PART_WEIGHT:
+        idle = self.run and not self._busy and not self._queue
+        if self._weights[tier] >= (IDLE_PART_WEIGHT if idle else PART_WEIGHT):
             self._ship(tier, self._header(module), module.globals)
 
     def _header(self, module) -> list[str]:
@@ -171,17 +191,22 @@ class Session:
 
     def _ship(self, tier: str, header: list[str], globals_: dict) -> None:
         units, self._buckets[tier], self._weights[tier] = self._buckets[tier], [], 0.0
+        self._submit(self._part(tier, self._move(units), header, globals_))
+
+    def _move(self, units: list) -> list[tuple[float, list[str]]]:
+        """Units (weight, root, {name: text}) renamed for their parts: [(weight, [function texts])]."""
         for _, root, members in units:
             self.roots.add(root)
             for name in members:
                 self.rename[name] = self.tag + name
             self.printed.update(members)
             self.declarations[self.tag + root] = _declaration(self._external(members[root]))
-        bodies = []
-        for _, root, members in units:
-            for name, text in members.items():
-                bodies.append(self._external(text) if name == root else self._renamed(text))
-        self._submit(Part(self._with_context(header, bodies, globals_), tier))
+        return [(weight, [self._external(text) if name == root else self._renamed(text)
+                          for name, text in members.items()]) for weight, root, members in units]
+
+    def _part(self, tier: str, moved: list, header: list[str], globals_: dict) -> Part:
+        bodies = [body for _, texts in moved for body in texts]
+        return Part(self._with_context(header, bodies, globals_), tier, moved)
 
     def _renamed(self, text: str) -> str:
         return _REF.sub(lambda m: f'@"{self.rename.get(m.group(1), m.group(1))}"', text)
@@ -244,10 +269,13 @@ class Session:
 
     def _drain(self) -> None:
         while (k := self._next(wait=True)) is not None:
+            self._busy = True
             try:
                 self._results[k] = compile_part(self._parts[k])
             except BaseException as e:            # reported by the calling thread
                 self._error = e
+            finally:
+                self._busy = False
 
     # -- the end -------------------------------------------------------------------------------------
     def finish(self, text: str, entry: str):
@@ -309,24 +337,26 @@ class Session:
                 if m:
                     globals_[m.group(1)] = t
         header = [t for kind, t in items if kind == "header" and t.startswith(("target ", "%"))]
-        by_tier = {tier: [] for tier in opt_levels.TIERS}
+        fresh = {tier: [] for tier in opt_levels.TIERS}            # units not moved yet: (weight, root, members)
         for weight, root, members in _units(rest):
-            by_tier[self.tier_of(root)].append((weight, root, {m: rest[m] for m in members}))
-        moved = sum(w for units in by_tier.values() for w, _, _ in units)
-        # parts small enough for both threads to end together (the calling thread takes what is left)
-        size = max(MIN_MOVED_LINES, min(PART_WEIGHT, moved / END_PARTS))
-        if moved >= MIN_MOVED_LINES or self._parts:
-            for tier, units in by_tier.items():
-                units.sort(key=lambda u: -u[0])
-                self._buckets[tier] = []
-                self._weights[tier] = 0.0
-                for unit in units:
-                    self._buckets[tier].append(unit)
-                    self._weights[tier] += unit[0]
-                    if self._weights[tier] >= size:
-                        self._ship(tier, header, globals_)
-                if self._buckets[tier]:
-                    self._ship(tier, header, globals_)
+            fresh[self.tier_of(root)].append((weight, root, {m: rest[m] for m in members}))
+        shipped = {tier: [] for tier in opt_levels.TIERS}          # parts nobody started: cut again below
+        with self._lock:
+            while self._queue:
+                part = self._parts[self._queue.pop()]
+                shipped[part.tier] += part.units
+        left = sum(w for units in (*fresh.values(), *shipped.values()) for w, *_ in units)
+        if left >= MIN_MOVED_LINES or self._parts:
+            parts = []
+            for tier in opt_levels.TIERS:
+                if sum(w for w, *_ in fresh[tier]) + sum(w for w, _ in shipped[tier]) < MIN_PART_WEIGHT:
+                    fresh[tier] = []                               # stays in the entry part
+                units = sorted(self._move(fresh[tier]) + shipped[tier], key=lambda u: -u[0])
+                for group in _cut(units, left):
+                    parts.append(self._part(tier, group, header, globals_))
+                    left -= sum(w for w, _ in group)
+            for part in sorted(parts, key=lambda p: -p.cost):     # the longest first: both threads end together
+                self._submit(part)
         entry_items = []
         for kind, t in items:
             m = _REF.search(t) if kind == "define" else None
@@ -336,6 +366,24 @@ class Session:
         used = set(_REF.findall("\n".join(entry_items)))
         entry_items += [d for name, d in self.declarations.items() if name in used]
         return "\n".join(entry_items) + "\n"
+
+
+def _cut(units: list, left: float) -> list[list]:
+    """Units (heaviest first) in groups of about left/END_SHARE each, `left` the weight left of every tier (it
+    shrinks as groups are cut), at least END_PART_WEIGHT; a rest lighter than MIN_PART_WEIGHT joins the last."""
+    groups, group, weight = [], [], 0.0
+    total = sum(w for w, _ in units)
+    for unit in units:
+        group.append(unit)
+        weight += unit[0]
+        total -= unit[0]
+        if weight >= max(END_PART_WEIGHT, left / END_SHARE) and total >= MIN_PART_WEIGHT:
+            groups.append(group)
+            left -= weight
+            group, weight = [], 0.0
+    if group:
+        groups.append(group)
+    return groups
 
 
 def split(text: str, tier_of=None) -> tuple[str, list[Part], list[str]] | None:
