@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
+from .attr_table import ATTR_KINDS
 from .opcodes import OpInfo, opinfo
 from .shape import Shape
 
@@ -45,6 +46,10 @@ def elided_constant_error(inst: "Instruction") -> Exception:
         f"dump the module again with its large constants: XLA_FLAGS=--xla_dump_large_constants for XLA's dumps, "
         f"Module.to_text(print_large_constants=True) for xlapy's, or pass such values as arguments (TensorFlow's "
         f"experimental_get_compiler_ir prints captured variables elided)")
+
+
+# attributes whose value is a called computation (attr_table's kinds comp, comps, calls)
+_CALL_ATTRS = frozenset(k for k, kind in ATTR_KINDS.items() if kind in ("comp", "comps", "calls"))
 
 
 class Instruction:
@@ -157,6 +162,8 @@ class Instruction:
 
     def called_computations(self) -> list["Computation"]:
         """Computations this instruction calls, in attribute order (to_apply, body, condition, ...)."""
+        if not self.info.calls_computations and _CALL_ATTRS.isdisjoint(self.attrs):
+            return []     # (most instructions: the walks over a module's calls ask every instruction, every pass)
         out: list[Computation] = []
         for v in self.attrs.values():
             if isinstance(v, Computation):
@@ -575,6 +582,8 @@ def _printed_attr_order(inst: "Instruction") -> tuple[str, ...]:
     if inst.control_predecessors:
         keys.append("control-predecessors")
     order = inst._attr_order
+    if order is not None and len(order) == len(keys) and order == tuple(keys):
+        return order                # as parsed, unchanged since (most instructions of a parsed module)
     if order is not None:
         pos = {k: i for i, k in enumerate(order)}
         if all(k in pos for k in keys):

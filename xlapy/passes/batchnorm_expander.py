@@ -118,6 +118,7 @@ EXPANSIONS = {
 
 class BatchNormExpander(OpExpanderPass):
     name = "batchnorm_expander"
+    opcodes = frozenset({"batch-norm-training", "batch-norm-inference", "batch-norm-grad"})
 
     def __init__(self, rewrite_training_op: bool = True, rewrite_inference_op: bool = True,
                  rewrite_grad_op: bool = True):

@@ -141,6 +141,7 @@ def decompose(conv: Instruction) -> Instruction | None:
 
 class ConvBaseDilationDecomposition(OpExpanderPass):
     name = "conv-base-dilation-decomposition"
+    opcodes = frozenset({"convolution"})
 
     def matches(self, inst: Instruction) -> bool:
         if inst.opcode != "convolution" or len(inst.operands) != 2:

@@ -134,6 +134,7 @@ def canonicalize_convolution(conv: Instruction, labels: ConvDimensionNumbers | N
 
 class ConvCanonicalization(OpExpanderPass):
     name = "convolution-canonicalization"
+    opcodes = frozenset({"convolution"})
 
     def matches(self, inst: Instruction) -> bool:
         if inst.opcode != "convolution":

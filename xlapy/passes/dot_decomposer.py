@@ -95,6 +95,7 @@ def canonicalize_dot(dot: Instruction) -> Instruction:
 
 class DotDecomposer(OpExpanderPass):
     name = "dot_decomposer"
+    opcodes = frozenset({"dot"})
 
     def __init__(self, strict: bool = False):
         self.strict = strict

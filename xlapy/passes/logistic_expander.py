@@ -21,6 +21,7 @@ def expand_logistic(inst: Instruction) -> Instruction:
 
 class LogisticExpander(OpExpanderPass):
     name = "logistic-expander"
+    opcodes = frozenset({"logistic"})
 
     def matches(self, inst: Instruction) -> bool:
         return inst.opcode == "logistic"

@@ -3,7 +3,8 @@ OpExpanderPass). A subclass says which instructions it handles (`matches`) and b
 (`expand`, which adds what it needs to `inst.parent` with build.emit and returns the new value, or None to
 leave the instruction alone). The driver replaces and deletes the old instruction, so an expansion leaves
 no dead original behind, and visits each computation in post order once (no fixed point needed: an
-expansion never produces an instruction that it would match again).
+expansion never produces an instruction that it would match again). A subclass that names the `opcodes` it can
+match is shown only those (Computation.post_order_of: no walk of a computation that holds none).
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def _any_control_edges(comp: Computation) -> bool:
 
 class OpExpanderPass(Pass):
     name = "op-expander"
+    opcodes: frozenset[str] | None = None      # the opcodes matches() can accept (None: any)
 
     def matches(self, inst: Instruction) -> bool:
         raise NotImplementedError(f"pass {self.name} has no matches()")
@@ -55,7 +57,8 @@ class OpExpanderPass(Pass):
         for comp in non_fusion_computations(module):
             # expansions add no control edges: a computation without any keeps none (no scan per replacement)
             edges = None
-            for inst in comp.post_order():
+            order = comp.post_order() if self.opcodes is None else comp.post_order_of(self.opcodes)
+            for inst in order:
                 if inst.parent is not comp or not self.matches(inst):
                     continue
                 new = self.expand(inst)
