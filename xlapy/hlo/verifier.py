@@ -68,13 +68,24 @@ def _verify_structure(comp: Computation, in_module: set[int]) -> None:
                                f"0..{len(numbers) - 1} with no gaps or duplicates")
 
 
+# (element type, dims) of array shapes known to fit int64's counts: most shapes of a module repeat
+_FITS: set[tuple] = set()
+
+
 def _verify_shapes(comp: Computation) -> None:
     table = rule_table()
     for inst in comp.instructions:
-        for leaf in inst.shape.leaves():
+        shape = inst.shape
+        for leaf in (shape.leaves() if shape.is_tuple else (shape,)):
+            key = (leaf.element_type, leaf.dims)
+            if key in _FITS:
+                continue
             overflow = leaf.size_overflow() if leaf.is_array else None
             if overflow is not None:
                 raise HloVerifierError(f"{inst.name}: shape {text(leaf)} has {overflow}")
+            if len(_FITS) > 1 << 14:
+                _FITS.clear()
+            _FITS.add(key)
         rule = table.get(inst.opcode)
         if rule is None:
             fail(inst, f"no shape inference rule for opcode {inst.opcode}")

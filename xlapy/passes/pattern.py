@@ -180,21 +180,20 @@ class Op(Pattern):
         return self._bind(inst, caps, why) if self.one_user or self.name is not None else True
 
     def _match_operands(self, inst, caps, why) -> bool:
-        orders = [inst.operands]
-        if len(inst.operands) == 2 and inst.info.is_commutative:
-            orders.append(inst.operands[::-1])
+        operands = inst.operands
+        orders = (operands, operands[::-1]) if len(operands) == 2 and inst.info.is_commutative else (operands,)
         heads = self._heads if why is None else None      # explain() records every reason
         for ops in orders:
             if heads is not None and not _heads_ok(heads, ops):
                 continue
-            if not self._binds and why is None:
-                if all(p._match(o, caps, None) for p, o in zip(self.operands, ops)):
-                    return True
-                continue
-            trial = dict(caps)
-            if all(p._match(o, trial, why) for p, o in zip(self.operands, ops)):
-                caps.clear()
-                caps.update(trial)
+            trial = caps if not self._binds and why is None else dict(caps)
+            for p, o in zip(self.operands, ops):
+                if not p._match(o, trial, why):
+                    break
+            else:
+                if trial is not caps:
+                    caps.clear()
+                    caps.update(trial)
                 return True
         return False
 
