@@ -6,6 +6,7 @@ live in the entry block, loops have one preheader, one latch and an i64 inductio
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Iterator, Sequence
 
 from llvmlite import ir
@@ -38,6 +39,13 @@ def mark_ftz(fn: ir.Function) -> None:
 
 
 def i64(value: int) -> ir.Constant:
+    """An i64 constant. Python ints share one object per value (a constant has no parent and is never changed),
+    so llvmlite formats each value's text once instead of once per use."""
+    return _shared_i64(value) if type(value) is int else ir.Constant(I64, value)
+
+
+@lru_cache(maxsize=4096)
+def _shared_i64(value: int) -> ir.Constant:
     return ir.Constant(I64, value)
 
 
