@@ -98,6 +98,13 @@ def test_parts_nobody_started_are_cut_again_at_the_end(warm, monkeypatch):
     compiler.llvm.parse_assembly(entry).verify()
 
 
+def test_the_entry_alone_compiles_at_the_entry_tier():
+    alone = 'define void @"xlapy_entry"()\n{\nentry:\n  ret void\n}\n'
+    kept = alone + 'define internal void @"xlapy_kernel.k"()\n{\nentry:\n  ret void\n}\n'
+    assert llvm_parallel._entry_tier(alone, "xlapy_entry") == opt_levels.ENTRY
+    assert llvm_parallel._entry_tier(kept, "xlapy_entry") == opt_levels.HOT
+
+
 def test_the_end_cut_shrinks_to_the_last_part():
     units = [(w, [str(w)]) for w in (900, 700, 500, 300, 200, 100, 50)]
     groups = llvm_parallel._cut(units, 2750)

@@ -87,4 +87,5 @@ def test_both_tiers_compile_right(monkeypatch):
     np.testing.assert_array_equal(small, -a)
     np.testing.assert_allclose(big, np.exp(b), rtol=2e-6)
     np.testing.assert_array_equal(loop, c * 8)
-    assert opt_levels.LIGHT in parts and parts.count(opt_levels.HOT) >= 2      # the entry part and the big kernel
+    assert opt_levels.LIGHT in parts and opt_levels.HOT in parts                 # the small kernel, the big one
+    assert opt_levels.ENTRY in parts                                             # the entry function alone

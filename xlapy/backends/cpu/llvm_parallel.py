@@ -14,9 +14,11 @@ takes the parts nobody started; the objects are loaded into one MCJIT engine, wh
 Balance (both threads should end together; a part costs ~5 ms of setup, so parts are not made tiny): thread 2
 gets a part as soon as it has nothing to do, and at the end the parts nobody started are taken apart again and
 cut with the units left into parts that shrink (each about 1/END_SHARE of the weight left, the heaviest first,
-so the last ones are small), queued heaviest first. A tier's last units weighing less than MIN_PART_WEIGHT stay
-in the entry part (O3 costs them less than a part's setup). On vit/fwd the old cut left thread 2 idle for ~270 ms
-while the calling thread compiled one 3000-line part alone.
+so the last ones are small), queued heaviest first. The entry part holding the entry function alone is compiled
+at opt_levels.ENTRY (O0 code generation: it is straight-line calls); when kernels that cannot move keep it hot
+anyway, a tier's last units weighing less than MIN_PART_WEIGHT stay in it (O3 costs them less than a part's
+setup). On vit/fwd the old cut left thread 2 idle (~170 ms simulated) while the calling thread compiled one
+2000-line part alone.
 
 Overlap: kernels are final once KernelCache keeps them (compiler.emit_module reports each), so a part of finished
 kernels is optimized by thread 2 while Python emits the rest; Python only holds the GIL, LLVM runs through the
@@ -59,6 +61,7 @@ LIGHT_COST = 0.6               # LLVM time per weighted line of a light part rel
 WORKER_WEIGHT = 1.6            # LLVM time per line of a worker (vectorized loops) relative to the entry's
 _MOVABLE = re.compile(r"xlapy_(task|kernel)")        # pool workers (parallel.py) and kernels (kernels.py)
 _REF = re.compile(r'@"([^"]+)"')
+_DEFINED = re.compile(r'^define [^@]*@"([^"]+)"', re.M)
 _serial = itertools.count()
 
 
@@ -287,7 +290,7 @@ class Session:
             with self._lock:
                 self._closed = True                              # every part is queued
                 self._lock.notify_all()
-            results = {-1: compile_part(Part(entry_text, opt_levels.HOT))}
+            results = {-1: compile_part(Part(entry_text, _entry_tier(entry_text, entry)))}
             while (k := self._next()) is not None:            # parts thread 2 has not started
                 results[k] = compile_part(self._parts[k])
         except BaseException as e:
@@ -346,11 +349,13 @@ class Session:
                 part = self._parts[self._queue.pop()]
                 shipped[part.tier] += part.units
         left = sum(w for units in (*fresh.values(), *shipped.values()) for w, *_ in units)
+        staying = rest.keys() - {m for units in fresh.values() for _, _, members in units for m in members}
         if left >= MIN_MOVED_LINES or self._parts:
             parts = []
             for tier in opt_levels.TIERS:
-                if sum(w for w, *_ in fresh[tier]) + sum(w for w, _ in shipped[tier]) < MIN_PART_WEIGHT:
-                    fresh[tier] = []                               # stays in the entry part
+                if sum(w for w, *_ in fresh[tier]) + sum(w for w, _ in shipped[tier]) < MIN_PART_WEIGHT \
+                        and len(staying) > 1:                      # the entry part is hot anyway: stays there
+                    fresh[tier] = []
                 units = sorted(self._move(fresh[tier]) + shipped[tier], key=lambda u: -u[0])
                 for group in _cut(units, left):
                     parts.append(self._part(tier, group, header, globals_))
@@ -366,6 +371,12 @@ class Session:
         used = set(_REF.findall("\n".join(entry_items)))
         entry_items += [d for name, d in self.declarations.items() if name in used]
         return "\n".join(entry_items) + "\n"
+
+
+def _entry_tier(text: str, entry: str) -> str:
+    """The entry part's tier: opt_levels.ENTRY when it defines the entry function alone, else hot (kernels that
+    could not move, light rests kept there)."""
+    return opt_levels.ENTRY if _DEFINED.findall(text) == [entry] else opt_levels.HOT
 
 
 def _cut(units: list, left: float) -> list[list]:

@@ -9,6 +9,12 @@ gets a tier, and llvm_parallel.py compiles each tier's kernels in modules of the
 |---|---|---|---|
 | hot | work >= LIGHT_WORK_LIMIT, or unknown | O3, vectorizers, interleaving, no unrolling (compiler.py) | O3 |
 | light | work < LIGHT_WORK_LIMIT | O1, no vectorizers | O1 |
+| entry | llvm_parallel's entry part when it holds the entry function alone | O1, no vectorizers | O0 (FastISel) |
+
+The entry function is straight-line code: loads of the parameters, scratch offsets and calls of the kernels (a while
+loop around calls at most), run once per call, so its code's speed does not matter, while O3 code generation of
+its 150-900 lines was the longest step the calling thread starts the end with (vit/fwd 43 -> 27 ms, resnet50/fwd
+127 -> 50 ms of thread time).
 
 The work of a kernel is compile_plan's element-operation estimate of its instruction (the largest array it
 touches, times the work of what it calls; dots their multiply-adds), times the trips of every while loop around
@@ -24,7 +30,8 @@ from . import compile_plan
 from .kernels import KERNEL_PREFIX, kernel_stem
 
 HOT, LIGHT = "hot", "light"
-TIERS = (HOT, LIGHT)
+TIERS = (HOT, LIGHT)             # the kernels' tiers
+ENTRY = "entry"
 LIGHT_WORK_LIMIT = 100_000       # element operations per run of the module
 LOOP_TRIPS = 1000                # a while loop whose trip count is not known
 
@@ -46,7 +53,7 @@ def tuning(tier: str):
 
 
 def codegen_level(tier: str) -> int:
-    return 3 if tier == HOT else 1
+    return 3 if tier == HOT else 0 if tier == ENTRY else 1
 
 
 def _trips(inst: Instruction) -> int:
@@ -101,4 +108,4 @@ class Tiers:
         return LIGHT if work < LIGHT_WORK_LIMIT else HOT
 
 
-__all__ = ["HOT", "LIGHT", "TIERS", "LIGHT_WORK_LIMIT", "LOOP_TRIPS", "tuning", "codegen_level", "Tiers"]
+__all__ = ["HOT", "LIGHT", "TIERS", "ENTRY", "LIGHT_WORK_LIMIT", "LOOP_TRIPS", "tuning", "codegen_level", "Tiers"]
