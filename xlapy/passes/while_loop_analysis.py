@@ -54,6 +54,8 @@ def element_deps(comp: Computation, args: Sequence[Deps]) -> Deps:
             d = ops[0][inst.attrs["index"]]
         elif inst.opcode == "call":
             d = element_deps(inst.attrs["to_apply"], ops)
+        elif len(ops) == 1 and not isinstance(ops[0], tuple):
+            d = ops[0]                  # (most instructions: one array operand, its set as it is)
         else:
             d = frozenset().union(*(flatten_deps(o) for o in ops)) if ops else frozenset()
         deps[id(inst)] = d
