@@ -3,10 +3,10 @@
 Every kernel is printed once while the module is emitted (KernelCache keys kernels by their text, and
 llvm_parallel compiles that text), and printing was a third of emission: llvmlite formats each instruction
 through several layers of `format` calls. `function_text(fn)` prints the common instructions with one f-string
-each and leaves the rest (calls, allocas, vector ops, anything with metadata) to llvmlite, so the text is
-llvmlite's own, character for character (tests/backends/cpu/test_folding_builder.py compares them on real
-kernels). Each instruction's text is also left in llvmlite's per-instruction cache, so printing the module later
-(`str(module)`) reuses it as it would have reused llvmlite's.
+each and leaves the rest (allocas, vector ops, calls with attributes, anything with metadata) to llvmlite, so
+the text is llvmlite's own, character for character (tests/backends/cpu/test_folding_builder.py compares them on
+a real model's kernels). Each instruction's text is also left in llvmlite's per-instruction cache, so printing
+the module later (`str(module)`) reuses it as it would have reused llvmlite's.
 """
 from __future__ import annotations
 
@@ -78,11 +78,20 @@ def _compare(inst) -> str:
     return f"{inst.opname}{flags} {inst.op} {a.type} {a.get_reference()}, {b.get_reference()}"
 
 
+def _call(inst) -> str | None:
+    """A plain call (no attributes, calling convention, tail marker, fast-math flags or varargs); else None."""
+    fnty = inst.callee.function_type
+    if inst.arg_attributes or inst.attributes or inst.fastmath or inst.cconv or inst.tail or fnty.var_arg:
+        return None
+    args = ", ".join([f"{a.type} {a.get_reference()}" for a in inst.args])
+    return f"call {fnty.return_type} {inst.callee.get_reference()}({args})"
+
+
 # exact instruction class -> its text without the result name; llvmlite's descr() for each, less the metadata
 # (an instruction with metadata goes to llvmlite)
 RULES = {li.Instruction: _plain, li.CastInstr: _cast, li.LoadInstr: _load, li.StoreInstr: _store,
          li.GEPInstr: _gep, li.PhiInstr: _phi, li.Branch: _branch, li.ConditionalBranch: _branch, li.Ret: _ret,
-         li.SelectInstr: _select, li.ICMPInstr: _compare, li.FCMPInstr: _compare}
+         li.SelectInstr: _select, li.ICMPInstr: _compare, li.FCMPInstr: _compare, li.CallInstr: _call}
 
 
 def instruction_text(inst: ir.Instruction) -> str:
@@ -91,9 +100,9 @@ def instruction_text(inst: ir.Instruction) -> str:
     if text is not None:
         return text
     rule = RULES.get(type(inst))
-    if rule is None or inst.metadata:
+    text = rule(inst) if rule is not None and not inst.metadata else None
+    if text is None:
         return str(inst)
-    text = rule(inst)
     if type(inst.type) is not ir.VoidType:
         text = f"{inst.get_reference()} = {text}"
     text = text.rstrip()
