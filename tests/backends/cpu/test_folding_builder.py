@@ -159,4 +159,19 @@ def test_ir_text_prints_each_function_as_llvmlite_does():
         forget(fn)
         assert str(fn) == ours, fn.name              # and printed afresh by llvmlite
         kinds |= {type(i) for b in fn.blocks for i in b.instructions}
-    assert set(ir_text.RULES) - {ir.Ret} <= kinds   # every rule was exercised
+    # the vector instructions and allocas with a count and an alignment, built by hand
+    module = ir.Module(name="v")
+    v4 = ir.VectorType(ir.FloatType(), 4)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [v4, ir.FloatType()]), "vec")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    x, s = fn.args
+    y = b.insert_element(x, s, ir.Constant(I32, 1))
+    z = b.shuffle_vector(y, ir.Constant(v4, None), ir.Constant(ir.VectorType(I32, 4), [0, 0, 1, 1]))
+    b.extract_element(z, ir.Constant(I64, 3))
+    b.alloca(v4, size=ir.Constant(I64, 2), name="buf").align = 32
+    b.ret_void()
+    ours = ir_text.function_text(fn)
+    forget(fn)
+    assert str(fn) == ours
+    kinds |= {type(i) for i in fn.blocks[0].instructions}
+    assert set(ir_text.RULES) <= kinds               # every rule was exercised

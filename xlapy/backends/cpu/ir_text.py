@@ -3,7 +3,7 @@
 Every kernel is printed once while the module is emitted (KernelCache keys kernels by their text, and
 llvm_parallel compiles that text), and printing was a third of emission: llvmlite formats each instruction
 through several layers of `format` calls. `function_text(fn)` prints the common instructions with one f-string
-each and leaves the rest (allocas, vector ops, calls with attributes, anything with metadata) to llvmlite, so
+each and leaves the rest (calls with attributes, aggregates, atomics, anything with metadata) to llvmlite, so
 the text is llvmlite's own, character for character (tests/backends/cpu/test_folding_builder.py compares them on
 a real model's kernels). Each instruction's text is also left in llvmlite's per-instruction cache, so printing
 the module later (`str(module)`) reuses it as it would have reused llvmlite's.
@@ -78,6 +78,15 @@ def _compare(inst) -> str:
     return f"{inst.opname}{flags} {inst.op} {a.type} {a.get_reference()}, {b.get_reference()}"
 
 
+def _typed_operands(inst) -> str:         # extractelement, insertelement, shufflevector
+    return f"{inst.opname} {', '.join([f'{op.type} {op.get_reference()}' for op in inst.operands])}"
+
+
+def _alloca(inst) -> str:
+    count = "".join([f", {op.type} {op.get_reference()}" for op in inst.operands])
+    return f"alloca {inst.allocated_type}{count}{_align(inst)}"
+
+
 def _call(inst) -> str | None:
     """A plain call (no attributes, calling convention, tail marker, fast-math flags or varargs); else None."""
     fnty = inst.callee.function_type
@@ -91,7 +100,9 @@ def _call(inst) -> str | None:
 # (an instruction with metadata goes to llvmlite)
 RULES = {li.Instruction: _plain, li.CastInstr: _cast, li.LoadInstr: _load, li.StoreInstr: _store,
          li.GEPInstr: _gep, li.PhiInstr: _phi, li.Branch: _branch, li.ConditionalBranch: _branch, li.Ret: _ret,
-         li.SelectInstr: _select, li.ICMPInstr: _compare, li.FCMPInstr: _compare, li.CallInstr: _call}
+         li.SelectInstr: _select, li.ICMPInstr: _compare, li.FCMPInstr: _compare, li.CallInstr: _call,
+         li.ExtractElement: _typed_operands, li.InsertElement: _typed_operands, li.ShuffleVector: _typed_operands,
+         li.AllocaInstr: _alloca}
 
 
 def instruction_text(inst: ir.Instruction) -> str:
