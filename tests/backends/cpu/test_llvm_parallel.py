@@ -103,6 +103,22 @@ def test_the_entry_alone_compiles_at_the_entry_tier():
     kept = alone + 'define internal void @"xlapy_kernel.k"()\n{\nentry:\n  ret void\n}\n'
     assert llvm_parallel._entry_tier(alone, "xlapy_entry") == opt_levels.ENTRY
     assert llvm_parallel._entry_tier(kept, "xlapy_entry") == opt_levels.HOT
+    helper = alone + 'define internal float @"scatter.combine"(float %a)\n{\nentry:\n  ret float %a\n}\n'
+    assert llvm_parallel._entry_tier(helper, "xlapy_entry") == opt_levels.ENTRY
+
+
+def test_a_kernel_moves_with_its_own_internal_helper():
+    """A scatter kernel calling its combiner (not a kernel or worker) moves with it, unless a global or another
+    function names the combiner."""
+    define = 'define {}void @"{}"()\n{{\nentry:\n{}  ret void\n}}'
+    defs = {"xlapy_kernel.s": define.format("internal ", "xlapy_kernel.s", '  call void @"combine"()\n'),
+            "combine": define.format("internal ", "combine", "")}
+    assert [u[1:] for u in llvm_parallel._units(defs)] == [("xlapy_kernel.s", ["combine", "xlapy_kernel.s"])]
+    assert llvm_parallel._units(defs, pinned={"combine"}) == []
+    t = define.format("internal ", "xlapy_kernel.t", '  call void @"combine"()\n')
+    shared = dict(defs, **{"xlapy_kernel.t": t})
+    assert llvm_parallel._units(shared) == []
+    assert llvm_parallel._units(dict(defs, combine=define.format("", "combine", ""))) == []     # external
 
 
 def test_the_end_cut_shrinks_to_the_last_part():

@@ -113,10 +113,11 @@ def _declaration(definition: str) -> str:
     return "declare " + header[len("define "):header.index(")") + 1]
 
 
-def _units(defs: dict[str, str]) -> list[tuple[float, str, list[str]]]:
+def _units(defs: dict[str, str], pinned=frozenset()) -> list[tuple[float, str, list[str]]]:
     """What can move to a part: a kernel (kernels.py) with the pool workers it calls, or a worker that the
     entry calls directly. A unit moves whole and only when nothing outside it refers to its members (a function
-    every kernel calls, as the profiler's, keeps the kernels that call it in the entry part)."""
+    every kernel calls, as the profiler's, keeps the kernels that call it in the entry part). A member that is
+    neither (a scatter's combiner) moves when it is internal and no global names it (`pinned`)."""
     refs = {name: (set(_REF.findall(t)) - {name}) & defs.keys() for name, t in defs.items()}
     users: dict[str, set[str]] = {name: set() for name in defs}
     for name, targets in refs.items():
@@ -132,7 +133,8 @@ def _units(defs: dict[str, str]) -> list[tuple[float, str, list[str]]]:
                 if target not in members:
                     members.add(target)
                     stack.append(target)
-        if all(_MOVABLE.match(m) for m in members) and all(users[m] <= members for m in members - {name}):
+        if all(_MOVABLE.match(m) or (m not in pinned and defs[m].startswith("define internal ")) for m in members) \
+                and all(users[m] <= members for m in members - {name}):
             units.append((sum(_weight(m, defs[m]) for m in members), name, sorted(members)))
     return units
 
@@ -341,7 +343,8 @@ class Session:
                     globals_[m.group(1)] = t
         header = [t for kind, t in items if kind == "header" and t.startswith(("target ", "%"))]
         fresh = {tier: [] for tier in opt_levels.TIERS}            # units not moved yet: (weight, root, members)
-        for weight, root, members in _units(rest):
+        pinned = {r for kind, t in items if kind == "global" for r in _REF.findall(t)}
+        for weight, root, members in _units(rest, pinned):
             fresh[self.tier_of(root)].append((weight, root, {m: rest[m] for m in members}))
         shipped = {tier: [] for tier in opt_levels.TIERS}          # parts nobody started: cut again below
         with self._lock:
@@ -349,12 +352,13 @@ class Session:
                 part = self._parts[self._queue.pop()]
                 shipped[part.tier] += part.units
         left = sum(w for units in (*fresh.values(), *shipped.values()) for w, *_ in units)
-        staying = rest.keys() - {m for units in fresh.values() for _, _, members in units for m in members}
+        staying = {n for n in rest if _MOVABLE.match(n)} \
+            - {m for units in fresh.values() for _, _, members in units for m in members}
         if left >= MIN_MOVED_LINES or self._parts:
             parts = []
             for tier in opt_levels.TIERS:
                 if sum(w for w, *_ in fresh[tier]) + sum(w for w, _ in shipped[tier]) < MIN_PART_WEIGHT \
-                        and len(staying) > 1:                      # the entry part is hot anyway: stays there
+                        and staying:                               # the entry part is hot anyway: stays there
                     fresh[tier] = []
                 units = sorted(self._move(fresh[tier]) + shipped[tier], key=lambda u: -u[0])
                 for group in _cut(units, left):
@@ -374,9 +378,10 @@ class Session:
 
 
 def _entry_tier(text: str, entry: str) -> str:
-    """The entry part's tier: opt_levels.ENTRY when it defines the entry function alone, else hot (kernels that
-    could not move, light rests kept there)."""
-    return opt_levels.ENTRY if _DEFINED.findall(text) == [entry] else opt_levels.HOT
+    """The entry part's tier: opt_levels.ENTRY when it defines no kernel or pool worker (the entry function, maybe
+    a helper nothing moved calls), else hot (kernels that could not move, light rests kept there)."""
+    defined = _DEFINED.findall(text)
+    return opt_levels.ENTRY if entry in defined and not any(_MOVABLE.match(n) for n in defined) else opt_levels.HOT
 
 
 def _cut(units: list, left: float) -> list[list]:
