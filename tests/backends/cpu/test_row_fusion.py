@@ -116,3 +116,24 @@ def test_max_reduction_of_a_producer_with_a_long_tail():
     x[4, :] = -1e-39           # denormals: flushed as the interpreter does
     x[5, 44] = 1e30
     compare(lambda a: (xnp.max(a * 2.0, axis=1), xnp.min(a * 2.0, axis=1)), x)
+
+
+
+def test_equal_row_fusions_share_one_kernel(monkeypatch):
+    """Two softmaxes of one shape are one kernel: a row buffer is named by its member's opcode and place, not by
+    its HLO name (renamed in the second fusion here); kernel replay's check mode emits both and fails when the
+    second emission is not the first's kernel."""
+    from xlapy.backends.cpu import kernel_replay
+    monkeypatch.setattr(kernel_replay, "MODE", "check")
+    a, b = (np.random.default_rng(s).standard_normal((40, 64)).astype(np.float32) for s in (0, 1))
+    fn = lambda a, b: (softmax(a), softmax(b))
+    module = xlapy.jit(fn).lower(a, b).module
+    cpu_pipeline().run(module)
+    rows = [i for i in module.entry.instructions if i.opcode == "fusion" and i.attrs.get("kind") == "kCustom"]
+    assert len(rows) == 2
+    for inst in rows[1].attrs["calls"].instructions:
+        inst.name = "renamed_" + inst.name
+    got = xlapy.compile(module, backend="cpu", run_pipeline=False, cache=False)(a, b)
+    for g, x in zip(got, (a, b)):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        np.testing.assert_allclose(g, e / e.sum(axis=-1, keepdims=True), rtol=1e-5)

@@ -44,7 +44,7 @@ def row_fusion(em, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
     def one_row(row: ir.Value) -> None:
         index = delinearize(b, row, list(outer), list(range(k)))
         gens: dict[int, object] = {}
-        for m in members:
+        for position, m in enumerate(members):
             operand_gens = [gens[id(o)] if id(o) in gens else em.generator_of(operands[o.parameter_number])
                             for o in m.operands]
             gen = _member_generator(em, m, operand_gens)
@@ -55,7 +55,7 @@ def row_fusion(em, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
                 _store_row(b, gen, index, inner, lambda j, t=target: (t.pointer, linear_index(b, index + j, t.shape)),
                            m.shape.ptype)
             else:
-                buf = b.bitcast(_row_buffer(b, inner, m.name), I8P)
+                buf = b.bitcast(_row_buffer(b, inner, f"{m.opcode}{position}"), I8P)
                 gens[id(m)] = lambda full, buf=buf, inner=inner, pt=m.shape.ptype: \
                     load_element(b, buf, pt, linear_index(b, list(full[k:]), inner))
                 _store_row(b, gen, index, inner, lambda j, buf=buf, inner=inner: (buf, linear_index(b, j, inner)),
@@ -80,6 +80,8 @@ def _member_generator(em, m: Instruction, operand_gens: list):
 
 
 def _row_buffer(b: ir.IRBuilder, inner: Shape, name: str) -> ir.Value:
+    """A row's buffer for a member the row reads back; `name` says the member by its opcode and place, never by
+    its HLO name, so fusions of one structure emit equal kernels (KernelCache, kernel_replay's check mode)."""
     buf = alloca_once(b, ir.ArrayType(I8, max(1, byte_size(inner))), f"row.{name}")
     buf.align = 64
     return buf
