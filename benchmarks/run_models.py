@@ -84,12 +84,16 @@ _TINY = "HloModule warm_up\nENTRY e { p = f32[4] parameter(0)\n  ROOT n = f32[4]
 def _warm_up() -> None:
     """Compile and run a 2-instruction module on each side first, so that neither compile time below counts
     importing the compiler (jax and jaxlib: about 0.9 s; xlapy's CPU backend and LLVM: about 0.2 s) or
-    creating its runtime (XLA's client, xlapy's thread pool): both figures are a warm process's compile."""
+    creating its runtime (XLA's client with its thread pools; xlapy's thread pool, whose code is an LLVM module
+    compiled when it is first needed, about 0.1 s with the persistent cache off, and the BLAS it controls; a
+    2-instruction module needs neither, so they are made here): both figures are a warm process's compile."""
     import numpy as np
     import xlapy
+    from xlapy.backends.cpu import threadpool
     x = np.zeros(4, np.float32)
     _xla_runner(_TINY, [x])()
     xlapy.compile(xlapy.hlo.parse(_TINY), backend="cpu")(x)
+    threadpool.serial_blas_available()
 
 
 def worker(module_id: str, timeout: float, repeat: int, min_time: float) -> int:
