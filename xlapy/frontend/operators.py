@@ -252,6 +252,11 @@ def matmul(x, y):
         return matmul(lax_expand_dims(x, (0,)), y)[..., 0, :]
     if ya.ndim == 1:
         return matmul(x, lax_expand_dims(y, (1,)))[..., 0]
+    if ya.ndim == 2:
+        # a stack of matrices times one matrix: x's leading dims are free dims of one dot, as in JAX (numpy/products.py)
+        if xa.shape[-1] != ya.shape[0]:
+            raise XlapyError(f"matmul: contracting dimensions differ: {xa} @ {ya} (at {user_frame()})")
+        return lax_dot_general(x, y, (((xa.ndim - 1,), (0,)), ((), ())))
     batch = np.broadcast_shapes(xa.shape[:-2], ya.shape[:-2])
     x = lax_broadcast_in_dim(x, batch + xa.shape[-2:], tuple(range(len(batch) + 2 - xa.ndim, len(batch) + 2)))
     y = lax_broadcast_in_dim(y, batch + ya.shape[-2:], tuple(range(len(batch) + 2 - ya.ndim, len(batch) + 2)))

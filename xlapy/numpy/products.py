@@ -35,12 +35,23 @@ def matmul(a, b, *, precision=None, preferred_element_type=None) -> Any:
         batch = tuple(np.broadcast_shapes(xs[:-2], ys[:-2]))
     except ValueError:
         raise error("matmul", f"batch dimensions of {xa} and {ya} do not broadcast") from None
+    if len(ys) == 2:
+        # a stack of matrices times one matrix (activations @ weights): x's leading dims are free dims of one
+        # dot, as in JAX, not a batch the matrix is broadcast over (whose gradient would be a batched dot and a
+        # sum over the batch, against one dot contracting the leading dims)
+        out = _dot_general(x2, y2, ((len(xs) - 1,), (0,)), ((), ()), precision, preferred_element_type)
+        return _drop_added_axes(out, xa, ya)
     nb = len(batch)
     if nb:
         x2 = broadcast_to_shape(x2, batch + xs[-2:])
         y2 = broadcast_to_shape(y2, batch + ys[-2:])
     b = tuple(range(nb))
     out = _dot_general(x2, y2, ((nb + 1,), (nb,)), (b, b), precision, preferred_element_type)
+    return _drop_added_axes(out, xa, ya)
+
+
+def _drop_added_axes(out, xa, ya) -> Any:
+    """matmul's result without the axes added to 1-D operands."""
     shape = aval(out).shape
     if xa.ndim == 1:
         shape = shape[:-2] + shape[-1:]
