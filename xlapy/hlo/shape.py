@@ -202,6 +202,15 @@ class Shape:
 
     # -- text ----------------------------------------------------------------------------------------
     def to_text(self, print_layout: bool = True) -> str:
+        """The shape's HLO text. Made once per shape (and per `print_layout`): a Shape is a frozen value, and the
+        same shapes are printed over and over (the printer, kernel replay's structure keys, cache keys)."""
+        key = "_text" if print_layout else "_text_without_layout"
+        text = self.__dict__.get(key)
+        if text is None:
+            text = self.__dict__[key] = self._make_text(print_layout)
+        return text
+
+    def _make_text(self, print_layout: bool) -> str:
         if self.is_tuple:
             return "(" + ", ".join(s.to_text(print_layout) for s in self.tuple_shapes) + ")"
         dims = []

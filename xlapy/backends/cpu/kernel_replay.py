@@ -83,7 +83,6 @@ class KernelReplay:
         self.em = em
         self.recipes: dict[str, list[Recipe]] = {}
         self._structure: dict[int, str] = {}        # id(computation) -> digest, for this module's computations
-        self._shape_texts: dict = {}                # shape -> its text: each distinct shape printed once
         self.recording: Recording | None = None
 
     # -- keys ------------------------------------------------------------------------------------------
@@ -101,7 +100,7 @@ class KernelReplay:
                 p = leaf.pointer
                 if not isinstance(p, (ir.Instruction, ir.Argument)):
                     parts.append("const:" + self._constant(p))
-                parts.append(f"{k}:{self._text(leaf.shape)}#{seen.setdefault(id(p), len(seen))}")
+                parts.append(f"{k}:{leaf.shape.to_text()}#{seen.setdefault(id(p), len(seen))}")
         targets = self.em.targets
         for j in range(len([s for s in inst.shape.leaves() if not s.is_token])):
             t = targets.get((id(inst), j))
@@ -137,7 +136,7 @@ class KernelReplay:
         """One line for inst: operands by their number in the computation (or shape, at the top)."""
         if inst.opcode in NEVER:
             return None
-        ops = ",".join(str(number[id(o)]) if id(o) in number else self._text(o.shape) for o in inst.operands)
+        ops = ",".join(str(number[id(o)]) if id(o) in number else o.shape.to_text() for o in inst.operands)
         attrs = []
         for k in sorted(inst.attrs):
             if k in _SKIP_ATTRS:
@@ -157,14 +156,7 @@ class KernelReplay:
             extra = str(inst.parameter_number)
         elif inst.opcode == "constant":
             extra = _literal_digest(inst)
-        return f"{inst.opcode}({ops}){extra} {self._text(inst.shape)} {' '.join(attrs)}"
-
-    def _text(self, shape) -> str:
-        """shape.to_text(), remembered (a Shape is a frozen value: equal shapes print alike)."""
-        text = self._shape_texts.get(shape)
-        if text is None:
-            text = self._shape_texts[shape] = shape.to_text()
-        return text
+        return f"{inst.opcode}({ops}){extra} {inst.shape.to_text()} {' '.join(attrs)}"
 
     # -- replay ----------------------------------------------------------------------------------------
     def find(self, key: str, inst: Instruction, operands: list[ValueTree]) -> Recipe | None:
