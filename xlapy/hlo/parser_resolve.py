@@ -93,13 +93,11 @@ def name_anonymous(module: Module, anonymous: list[Instruction]) -> None:
 
 def _check_acyclic(comp: Computation, cur: Cursor, where: dict[int, int]) -> None:
     state: dict[int, int] = {}
-    done: set[int] = set()           # the ids whose state is 2
     for start in comp.instructions:
         if id(start) in state:
             continue
-        if not start.control_predecessors and done.issuperset(map(id, start.operands)):
+        if not start.control_predecessors and all(state.get(id(o)) == 2 for o in start.operands):
             state[id(start)] = 2     # text in def-before-use order (the usual): nothing to walk
-            done.add(id(start))
             continue
         stack = [(start, iter(start.operands + start.control_predecessors))]
         state[id(start)] = 1
@@ -108,7 +106,6 @@ def _check_acyclic(comp: Computation, cur: Cursor, where: dict[int, int]) -> Non
             nxt = next(it, None)
             if nxt is None:
                 state[id(node)] = 2
-                done.add(id(node))
                 stack.pop()
             elif state.get(id(nxt)) == 1:
                 raise cur.error(f"instruction {nxt.name} in {comp.name} depends on itself (a cycle)",

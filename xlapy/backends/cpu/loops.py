@@ -66,7 +66,7 @@ def emit_loop(b: ir.IRBuilder, shape: Shape, gen: Generator, targets: Sequence[B
         if parallel_for(b, chunk_bounds(total, tasks, quantum), chunk, quantum=quantum):
             return
     halves = 2 if in_caller_region() and counts and counts[-1] % (2 * HALF_ROW_QUANTUM) == 0 else 1
-    if halves > 1:       # two independent chains per vectorized iteration (see INTERLEAVED_ROWS)
+    if halves > 1:       # two independent chains per vectorized iteration (see HALF_ROW_QUANTUM)
         half = counts[-1] // 2
         with loop_nest(b, counts[:-1] + [half], name="i") as ivs:
             store(ivs)
