@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -92,11 +91,11 @@ def _check(text: str) -> None:
     assert parse(printed).to_text() == printed
 
 
-def _fuzz(seeds: list[str], seed: int, seconds: float, most: int) -> int:
+def _fuzz(seeds: list[str], seed: int, count: int) -> None:
+    """`count` mutants, the same ones on every run and machine (a count, not a time budget: a loaded machine
+    must not change what is tested)."""
     rng = random.Random(seed)
-    deadline = time.monotonic() + seconds
-    n = 0
-    while n < most and time.monotonic() < deadline:
+    for _ in range(count):
         text = _mutate(rng, rng.choice(seeds))
         try:
             _check(text)
@@ -104,17 +103,15 @@ def _fuzz(seeds: list[str], seed: int, seconds: float, most: int) -> int:
             raise
         except Exception as e:  # pragma: no cover - the failure message shows the mutant
             raise AssertionError(f"{type(e).__name__}: {e}\n--- mutant ---\n{text}") from e
-        n += 1
-    return n
 
 
 def test_mutants_raise_only_hlo_parse_error():
-    assert _fuzz(_seeds(), 1234, 10.0, 5000) >= 500
+    _fuzz(_seeds(), 1234, 3000)
 
 
 def test_mutants_of_real_modules_raise_only_hlo_parse_error():
     """TF's and JAX's modules: metadata, layouts with tiles, dynamic dims, empty literals, scheduling, aliasing."""
-    assert _fuzz(_real_seeds(), 4321, 4.0, 3000) >= 300
+    _fuzz(_real_seeds(), 4321, 900)
 
 
 @pytest.mark.parametrize("text", [
