@@ -13,12 +13,17 @@ An elementwise op is a candidate when every operand has the op's dims and is eit
 equivalent, at least one present. A reshape/transpose operand is sunk only if all of its users are
 candidates too, so that it disappears instead of being duplicated (candidates are pruned until that
 holds, as XLA does). Effective scalars (every dim 1) are not worth moving.
+
+After these, transpose_motion.py moves transposes further: through broadcasts of vectors, reshapes that keep
+dim groups together, reduces, concatenates, slices, pads and other transposes, a whole region at once (its
+table), so that NCHW models' convolution transposes cancel.
 """
 from __future__ import annotations
 
 from ..hlo import Computation, Instruction, Module, Shape
 from .build import make
 from .pipeline import Pass
+from .transpose_motion import move_transposes
 
 # elementwise ops whose operands are plain values (map carries a computation, copy is layout work)
 _SKIP = frozenset({"map", "copy"})
@@ -133,4 +138,5 @@ class ReshapeMover(Pass):
         for comp in list(module.computations):
             if id(comp) not in fused:
                 changed |= move_in(comp)
+                changed |= move_transposes(comp)
         return changed
