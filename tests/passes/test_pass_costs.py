@@ -122,3 +122,67 @@ def test_removing_instructions_added_after_the_position_hints_keeps_the_hints():
             made.append(comp._positions)
     assert len(made) <= 3                               # remade once per n/32 removals at most
     assert len(comp.instructions) == 2 * n + 2
+
+
+def test_multi_output_fusion_export_leaves_the_producers_other_readers_alone(monkeypatch):
+    """A producer exported by its consumer (c = fusion(x, p) takes p as an output): p's other readers, a long chain,
+    already read a part of the merged fusion and everything it reads (x), so no mask below them changes. (With a
+    new bit for the merged fusion, every mask of the chain took it: O(n) a merge, a training step's backward
+    layers O(n^2).)"""
+    from xlapy.passes.fusion import multi_output_fusion as mof
+    n = 200
+    chain = "\n".join(f"  y{i} = f32[8] add(y{i - 1}, x)" for i in range(1, n + 1))
+    module = parse(f"""HloModule export
+fp {{
+  a = f32[8] parameter(0)
+  ROOT s = f32[8] negate(a)
+}}
+fc {{
+  a = f32[8] parameter(0)
+  b = f32[8] parameter(1)
+  ROOT d = f32[8] subtract(a, b)
+}}
+ENTRY main {{
+  x = f32[8] parameter(0)
+  y0 = f32[8] fusion(x), kind=kLoop, calls=fp
+  c = f32[8] fusion(x, y0), kind=kLoop, calls=fc
+{chain}
+  ROOT t = (f32[8], f32[8]) tuple(c, y{n})
+}}
+""")
+    set_masks = []
+
+    class Counting(dict):
+        def __setitem__(self, key, value):
+            set_masks.append(key)
+            super().__setitem__(key, value)
+    real_init = mof.Reachability.__init__
+
+    def init(self, order):
+        real_init(self, order)
+        self.ancestors = Counting(self.ancestors)
+    monkeypatch.setattr(mof.Reachability, "__init__", init)
+    pass_ = mof.MultiOutputFusion()
+    assert pass_.run(module)
+    verify(module)
+    assert pass_.decisions == [("y0", "c", "producer-consumer")]
+    assert len(set_masks) <= 4          # the merged fusion's and its get-tuple-elements'
+
+
+def test_transpose_folding_asks_once_per_computation_for_control_edges(monkeypatch):
+    """Each fold replaced its dot asking whether any instruction of the computation had a control edge (a scan of
+    the computation per fold); it is asked once per computation."""
+    from xlapy.passes import transpose_folding as tf
+    n = 40
+    lines = ["  x0 = f32[8,8] parameter(0)", "  w = f32[8,8] parameter(1)"]
+    for i in range(1, n + 1):
+        lines.append(f"  t{i} = f32[8,8] transpose(x{i - 1}), dimensions={{1,0}}")
+        lines.append(f"  x{i} = f32[8,8] dot(t{i}, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}")
+    module = parse("HloModule m\nENTRY main {\n" + "\n".join(lines) + f"\n  ROOT r = f32[8,8] negate(x{n})\n}}\n")
+    asked = []
+    real = tf.has_control_edges
+    monkeypatch.setattr(tf, "has_control_edges", lambda comp: asked.append(comp.name) or real(comp))
+    assert tf.TransposeFolding().run(module)
+    verify(module)
+    assert not any(i.opcode == "transpose" for i in module.entry.instructions)
+    assert asked == ["main"]

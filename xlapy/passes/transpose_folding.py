@@ -17,6 +17,7 @@ from typing import Callable
 from ..hlo import Instruction, Module
 from ..hlo.attrs import ConvDimensionNumbers
 from .build import make
+from .control_util import has_control_edges
 from .op_expander import non_fusion_computations, replace
 from .pipeline import Pass
 
@@ -102,11 +103,16 @@ class TransposeFolding(Pass):
         found = [(inst, sides) for comp in non_fusion_computations(module) for inst in comp.post_order()
                  if (sides := self.foldable(inst))]
         found.sort(key=lambda pair: pair[0].opcode != "dot")
+        # whether each computation has control edges, asked once (a fold adds none): asking per fold scanned the
+        # computation each time, quadratic in a module's dots
+        edges: dict[int, bool] = {}
         for inst, sides in found:
             comp = inst.parent
+            if id(comp) not in edges:
+                edges[id(comp)] = has_control_edges(comp)
             transposes = [inst.operands[i] for i in sides]
             fold = fold_into_dot if inst.opcode == "dot" else fold_into_convolution
-            replace(comp, inst, fold(inst, sides), f"pass {self.name}")
+            replace(comp, inst, fold(inst, sides), f"pass {self.name}", edges[id(comp)])
             for t in transposes:
                 if t.parent is comp and not t.users and not t.is_root:
                     comp.remove_instruction(t)

@@ -63,11 +63,11 @@ def _candidate(inst: Instruction) -> bool:
     return inst.opcode == "reduce" and not inst.shape.is_tuple and F.is_fusible(inst)
 
 
-def _size(inst: Instruction, sizes: dict[int, int]) -> int:
+def _size(inst: Instruction, sizes: dict[Instruction, int]) -> int:
     """Instructions in inst's fusion (1 for an unfused instruction), counted once per round (sizes: the cache)."""
-    n = sizes.get(id(inst))
+    n = sizes.get(inst)
     if n is None:
-        n = sizes[id(inst)] = fused_size(inst) if is_fusion(inst) else 1
+        n = sizes[inst] = fused_size(inst) if is_fusion(inst) else 1
     return n
 
 
@@ -88,67 +88,78 @@ def _n_outputs(inst: Instruction) -> int:
 
 
 class Reachability:
-    """Which instructions of a computation reach which: one bitmask of ancestors per instruction (XLA's
-    HloReachabilityMap), built once per pass in O(n * n/64); a query is one AND, and a merge updates the masks
-    of what lies below the merged instructions, walking their users."""
+    """Which instructions of a computation reach which (XLA's HloReachabilityMap): a set of bits per instruction
+    and a bitmask of its ancestors' bits, built once per walk in O(n * n/64); `reaches(a, b)` is one AND, and a
+    merge updates the masks of what lies below the merged instructions, walking their users.
+
+    Exact because of two rules, kept across merges: a reader's mask holds its operand's mask (masks grow downward),
+    and holds at least one bit of each operand. A merged instruction owns the bits of all its parts, so what read
+    any part still holds one of its bits: a merge only spreads what a part's readers may lack, the other parts'
+    ancestors. (With one new bit for the merged instruction, which every mask below had to get, a merge in a
+    training step's backward pass walked all the earlier layers' gradients: O(n) a merge, O(n^2) the pass.)"""
 
     def __init__(self, order: list[Instruction]):
-        self.bit: dict[int, int] = {}
-        self.ancestors: dict[int, int] = {}
+        self.bits: dict[Instruction, int] = {}
+        self.ancestors: dict[Instruction, int] = {}
         self._next = 0
+        bits, ancestors = self.bits, self.ancestors
         for inst in order:
             mask = 0
             for op in (*inst.operands, *inst.control_predecessors):
-                mask |= self.ancestors[id(op)] | self.bit[id(op)]
+                mask |= ancestors[op] | bits[op]
             self._add(inst, mask)
 
     def _add(self, inst: Instruction, ancestors: int) -> None:
-        self.bit[id(inst)] = 1 << self._next
-        self.ancestors[id(inst)] = ancestors
+        self.bits[inst] = 1 << self._next
+        self.ancestors[inst] = ancestors
         self._next += 1
 
     def reaches(self, a: Instruction, b: Instruction) -> bool:
         """a is an ancestor of b (b reads a's value, directly or through others)."""
-        return bool(self.ancestors[id(b)] & self.bit[id(a)])
+        return bool(self.ancestors[b] & self.bits[a])
 
     def merged(self, survivor: Instruction, *gone: Instruction) -> None:
         """`survivor` now computes what it and `gone` computed (a sibling merge, a producer fused as an output,
         a reduce wrapped in a fusion): it reads everything they read, and everything that read them (directly or
         through others) now reads it and everything it reads. Instructions the merge created (the
         get-tuple-elements users read it through) are added below it."""
-        parts = [i for i in (survivor, *gone) if id(i) in self.bit]
-        above = 0
+        bits, ancestors = self.bits, self.ancestors
+        parts = [i for i in (survivor, *gone) if i in bits]
+        above = group = 0
         for i in parts:
-            above |= self.ancestors[id(i)]
-        if id(survivor) not in self.bit:
+            above |= ancestors[i]
+            group |= bits[i]
+        for g in gone:                  # (keyed by the instruction, not its id: no deleted one's id is reused)
+            bits.pop(g, None)
+            ancestors.pop(g, None)
+        if not group:
             self._add(survivor, above)
-        self.ancestors[id(survivor)] = above & ~self.bit[id(survivor)]
-        for g in gone:
-            above &= ~self.bit.get(id(g), 0)
-        below = above | self.bit[id(survivor)]
+            group = bits[survivor]
+        bits[survivor] = group
+        ancestors[survivor] = above = above & ~group
         fresh = set()
         for u in survivor.users:
-            if id(u) not in self.bit:
+            if u not in bits:
                 # a get-tuple-element the merge made: never asked about as an ancestor (no candidate reads one),
                 # so its own bit need not spread below it
-                self._add(u, below)
-                fresh.add(id(u))
-        # what read a part (directly or through others) now reads the survivor and all it reads: the masks below it,
-        # found by walking users (a scan of every mask per merge made the pass quadratic). Masks are closed
-        # downward (a reader's holds its operand's), so a mask that holds `below` already ends the walk there: a
+                self._add(u, above | group)
+                fresh.add(u)
+        # what read a part (directly or through others) now reads all the survivor reads: the masks below it, found
+        # by walking users (a scan of every mask per merge made the pass quadratic). Each already holds a bit of
+        # the survivor (a part's), and masks grow downward, so a mask that holds `above` ends the walk there: a
         # consumer merged with its producer changes nothing below the consumer.
-        ancestors, seen = self.ancestors, {id(survivor)}
+        seen = {survivor}
         stack = list(survivor.users)
         while stack:
             u = stack.pop()
-            if id(u) in seen:
+            if u in seen:
                 continue
-            seen.add(id(u))
-            if id(u) not in fresh:
-                mask = ancestors[id(u)]
-                if mask | below == mask:
+            seen.add(u)
+            if u not in fresh:
+                mask = ancestors[u]
+                if mask | above == mask:
                     continue
-                ancestors[id(u)] = mask | below
+                ancestors[u] = mask | above
             stack.extend(u.users)
 
 
@@ -156,7 +167,7 @@ def _shared_operand_is_big(x: Instruction) -> bool:
     return x.shape.is_array and x.shape.numel > 1 and x.opcode not in ("constant", "iota", "broadcast")
 
 
-def _fits(a: Instruction, b: Instruction, sizes: dict[int, int]) -> bool:
+def _fits(a: Instruction, b: Instruction, sizes: dict[Instruction, int]) -> bool:
     return (_size(a, sizes) + _size(b, sizes) <= MAX_FUSED_INSTRUCTIONS
             and _n_outputs(a) + _n_outputs(b) <= MAX_OUTPUTS
             and len(set(a.operands).union(b.operands)) <= MAX_FUSION_PARAMETERS)   # distinct operands
@@ -218,7 +229,7 @@ class MultiOutputFusion(Pass):
     def _walk(self, comp: Computation) -> bool:
         order = comp.post_order()
         reach = Reachability(order)
-        sizes: dict[int, int] = {}
+        sizes: dict[Instruction, int] = {}
         keys: dict[Instruction, object] = {}
         changed = False
         for x in order:
@@ -229,7 +240,7 @@ class MultiOutputFusion(Pass):
                 changed |= self._export_a_producer_into(c, reach, sizes)    # c is then multi-output: once
         return changed
 
-    def _merge_siblings_of(self, x: Instruction, reach: Reachability, sizes: dict[int, int], keys: dict) -> bool:
+    def _merge_siblings_of(self, x: Instruction, reach: Reachability, sizes: dict[Instruction, int], keys: dict) -> bool:
         """Merge x's candidate users pairwise: each absorbs the later ones it is compatible with."""
         users = [u for u in x.users if _candidate(u)]
         changed = False
@@ -245,7 +256,7 @@ class MultiOutputFusion(Pass):
                 self.decisions.append((a.name, b.name, "siblings"))
                 merged = merge_siblings(a, b)
                 reach.merged(merged, *((b,) if merged is a else (a, b)))
-                sizes.pop(id(a), None)
+                sizes.pop(a, None)
                 keys.pop(a, None)
                 users[i] = a = merged
                 del users[j]
@@ -253,18 +264,18 @@ class MultiOutputFusion(Pass):
             i += 1
         return changed
 
-    def _export_a_producer_into(self, c: Instruction, reach: Reachability, sizes: dict[int, int]) -> bool:
+    def _export_a_producer_into(self, c: Instruction, reach: Reachability, sizes: dict[Instruction, int]) -> bool:
         for index, p in enumerate(c.operands):
             if self._producer_ok(p, c, index, reach, sizes):
                 self.decisions.append((p.name, c.name, "producer-consumer"))
                 fuse_producer_as_output(c, p)
                 reach.merged(c, p)
-                sizes.pop(id(c), None)
+                sizes.pop(c, None)
                 return True
         return False
 
     @staticmethod
-    def _producer_ok(p: Instruction, c: Instruction, index: int, reach: Reachability, sizes: dict[int, int]) -> bool:
+    def _producer_ok(p: Instruction, c: Instruction, index: int, reach: Reachability, sizes: dict[Instruction, int]) -> bool:
         if not (is_fusion(p) and p.attrs.get("kind") == "kLoop" and not p.shape.is_tuple):
             return False
         if updates_in_place(p) or updates_in_place(c):
