@@ -227,7 +227,14 @@ def _plan(order: list[Instruction], excluded: set[int]):
     forms: dict[int, tuple] = {}
     members: dict[int, tuple] = {}
     for inst in order:
-        if id(inst) not in excluded and any(id(op) in forms for op in inst.operands):
+        for op in inst.operands:
+            if id(op) in forms:
+                break
+        else:       # no operand with a form: only a seed can start one
+            if inst.opcode == "transpose" and _is_seed(inst):
+                forms[id(inst)] = tuple(inst.attrs["dimensions"])
+            continue
+        if id(inst) not in excluded:
             planned = _rule(inst, forms)
             if planned is not None:
                 carried, form, _ = planned
@@ -292,6 +299,8 @@ def _accepted(members: dict, forms: dict) -> set[int]:
 
 
 def move_transposes(comp: Computation) -> bool:
+    if not any(inst.opcode == "transpose" for inst in comp.instructions):     # most computations: nothing to seed
+        return False
     order = comp.post_order()
     forms, members = _prune(order)
     accepted = _accepted(members, forms)
@@ -300,7 +309,7 @@ def move_transposes(comp: Computation) -> bool:
     primes: dict[int, Instruction] = {}     # id(carrier as it is now) -> X'
     live_forms: dict[int, tuple] = {}
     for inst in order:
-        if _is_seed(inst) and id(inst) not in accepted:
+        if inst.opcode == "transpose" and id(inst) not in accepted and _is_seed(inst):
             primes[id(inst)] = inst.operands[0]
             live_forms[id(inst)] = tuple(inst.attrs["dimensions"])
     changed = False
