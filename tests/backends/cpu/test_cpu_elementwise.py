@@ -139,3 +139,31 @@ ENTRY e { x = f32[64] parameter(0)
     x[1], y[1] = 1e-42, 0.5                  # a denormal operand, not read as zero
     p, n = exe(x, y)
     assert abs(p[0] - 1e-40) < 1e-42 and abs(p[1] / 1e-21 - 1) < 1e-3 and n[0] == -x[0]
+
+
+@pytest.mark.parametrize("ty", ["f32", "f64", "bf16"])
+def test_max_min_clamp_against_literals(cpu, ty):
+    """maximum/minimum with a literal side are one compare and one select (scalar_ops._KEEP_X), a literal is
+    flushed in Python, and clamp between literals drops its NaN selects: the bits must stay those of the full
+    IEEE form (NaN of x propagates, max(-0, +0) = +0, min(+0, -0) = -0, denormals flushed), both argument orders."""
+    x = cpu.corners(ty, N)
+    if ty != "bf16":
+        x[20:24] = np.array([1e-42, -1e-42, 1e-310, -1e-310] if ty == "f64" else [1e-42, -1e-42, 1e-39, -1e-39])
+    consts = {"zero": "0", "nzero": "-0", "six": "6", "ninf": "-inf", "nan": "nan", "tiny": "1e-40"}
+    lines = [f"  x = {ty}[{N}] parameter(0)"]
+    outs = []
+    for name, lit in consts.items():
+        lines += [f"  {name} = {ty}[] constant({lit})", f"  {name}.b = {ty}[{N}] broadcast({name}), dimensions={{}}"]
+        for op in ("maximum", "minimum"):
+            lines += [f"  {op}.{name}.r = {ty}[{N}] {op}(x, {name}.b)", f"  {op}.{name}.l = {ty}[{N}] {op}({name}.b, x)"]
+            outs += [f"{op}.{name}.r", f"{op}.{name}.l"]
+    lines += [f"  relu6 = {ty}[{N}] clamp(zero.b, x, six.b)", f"  nclamp = {ty}[{N}] clamp(nzero.b, x, zero.b)",
+              f"  nanclamp = {ty}[{N}] clamp(nan.b, x, six.b)", f"  mixed = {ty}[{N}] clamp(x, six.b, x)"]
+    outs += ["relu6", "nclamp", "nanclamp", "mixed"]
+    shapes = ", ".join([f"{ty}[{N}]"] * len(outs))
+    text = "HloModule m\nENTRY e {\n" + "\n".join(lines) + f"\n  ROOT t = ({shapes}) tuple({', '.join(outs)})\n}}\n"
+    got, want = cpu.run_both(text, x, pipeline=True)
+    for label, g, w in zip(outs, got, want):        # bit for bit: assert_same's allclose takes -0 for +0
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        same = (np.isnan(g) & np.isnan(w)) | ((g == w) & (np.signbit(g) == np.signbit(w)))
+        assert same.all(), f"{label}: {g[~same][:4]} != {w[~same][:4]} at {np.flatnonzero(~same)[:4]}"

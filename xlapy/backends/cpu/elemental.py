@@ -145,7 +145,14 @@ def _flushing(em, inst, pt, rule):
     if inst.opcode in HARDWARE_FLUSHED and is_x86(em.b.module) and pt.name in ("f32", "f64"):
         return rule
     flush = scalar_ops.flush_denormal
+    if inst.opcode in PICKS_AN_OPERAND:
+        return lambda b, pt, *xs: rule(b, pt, *(flush(b, pt, x) for x in xs))
     return lambda b, pt, *xs: flush(b, pt, rule(b, pt, *(flush(b, pt, x) for x in xs)))
+
+
+# Ops whose result is one of their flushed operands (or the join of two equal ones), so never a denormal: their
+# result needs no flush of its own.
+PICKS_AN_OPERAND = frozenset({"maximum", "minimum"})
 
 
 # Transcendentals use math_approx's branch-free polynomials, which LLVM vectorizes (XLA:CPU does the same), in
@@ -206,8 +213,10 @@ def _clamp(em, inst, gens):
         lo, x, hi = _at(gens[0], lo_i, index), gens[1](index), _at(gens[2], hi_i, index)
         if pt.kind == "float":
             out = scalar_ops.BINARY["minimum"]["float"](b, pt, hi, scalar_ops.BINARY["maximum"]["float"](b, pt, x, lo))
-            for v in (hi, x, lo):
-                out = b.select(b.fcmp_unordered("uno", v, v), v, out)
+            bounds_known = scalar_ops.not_nan_constant(lo) and scalar_ops.not_nan_constant(hi)
+            for v in (hi, x, lo):      # a literal bound is not NaN; with both such, out is already x when x is NaN
+                if not (scalar_ops.not_nan_constant(v) or (v is x and bounds_known)):
+                    out = b.select(b.fcmp_unordered("uno", v, v), v, out)
             return out
         if pt.kind not in ("int", "uint", "pred"):
             raise UnimplementedError(f"cpu backend: clamp on {pt.name} not supported yet (instruction {inst.name})")

@@ -8,6 +8,7 @@ flags: results are IEEE-exact except for the transcendental functions, which cal
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from llvmlite import ir
@@ -114,10 +115,37 @@ def _is_nan(b, x):
 _FLOAT_WIDTH = {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}
 
 
+def float_constant(v) -> float | None:
+    """The Python value of a scalar float constant (an element generator's literal), else None."""
+    if isinstance(v, ir.Constant) and isinstance(v.type, (ir.HalfType, ir.FloatType, ir.DoubleType)) \
+            and isinstance(v.constant, float):
+        return v.constant
+    return None
+
+
+def not_nan_constant(v) -> bool:
+    c = float_constant(v)
+    return c is not None and not math.isnan(c)
+
+
+# With one side a constant c that is not NaN, maximum/minimum is one compare and one select keeping x when
+# the unordered compare holds (x NaN, or x beyond c); on equal values c is the answer, except for the zero whose
+# join with either zero is the other operand (max with -0, min with +0), where x is kept on equality too.
+_KEEP_X = {("maximum", False): ">", ("maximum", True): ">=", ("minimum", False): "<", ("minimum", True): "<="}
+
+
 def ieee_max_min(b, op: str, x, y):
     """IEEE 754-2019 maximum / minimum of floats (scalars or vectors), as XLA:CPU emits them (llvm.maximum /
     llvm.minimum): a NaN on either side propagates (x's first), and -0 < +0. Equal values are joined bit by bit,
-    which changes nothing unless they are zeros of both signs: AND of the bits gives +0 for max, OR -0 for min."""
+    which changes nothing unless they are zeros of both signs: AND of the bits gives +0 for max, OR -0 for min.
+    Against a constant that is not NaN (ReLU's 0, ReLU6's 6) the same bits come from `_KEEP_X`'s two
+    instructions (the operation is symmetric when only one side can be NaN)."""
+    if not_nan_constant(x) and not not_nan_constant(y):
+        x, y = y, x
+    if not_nan_constant(y):
+        c = y.constant
+        joins_to_x = c == 0.0 and math.copysign(1.0, c) == (-1.0 if op == "maximum" else 1.0)
+        return b.select(b.fcmp_unordered(_KEEP_X[op, joins_to_x], x, y), x, y)
     vector = isinstance(x.type, ir.VectorType)
     width = _FLOAT_WIDTH[type(x.type.element if vector else x.type)]
     ity = ir.VectorType(ir.IntType(width), x.type.count) if vector else ir.IntType(width)
@@ -311,6 +339,9 @@ _F64_TINY = 2.2250738585072014e-308
 def flush_denormal(b, pt: PrimitiveType, x):
     """x with f32/f64-denormal values replaced by zeros of the same sign (XLA:CPU's DAZ on conversions)."""
     tiny = _F64_TINY if pt.bits == 64 else _F32_TINY
+    c = float_constant(x)
+    if c is not None:                                  # a literal is flushed here, not by two instructions
+        return _c(x.type, math.copysign(0.0, c)) if abs(c) < tiny else x
     small = b.fcmp_ordered("<", call_math(b, "fabs", x), _c(x.type, tiny))
     return b.select(small, call_math(b, "copysign", _c(x.type, 0.0), x), x)
 
