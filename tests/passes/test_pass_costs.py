@@ -186,3 +186,22 @@ def test_transpose_folding_asks_once_per_computation_for_control_edges(monkeypat
     verify(module)
     assert not any(i.opcode == "transpose" for i in module.entry.instructions)
     assert asked == ["main"]
+
+
+def test_fusion_does_not_scan_a_shared_broadcasts_readers_per_reader(monkeypatch):
+    """A constant broadcast read by every layer is a producer for each reader: asking whether it is fusible scanned
+    all its readers for control edges each time (quadratic in depth); in a computation without control edges
+    the scan is skipped."""
+    from xlapy.passes.fusion import fusible as F
+    from xlapy.passes.fusion.instruction_fusion import InstructionFusion
+    n = 50
+    lines = ["  x0 = f32[8,8] parameter(0)", "  c = f32[] constant(2)", "  b = f32[8,8] broadcast(c), dimensions={}"]
+    lines += [f"  x{i} = f32[8,8] multiply(x{i - 1}, b)" for i in range(1, n + 1)]
+    module = parse("HloModule m\nENTRY main {\n" + "\n".join(lines) + f"\n  ROOT r = f32[8,8] negate(x{n})\n}}\n")
+    scans = []
+    real = F.is_fusible
+    monkeypatch.setattr(F, "is_fusible", lambda inst, control_edges=True: (
+        control_edges and inst.users and scans.append(inst.name)) or real(inst, control_edges))
+    assert InstructionFusion().run(module)
+    verify(module)
+    assert "b" not in scans

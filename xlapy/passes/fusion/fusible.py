@@ -73,11 +73,15 @@ def contains_expensive(comp: Computation) -> bool:
     return any(is_expensive(i) for i in comp.instructions if i.opcode != "parameter")
 
 
-def is_fusible(inst: Instruction) -> bool:
-    """May `inst` be a fusion producer or consumer at all (XLA's IsFusible, minus control flow)?"""
+def is_fusible(inst: Instruction, control_edges: bool = True) -> bool:
+    """May `inst` be a fusion producer or consumer at all (XLA's IsFusible, minus control flow)?
+    control_edges=False: the caller knows that its computation has none (no scan of inst's users: a constant
+    broadcast that every layer reads is asked once per reader, quadratic in depth)."""
     # (has_side_effect but for custom-call's attribute: custom-calls are in NEVER_FUSE)
     if inst.opcode in NEVER_FUSE or inst.control_predecessors or inst.info.has_side_effect:
         return False
+    if not control_edges:
+        return True
     for user in inst.users:              # a plain loop: this runs for every candidate pair
         preds = user.control_predecessors
         if preds and inst in preds:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...hlo import Computation, Instruction, Module
+from ..control_util import has_control_edges
 from ..pipeline import Pass
 from . import fusible as F
 from .fuse import fuse_into, fused_computation, fused_size, is_fusion, rename_parameters
@@ -115,20 +116,21 @@ class Context:
     """What the rows may consult beyond the pair: the producers that must stay materialized
     (_globally_unfusible), and the fused values known to have no element re-read below them (a cache for the
     reuse row, kept by InstructionFusion for one computation: fusing adds values above, never below, a fused
-    value; None: no cache)."""
-    __slots__ = ("do_not_duplicate", "known_use")
+    value; None: no cache), and whether the computation may have control edges (fusion adds none)."""
+    __slots__ = ("do_not_duplicate", "known_use", "control_edges")
 
-    def __init__(self, do_not_duplicate=frozenset(), known_use: set | None = None):
+    def __init__(self, do_not_duplicate=frozenset(), known_use: set | None = None, control_edges: bool = True):
         self.do_not_duplicate = do_not_duplicate
         self.known_use = known_use
+        self.control_edges = control_edges
 
 
 Rule = Callable[[Instruction, Instruction, int, Context], bool]
 
 # (reason, predicate(producer, consumer, operand_index, context)) — the first true row refuses.
 REFUSALS: list[tuple[str, Rule]] = [
-    ("producer is not fusible", lambda p, c, i, ctx: not F.is_fusible(p) or p.shape.is_tuple),
-    ("consumer is not fusible", lambda p, c, i, ctx: not (F.is_fusible(c) or is_fusion(c))),
+    ("producer is not fusible", lambda p, c, i, ctx: not F.is_fusible(p, ctx.control_edges) or p.shape.is_tuple),
+    ("consumer is not fusible", lambda p, c, i, ctx: not (F.is_fusible(c, ctx.control_edges) or is_fusion(c))),
     ("non-scalar constant", lambda p, c, i, ctx: F.is_non_scalar_constant(p)),
     ("producer can be output-fused into some operand", lambda p, c, i, ctx: _output_fusible_into_some_operand(p)),
     # (the rows below may assume the rows above did not refuse: p is fusible, c fusible or a fusion)
@@ -259,11 +261,12 @@ def _links_a_chain(producer: Instruction, memo: dict[int, bool]) -> bool:
     return _reaches_a_link(producer, memo)
 
 
-def _globally_unfusible(order: list[Instruction]) -> set[int]:
+def _globally_unfusible(order: list[Instruction], control_edges: bool = True) -> set[int]:
     """Multi-user producers that must stay materialized: duplicating them into the users that can take
     them would read more than it saves while some other user still needs the materialized value."""
     out: set[int] = set()
     memo: dict[int, bool] = {}
+    ctx = Context(control_edges=control_edges)
     for producer in order:
         if len(producer.users) < 2:
             continue
@@ -277,7 +280,7 @@ def _globally_unfusible(order: list[Instruction]) -> set[int]:
         if _links_a_chain(producer, memo):
             out.add(id(producer))
             continue
-        if all(decide(u, u.operands.index(producer))[0] is not None for u in producer.users):
+        if all(_decide(u, u.operands.index(producer), ctx)[0] is not None for u in producer.users):
             continue
         out.add(id(producer))
     return out
@@ -299,7 +302,8 @@ class InstructionFusion(Pass):
     def _run_on(self, comp: Computation) -> bool:
         order = comp.post_order()
         position = {id(inst): n for n, inst in enumerate(order)}
-        ctx = Context(_globally_unfusible(order), known_use=set())
+        edges = has_control_edges(comp)
+        ctx = Context(_globally_unfusible(order, edges), known_use=set(), control_edges=edges)
         changed = False
         grown: dict[int, Instruction] = {}      # the fusions made or grown, renamed once at the end
         for consumer in reversed(order):
@@ -322,7 +326,7 @@ class InstructionFusion(Pass):
                           settled: set | None = None):
         """Fuse the first operand (latest defined first) that the rules allow; the fusion, or None. `settled`:
         producers already refused for a reason of their own (PRODUCER_ONLY), skipped, and added to."""
-        if not (is_fusion(consumer) or F.is_fusible(consumer)):
+        if not (is_fusion(consumer) or F.is_fusible(consumer, ctx.control_edges)):
             return None
         settled = set() if settled is None else settled
         later_first = [-position.get(id(op), -1) for op in consumer.operands]
