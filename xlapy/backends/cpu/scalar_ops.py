@@ -176,9 +176,10 @@ def _float_power(b, pt, x, y):
 
 
 # XLA:CPU calls the C library's pow with the caller's floating-point environment: no denormal flushing.
-# The functions that install FTZ/DAZ (the entry, pool workers: enter_ftz) record (ieee_slot, ftz_slot), i32 allocas
-# holding MXCSR values; a kernel (kernels.py) runs under its caller's FTZ/DAZ and has none: ieee_call saves and
-# restores MXCSR around the call itself there.
+# The functions that install FTZ/DAZ (the entry, pool workers: enter_ftz) record (saved_slot, ftz_slot), i32 allocas
+# holding MXCSR values (the one found on entry, and it with FTZ/DAZ); ieee_call derives the MXCSR without FTZ/DAZ
+# where it calls (only pow does: the other functions carry no code for it). A kernel (kernels.py) runs under its
+# caller's FTZ/DAZ and has none: ieee_call saves and restores MXCSR around the call itself there.
 MXCSR_SLOTS: dict[int, tuple] = {}
 
 
@@ -194,9 +195,7 @@ def enter_ftz(b) -> ir.Value:
     flushed = alloca_once(b, I32, "mxcsr.ftz")
     b.store(b.or_(b.load(saved), ir.Constant(I32, _MXCSR_FTZ_DAZ)), flushed)
     intrinsic(b, "llvm.x86.sse.ldmxcsr", VOID, [b.bitcast(flushed, I8P)])
-    ieee = alloca_once(b, I32, "mxcsr.ieee")
-    b.store(b.and_(b.load(saved), ir.Constant(I32, ~_MXCSR_FTZ_DAZ & 0xFFFFFFFF)), ieee)
-    MXCSR_SLOTS[id(b.function)] = (ieee, flushed)
+    MXCSR_SLOTS[id(b.function)] = (saved, flushed)
     return saved
 
 
@@ -204,15 +203,16 @@ def ieee_call(b, call):
     """call() with FTZ/DAZ off (x86), restored after."""
     if not is_x86(b.module):
         return call()
+    from .irhelpers import I8P, I32, alloca_once
     slots = MXCSR_SLOTS.get(id(b.function))
     if slots is None:                   # a kernel: the MXCSR of the moment, without FTZ/DAZ
-        from .irhelpers import I8P, I32, alloca_once
         ftz = alloca_once(b, I32, "mxcsr.now")
         intrinsic(b, "llvm.x86.sse.stmxcsr", ir.VoidType(), [b.bitcast(ftz, I8P)])
-        ieee = alloca_once(b, I32, "mxcsr.ieee")
-        b.store(b.and_(b.load(ftz), ir.Constant(I32, ~_MXCSR_FTZ_DAZ & 0xFFFFFFFF)), ieee)
+        before = ftz
     else:
-        ieee, ftz = slots
+        before, ftz = slots
+    ieee = alloca_once(b, I32, "mxcsr.ieee")
+    b.store(b.and_(b.load(before), ir.Constant(I32, ~_MXCSR_FTZ_DAZ & 0xFFFFFFFF)), ieee)
     intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [b.bitcast(ieee, ir.IntType(8).as_pointer())])
     value = call()
     intrinsic(b, "llvm.x86.sse.ldmxcsr", ir.VoidType(), [b.bitcast(ftz, ir.IntType(8).as_pointer())])
