@@ -190,3 +190,16 @@ def test_group_norm_between_nchw_convolutions():
         ADD), [ReshapeMover, "algsimp", "dce"], "CHECK-NOT: transpose", fixed_point=True, corners=False,
         rtol=1e-5, atol=1e-5)
     assert not [i for i in module.instructions() if i.opcode == "transpose"]
+
+
+@pytest.mark.parametrize("src, dst, groups", [
+    ((4, 32, 1, 1), (4, 32), [([0], [0]), ([1, 2, 3], [1])]),                  # trailing unit dims join the last
+    ((2, 3, 4), (6, 4), [([0, 1], [0]), ([2], [1])]),
+    ((2, 4, 2), (2, 1, 8), [([0], [0]), ([1, 2], [1, 2])]),
+    ((6,), (4,), None),                                                          # not a reshape: no grouping
+    ((1, 1), (), None), ((), (1,), None),                                        # rank 0 on a side
+    ((0, 3), (3, 0), None),                                                      # zero-sized
+])
+def test_reshape_groups(src, dst, groups):
+    from xlapy.passes.transpose_motion import _groups
+    assert _groups(src, dst) == groups

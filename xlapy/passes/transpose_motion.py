@@ -25,7 +25,8 @@ every user of it is rewritten and it is not the root, so that nothing is compute
 until that holds. Each connected group of rewrites must not materialize more transposed elements (the
 transposes left at the group's exits) than it removes (the seeds it consumes), so a move never makes more
 transpose work. Transposes of constants and scalar broadcasts (constant folding's) and effective scalars do
-not seed; variadic reduces, fused computations and ops with side effects are left alone.
+not seed; variadic reduces, fused computations, ops with side effects, shardings or control predecessors are
+left alone.
 """
 from __future__ import annotations
 
@@ -215,6 +216,9 @@ RULES = {"transpose": _transpose, "reshape": _reshape, "reduce": _reduce, "conca
 
 
 def _rule(inst: Instruction, forms: dict):
+    # a sharding or a control edge describes the instruction as it is, not its transposed form
+    if "sharding" in inst.attrs or inst.control_predecessors:
+        return None
     if inst.info.is_elementwise:
         return _elementwise(inst, forms)
     rule = RULES.get(inst.opcode)
