@@ -28,6 +28,7 @@ from .conv_emitter import convolution
 from .sort_emitter import sort, topk
 from .row_emitter import row_fusion
 from .column_reduce import column_reduction, is_column_reduction
+from .fused_cse import representatives
 from . import fft_emitter, loop_state, scan_emitter
 from . import custom_call_emitter, linalg_emitter
 from . import scatter_emitter
@@ -242,8 +243,11 @@ class IrEmitter:
         """Generators of every instruction of a fused computation whose parameter i is operands[i]; or, given
         param_gens, is read through param_gens[i] (a row fusion's members read each other's row buffers)."""
         gens: dict[int, Generator] = {}
+        rep = representatives(comp)
         for inst in comp.post_order():
-            if inst.opcode == "parameter":
+            if rep[id(inst)] is not inst:                 # equal to an earlier instruction: its generator
+                gens[id(inst)] = gens[id(rep[id(inst)])]
+            elif inst.opcode == "parameter":
                 gens[id(inst)] = param_gens[inst.parameter_number] if param_gens is not None \
                     else self.generator_of(operands[inst.parameter_number])
             elif inst.opcode == "reduce" and inst is not comp.root and is_column_reduction(inst):
