@@ -24,16 +24,21 @@ def check_pass(text, checks=None):
 
 
 CASES = [
-    # add(transpose(a, p), broadcast(v, {1})) => transpose(add(a, broadcast(v, {p[1]})), p): a bias
+    # add(transpose(a, p), broadcast(v, {1})) => transpose(add(a, broadcast(v, {p[1]})), p): a bias; the sum of
+    # two of them takes one transpose instead of two
     ("vector_broadcast", hlo_module("""
         a = f32[2,3,3,4] parameter(0)
-        v = f32[4] parameter(1)
+        c = f32[2,3,3,4] parameter(1)
+        v = f32[4] parameter(2)
         t = f32[2,4,3,3] transpose(a), dimensions={0,3,1,2}
+        u = f32[2,4,3,3] transpose(c), dimensions={0,3,1,2}
         b = f32[2,4,3,3] broadcast(v), dimensions={1}
-        ROOT s = f32[2,4,3,3] add(t, b)"""),
+        s = f32[2,4,3,3] add(t, b)
+        ROOT m = f32[2,4,3,3] multiply(s, u)"""),
      "CHECK: f32[2,3,3,4] broadcast(f32[4] %v), dimensions={3}\n"
-     "CHECK: f32[2,3,3,4] add(f32[2,3,3,4] %a\n"
-     "CHECK: ROOT %s.2 = f32[2,4,3,3] transpose(f32[2,3,3,4] %s.1), dimensions={0,3,1,2}"),
+     "CHECK: %s.1 = f32[2,3,3,4] add(f32[2,3,3,4] %a\n"
+     "CHECK: %m.1 = f32[2,3,3,4] multiply(f32[2,3,3,4] %s.1, f32[2,3,3,4] %c)\n"
+     "CHECK: ROOT %m.2 = f32[2,4,3,3] transpose(f32[2,3,3,4] %m.1), dimensions={0,3,1,2}"),
     # GroupNorm's statistics: reshape(transpose(a)) splits C into (G, C/G); the reduce over (C/G, H, W) keeps
     # (N, G) in order: no transpose is left
     ("reshape_reduce", hlo_module("""
@@ -126,6 +131,13 @@ UNCHANGED = [
         s = f32[2,3] add(t, b)
         d = f32[2,2] dot(t, s), lhs_contracting_dims={1}, rhs_contracting_dims={1}
         ROOT r = (f32[2,3], f32[2,2]) tuple(s, d)""")),
+    # a move alone: the bias add would take the transpose's place, as many elements in as many transposes
+    ("move_only", hlo_module("""
+        a = f32[2,3,3,4] parameter(0)
+        v = f32[4] parameter(1)
+        t = f32[2,4,3,3] transpose(a), dimensions={0,3,1,2}
+        b = f32[2,4,3,3] broadcast(v), dimensions={1}
+        ROOT s = f32[2,4,3,3] add(t, b)""")),
     # two exits from one transpose: two transposes of the same size instead of one
     ("two_exits", hlo_module("""
         a = f32[3,2] parameter(0)

@@ -22,11 +22,12 @@ Rewriting X replaces it by transpose(X', q) (X' when plain); its consumers read 
 
 Like reshape-mover, a carrier (a value with a form: a transpose, or a rewritten op) is consumed only when
 every user of it is rewritten and it is not the root, so that nothing is computed twice; members are pruned
-until that holds. Each connected group of rewrites must not materialize more transposed elements (the
-transposes left at the group's exits) than it removes (the seeds it consumes), so a move never makes more
-transpose work. Transposes of constants and scalar broadcasts (constant folding's) and effective scalars do
-not seed; variadic reduces, fused computations, ops with side effects, shardings or control predecessors are
-left alone.
+until that holds. Each connected group of rewrites must materialize fewer transposed elements (the
+transposes left at the group's exits) than it removes (the seeds it consumes, the transposes it merges), or as
+many in fewer transposes: a move that only relocates a transpose is not made (it changes the fusions around it
+for nothing). Transposes of constants and scalar broadcasts (constant folding's) and effective scalars do not
+seed; variadic reduces, fused computations, ops with side effects, shardings or control predecessors are left
+alone.
 """
 from __future__ import annotations
 
@@ -172,8 +173,8 @@ def _reduce(inst, forms):
     r = tuple(rank[d] for d in kept)
 
     def build(comp, primes):
-        new = inst.clone_with([primes[0], inst.operands[1]],
-                              shape=Shape.array(inst.shape.element_type, tuple(primes[0].shape.dims[d] for d in sorted(kept))))
+        dims_out = tuple(primes[0].shape.dims[d] for d in sorted(kept))
+        new = inst.clone_with([primes[0], inst.operands[1]], shape=Shape.array(inst.shape.element_type, dims_out))
         new.attrs["dimensions"] = tuple(sorted(q[d] for d in dims))
         return comp.add_instruction(new)
     return [0], (None if _identity(r) else r), build
@@ -276,7 +277,8 @@ def _elements(inst: Instruction) -> int:
 
 
 def _accepted(members: dict, forms: dict) -> set[int]:
-    """The members of the groups that remove at least as many transposed elements as they leave."""
+    """The members of the groups that leave fewer transposed elements than they remove, or as many in fewer
+    transposes (a move alone changes nothing worth its risk: the fusions around it change)."""
     parent: dict[int, int] = {}
 
     def find(x):
@@ -292,14 +294,20 @@ def _accepted(members: dict, forms: dict) -> set[int]:
             consumed.add(id(op))
             carriers[id(op)] = op
             parent[find(id(inst))] = find(id(op))
-    cost: dict[int, int] = {}
+    cost: dict[int, tuple[int, int]] = {}      # group -> (transposed elements, transposes) added
+
+    def add(x, elements, count):
+        e, c = cost.get(find(x), (0, 0))
+        cost[find(x)] = (e + elements, c + count)
     for cid, op in carriers.items():
         if cid not in members:      # a seed: removed
-            cost[find(cid)] = cost.get(find(cid), 0) - _elements(op)
+            add(cid, -_elements(op), -1)
     for mid, (inst, _, form) in members.items():
+        if inst.opcode == "transpose":                  # merged into the one before: removed too
+            add(mid, -_elements(inst), -1)
         if form is not None and mid not in consumed:     # left at an exit
-            cost[find(mid)] = cost.get(find(mid), 0) + _elements(inst)
-    return {mid for mid in members if cost.get(find(mid), 0) <= 0}
+            add(mid, _elements(inst), 1)
+    return {mid for mid in members if cost.get(find(mid), (0, 0)) < (0, 0)}
 
 
 def move_transposes(comp: Computation) -> bool:
