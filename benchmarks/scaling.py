@@ -22,6 +22,17 @@ than wall time:
 instead of wall time: the full figure per N, as robust on a shared machine as `--hlo-only`'s:
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/scaling.py --cpu --no-jax --layers 1,2,4,8,16
+
+The `--repeat` compiles go round the sizes (N=1, 2, ..., 32, then again), so that each N's median is taken over the
+same stretch of a shared machine's load: even thread CPU time swings 2x there (a busy neighbour on the other core
+slows this one's caches and memory), and one N timed while the machine was quiet skewed the spread.
+
+`--calls` counts instead of timing: the Python function calls (and C functions called from Python) of the HLO
+pipeline per instruction, under cProfile. The same module gives the same count on any machine, at any load, so a
+pass whose work per instruction grows with the module shows as a growing count (flat counts are necessary for flat
+time, not sufficient: a C-level scan inside one call, such as a list search, counts once):
+
+    .venv/bin/python benchmarks/scaling.py --calls --no-jax
 """
 from __future__ import annotations
 
@@ -103,8 +114,9 @@ def xlapy_compile(layers: int) -> tuple[int, float]:
     return count, CLOCK() - t0
 
 
-def xlapy_hlo_pipeline(layers: int) -> tuple[int, float]:
-    """The CPU pass pipeline alone on the traced step, in thread CPU time (compile_module's HLO half)."""
+def xlapy_hlo_pipeline(layers: int, count_calls: bool = False) -> tuple[int, float]:
+    """The CPU pass pipeline alone on the traced step, in thread CPU time (compile_module's HLO half); count_calls:
+    the function calls it makes instead (deterministic)."""
     import xlapy
     import xlapy.nn
     import xlapy.numpy as xnp
@@ -117,6 +129,13 @@ def xlapy_hlo_pipeline(layers: int) -> tuple[int, float]:
         return l, xlapy.tree_util.tree_map(lambda p, d: p - 0.1 * d, params, g)
     module = xlapy.jit(step).lower(params, *batch).module
     count = sum(len(c.instructions) for c in module.computations)
+    if count_calls:
+        import cProfile
+        import pstats
+        clone, pipeline = module.clone(), cpu_pipeline()
+        profile = cProfile.Profile()
+        profile.runcall(optimize, clone, pipeline)
+        return count, float(pstats.Stats(profile).total_calls)
     t0 = time.thread_time()
     optimize(module.clone(), cpu_pipeline())
     return count, time.thread_time() - t0
@@ -137,6 +156,13 @@ def jax_compile(layers: int) -> tuple[int, float]:
     return count, CLOCK() - t0
 
 
+def _cell(name: str, runs: list, calls: bool) -> str:
+    count, value = runs[0][0], statistics.median(t for _, t in runs)
+    if calls:
+        return f"{name}: {count} instr {value:.0f} calls ({value / count:.0f} calls/instr)"
+    return f"{name}: {count} instr {value:.2f} s ({value / count * 1e3:.2f} ms/instr)"
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", default="1,2,4,8,16,32", help="comma-separated N")
@@ -146,11 +172,16 @@ def main(argv=None) -> None:
                     help="time xlapy's HLO pass pipeline alone (thread CPU time), no LLVM")
     ap.add_argument("--cpu", action="store_true",
                     help="time each compile in process CPU time (all threads) instead of wall time")
+    ap.add_argument("--calls", action="store_true",
+                    help="count the HLO pipeline's function calls per instruction instead of timing (deterministic)")
     args = ap.parse_args(argv)
     global CLOCK
     if args.cpu:
         CLOCK = time.process_time
-    peers = {"xlapy": xlapy_hlo_pipeline if args.hlo_only else xlapy_compile}
+    if args.calls:
+        args.hlo_only, args.no_jax, args.repeat = True, True, 1
+    peers = {"xlapy": (lambda n: xlapy_hlo_pipeline(n, True)) if args.calls
+             else xlapy_hlo_pipeline if args.hlo_only else xlapy_compile}
     if args.hlo_only:
         from xlapy.backends.interpreter.evaluator import handler_table
         handler_table()                 # constant folding's first use imports the interpreter: not per module
@@ -162,18 +193,25 @@ def main(argv=None) -> None:
             pass
     for fn in peers.values():
         fn(1)                           # one-time costs (imports, tables built on first use) are not per instruction
-    rows = []
-    for n in (int(v) for v in args.layers.split(",")):
-        row = {"N": n}
-        for name, fn in peers.items():
-            runs = [fn(n) for _ in range(args.repeat)]
-            row[name] = (runs[0][0], statistics.median(t for _, t in runs))
-        rows.append(row)
-        cells = "  ".join(f"{k}: {row[k][0]} instr {row[k][1]:.2f} s ({row[k][1] / row[k][0] * 1e3:.2f} ms/instr)"
-                          for k in peers)
-        print(f"N={n:3d}  {cells}", flush=True)
+    sizes = [int(v) for v in args.layers.split(",")]
+    runs: dict = {(n, name): [] for n in sizes for name in peers}
+    for r in range(args.repeat):                    # round the sizes, repeat times (see the docstring)
+        for n in sizes:
+            for name, fn in peers.items():
+                runs[n, name].append(fn(n))
+            if r == args.repeat - 1:
+                cells = "  ".join(_cell(k, runs[n, k], args.calls) for k in peers)
+                print(f"N={n:3d}  {cells}", flush=True)
+            elif args.repeat > 1 and n == sizes[-1]:
+                print(f"(round {r + 1} of {args.repeat} done)", flush=True)
+    rows = [{"N": n, **{k: (runs[n, k][0][0], statistics.median(t for _, t in runs[n, k])) for k in peers}}
+            for n in sizes]
     per = [r["xlapy"][1] / r["xlapy"][0] for r in rows]
     mid = statistics.median(per)
+    if args.calls:
+        print(f"\nxlapy HLO pipeline function calls per instruction: median {mid:.0f}, spread "
+              f"{min(per) / mid - 1:+.0%} .. {max(per) / mid - 1:+.0%}")
+        return
     print(f"\nxlapy compile time per instruction: median {mid * 1e3:.2f} ms, spread {min(per) / mid - 1:+.0%} .. "
           f"{max(per) / mid - 1:+.0%} (goal: within +-25%)")
     print("\n| N | instructions | xlapy compile | ms/instr |" + (" XLA compile | ms/instr | xlapy/XLA |" if "jax" in peers
