@@ -205,3 +205,27 @@ def test_fusion_does_not_scan_a_shared_broadcasts_readers_per_reader(monkeypatch
     assert InstructionFusion().run(module)
     verify(module)
     assert "b" not in scans
+
+
+def test_a_new_fusion_computation_is_placed_before_the_entry_without_a_scan():
+    """Each fusion's computation goes just before the computation holding it: finding that one in the module's
+    list (and removing the new one from it) scanned a list that grows by one per fusion, per fusion."""
+    from xlapy.passes.fusion.fuse import wrap_in_fusion
+    n = 30
+    module = parse(_chain(n))
+    scans = []
+
+    class Watched(list):
+        def index(self, *a):
+            scans.append("index")
+            return super().index(*a)
+
+        def remove(self, x):
+            scans.append("remove")
+            super().remove(x)
+    module.computations = Watched(module.computations)
+    for inst in [i for i in module.entry.instructions if i.opcode == "add"]:
+        wrap_in_fusion(inst)
+    verify(module)
+    assert len(module.computations) == n + 1 and module.computations[-1] is module.entry
+    assert not scans

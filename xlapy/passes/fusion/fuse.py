@@ -65,8 +65,12 @@ def wrap_in_fusion(inst: Instruction, kind: str = "kLoop", name: str | None = No
 
 def _place_computation(module: Module, fused: Computation, before: Computation) -> None:
     module.add_computation(fused)
-    module.computations.remove(fused)
-    module.computations.insert(module.computations.index(before), fused)
+    comps = module.computations
+    assert comps[-1] is fused
+    comps.pop()
+    # `before` is most often the entry, last: found without a scan (two scans of a list that grows by one
+    # computation per fusion, per fusion, were quadratic in a module's fusions)
+    comps.insert(len(comps) - 1 if comps and comps[-1] is before else comps.index(before), fused)
 
 
 def _take_place(comp: Computation, fusion: Instruction, inst: Instruction) -> None:
