@@ -157,12 +157,16 @@ def reducer_steps(elemental, reduce: Instruction, init: Callable, wide_rule=None
 class LeafSummer:
     """Emits the leaves of one add-reduction. `source(full_index)` reads an element of the reduced operand;
     `add(acc, x)` is the reducer's add in the accumulation type (reassociable: it runs inside a leaf). The
-    caller rounds the wide total (`narrow`) and adds the init value with the reducer."""
+    caller rounds the wide total (`narrow`) and adds the init value with the reducer.
+
+    Sibling sums (`join`: more add-reductions of the same operand shape, dimensions and accumulation type, as a
+    multi-output fusion's mean and variance) are summed in the same loops, each in its own accumulators over the
+    same leaves (LLVM may interleave a leaf's partial sums differently with two in the loop): `wide_sums` gives
+    one total per part."""
 
     def __init__(self, b: ir.IRBuilder, reduce: Instruction, source: Callable, add: Callable):
         self.b = b
-        self.source = source
-        self.add = add
+        self.parts = [(source, add)]
         self.acc_type = value_type(reduce.shape.ptype)      # f32 for the narrow floats
         self.order = reduced_order(reduce)
         self.plan = reduce_leaf_plan(reduce)
@@ -174,31 +178,46 @@ class LeafSummer:
     def leaves(self) -> int:
         return self.plan.leaves
 
+    def join(self, source: Callable, add: Callable) -> int:
+        """Sum another operand in the same loops; returns its part number."""
+        self.parts.append((source, add))
+        return len(self.parts) - 1
+
     def wide_sum(self, index: Sequence[ir.Value], first: ir.Value | int, end: ir.Value | int) -> ir.Value:
-        """The f64 sum of leaves [first, end) for the output element at `index`: one at a time from -0.0 for
-        f32 and narrower leaves, pairwise (cascade.py) for f64 ones."""
+        return self.wide_sums(index, first, end)[0]
+
+    def wide_sums(self, index: Sequence[ir.Value], first: ir.Value | int, end: ir.Value | int) -> list[ir.Value]:
+        """The f64 sums of leaves [first, end) for the output element at `index`, one per part: one at a time
+        from -0.0 for f32 and narrower leaves, pairwise (cascade.py) for f64 ones."""
         b = self.b
         first, end = (i64(v) if isinstance(v, int) else v for v in (first, end))
         if isinstance(self.acc_type, ir.DoubleType):
-            tree = Cascade(b)
+            trees = [Cascade(b) for _ in self.parts]
             with for_range(b, end, "leaf", start=first) as q:
-                tree.push(b.sub(q, first), self.leaf(index, q))
-            return tree.total(b.sub(end, first))
-        total = alloca_once(b, WIDE, "sum.total")
-        b.store(ir.Constant(WIDE, -0.0), total)
+                for tree, leaf in zip(trees, self.leaves_at(index, q)):
+                    tree.push(b.sub(q, first), leaf)
+            return [tree.total(b.sub(end, first)) for tree in trees]
+        totals = [alloca_once(b, WIDE, "sum.total") for _ in self.parts]
+        for total in totals:
+            b.store(ir.Constant(WIDE, -0.0), total)
         with for_range(b, end, "leaf", start=first) as q:
-            b.store(b.fadd(b.load(total), b.fpext(self.leaf(index, q), WIDE)), total)
-        return b.load(total)
+            for total, leaf in zip(totals, self.leaves_at(index, q)):
+                b.store(b.fadd(b.load(total), b.fpext(leaf, WIDE)), total)
+        return [b.load(total) for total in totals]
 
     def narrow(self, total: ir.Value) -> ir.Value:
         """The wide total in the accumulation type (under FTZ a denormal result is flushed, as a sum's is)."""
         return total if isinstance(self.acc_type, ir.DoubleType) else self.b.fptrunc(total, self.acc_type)
 
     def leaf(self, index: Sequence[ir.Value], q: ir.Value) -> ir.Value:
-        """The sum of leaf q's elements from -0.0 in the accumulation type."""
+        return self.leaves_at(index, q)[0]
+
+    def leaves_at(self, index: Sequence[ir.Value], q: ir.Value) -> list[ir.Value]:
+        """The sums of leaf q's elements from -0.0 in the accumulation type, one per part."""
         b, plan = self.b, self.plan
-        acc = alloca_once(b, self.acc_type, "sum.leaf")
-        b.store(ir.Constant(self.acc_type, -0.0), acc)
+        accs = [alloca_once(b, self.acc_type, "sum.leaf") for _ in self.parts]
+        for acc in accs:
+            b.store(ir.Constant(self.acc_type, -0.0), acc)
         if plan.split == 0:
             outer, block_no = [], q
         else:
@@ -217,5 +236,6 @@ class LeafSummer:
                     full[d] = v
                 for d, v in zip(self.order, outer + [i] + inner):
                     full[d] = v
-                b.store(self.add(b.load(acc), self.source(full)), acc)
-        return b.load(acc)
+                for acc, (source, add) in zip(accs, self.parts):
+                    b.store(add(b.load(acc), source(full)), acc)
+        return [b.load(acc) for acc in accs]

@@ -39,6 +39,8 @@ class ElementalEmitter:
         self.b = builder
         self.constant_pointer = constant_pointer
         self.reassoc = False      # float add/multiply may be reassociated (inside reducers, as XLA allows)
+        self.sum_groups: dict[int, int] = {}    # the fusion being emitted: elemental_reduce.sibling_sums
+        self.sum_summers: dict = {}             # group -> the LeafSummer its first member made
 
     def generator(self, inst: Instruction, operands: Sequence[Generator]) -> Generator:
         make = TABLE.get(inst.opcode)
@@ -535,23 +537,52 @@ def _reduce(em, inst, gens):
     b = em.b
     f32 = primitive_type("f32")
 
-    def gen(index):
-        accs = start_accumulators(b, out_shapes, inits, "acc")
-        with loop_nest(b, [in_shape.dims[d] for d in order], name="r") as ivs:
-            full: list = [None] * in_shape.rank
-            for d, i in zip(kept, index):
+    def step(accs, full):
+        values = [g(full) for g in inputs]
+        if wide_rule is not None:   # a narrow-float add/max/...: accumulate in f32, round once at the end
+            new = wide_rule(b, f32, b.load(accs[0]), values[0])
+        else:
+            new = em.emit_scalar(reducer, [b.load(a) for a in accs] + values, reassoc=True)
+        for acc, v in zip(accs, new if isinstance(new, tuple) else (new,)):
+            b.store(v, acc)
+
+    part = (lambda: start_accumulators(b, out_shapes, inits, "acc"), step,
+            lambda accs: accumulated(b, inst, accs, out_shapes, wide_rule))
+    group = em.sum_groups.get(id(inst))
+    loop = em.sum_summers.get(("plain", group)) if group is not None else None
+    if loop is None:
+        loop = _ReduceLoop(b, in_shape, kept, order)
+        if group is not None:          # siblings (elemental_reduce.sibling_sums) join this loop
+            em.sum_summers[("plain", group)] = loop
+    k = loop.join(part)
+    return lambda index: loop.values(index)[k]
+
+
+class _ReduceLoop:
+    """The element loop of one reduce, or of sibling reduces over the same operand shape and dimensions, each with
+    its own accumulators (elemental_reduce.sibling_sums): parts (start() -> accs, step(accs, full_index),
+    finish(accs) -> value)."""
+
+    def __init__(self, b, in_shape, kept, order):
+        self.b, self.in_shape, self.kept, self.order = b, in_shape, kept, order
+        self.parts: list = []
+        self.values = _memoized(b, self._emit)
+
+    def join(self, part) -> int:
+        self.parts.append(part)
+        return len(self.parts) - 1
+
+    def _emit(self, index):
+        accs = [start() for start, _, _ in self.parts]
+        with loop_nest(self.b, [self.in_shape.dims[d] for d in self.order], name="r") as ivs:
+            full: list = [None] * self.in_shape.rank
+            for d, i in zip(self.kept, index):
                 full[d] = i
-            for d, i in zip(order, ivs):
+            for d, i in zip(self.order, ivs):
                 full[d] = i
-            values = [g(full) for g in inputs]
-            if wide_rule is not None:   # a narrow-float add/max/...: accumulate in f32, round once at the end
-                new = wide_rule(b, f32, b.load(accs[0]), values[0])
-            else:
-                new = em.emit_scalar(reducer, [b.load(a) for a in accs] + values, reassoc=True)
-            for acc, v in zip(accs, new if isinstance(new, tuple) else (new,)):
-                b.store(v, acc)
-        return accumulated(b, inst, accs, out_shapes, wide_rule)
-    return gen
+            for (_, step, _), a in zip(self.parts, accs):
+                step(a, full)
+        return [finish(a) for (_, _, finish), a in zip(self.parts, accs)]
 
 
 def simple_reducer(comp: Computation) -> str | None:

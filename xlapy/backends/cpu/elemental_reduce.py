@@ -69,8 +69,53 @@ def leaf_sum_reduce(em, inst, gens, op: str | None, wide_rule):
         return None
     source, init = gens
     add, finish = reducer_steps(em, inst, init, wide_rule)
+    group = em.sum_groups.get(id(inst))
+    joint = em.sum_summers.get(("leaf", group)) if group is not None else None
+    if joint is not None:                       # a sibling's loops sum this one too (sibling_sums)
+        summer, part = joint, joint.join(source, add)
+        return lambda index: finish(summer.narrow(summer.sums(index)[part]))
     summer = LeafSummer(em.b, inst, source, add)
-    return lambda index: finish(summer.narrow(summer.wide_sum(index, 0, summer.leaves)))
+    if group is None:
+        return lambda index: finish(summer.narrow(summer.wide_sum(index, 0, summer.leaves)))
+    from .elemental import _memoized            # (elemental imports this module)
+    em.sum_summers[("leaf", group)] = summer
+    summer.sums = _memoized(em.b, lambda index: summer.wide_sums(index, 0, summer.leaves))
+    return lambda index: finish(summer.narrow(summer.sums(index)[0]))
+
+
+def sibling_sums(comp) -> dict[int, int]:
+    """id(reduce) -> its group, for the reduces of a fused computation that can share one loop: single-operand
+    reductions of equal operand shapes, dimensions and result types (the blocked sums among them share
+    leaf_sum_reduce's leaves, the plain loops elemental._ReduceLoop; max/min vector loops stay apart), none reading
+    another (a variance's sum of squares over a mean reduced in the same fusion must
+    wait for it). Groups of one are left out; so is a fusion rooted at its reduce (loops.split_reduction sums
+    that one with loops of its own)."""
+    if comp.root.opcode != "tuple":
+        return {}
+    groups: dict[tuple, list[list]] = {}
+    above: dict[int, frozenset] = {}            # id(inst) -> ids of the reduces it reads, directly or not
+    member: dict[int, int] = {}
+    for inst in comp.post_order():
+        reads = frozenset().union(*(above[id(o)] | ({id(o)} if o.opcode == "reduce" else set())
+                                    for o in inst.operands)) if inst.operands else frozenset()
+        above[id(inst)] = reads
+        if inst.opcode != "reduce" or len(inst.operands) != 2 or inst.shape.is_tuple:
+            continue
+        key = (inst.operands[0].shape, frozenset(int(d) for d in inst.attrs["dimensions"]), inst.shape)
+        for group in groups.setdefault(key, []):
+            if not any(id(m) in reads for m in group):
+                group.append(inst)
+                break
+        else:
+            groups[key].append([inst])
+    number = 0
+    for lists in groups.values():
+        for group in lists:
+            if len(group) > 1:
+                for m in group:
+                    member[id(m)] = number
+                number += 1
+    return member
 
 
 def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):

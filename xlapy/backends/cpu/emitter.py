@@ -29,6 +29,7 @@ from .sort_emitter import sort, topk
 from .row_emitter import row_fusion
 from .column_reduce import column_reduction, is_column_reduction
 from .fused_cse import representatives
+from .elemental_reduce import sibling_sums
 from . import fft_emitter, loop_state, scan_emitter
 from . import custom_call_emitter, linalg_emitter
 from . import scatter_emitter
@@ -244,6 +245,16 @@ class IrEmitter:
         param_gens, is read through param_gens[i] (a row fusion's members read each other's row buffers)."""
         gens: dict[int, Generator] = {}
         rep = representatives(comp)
+        el = self.elemental
+        saved = el.sum_groups, el.sum_summers
+        el.sum_groups, el.sum_summers = (sibling_sums(comp) if param_gens is None else {}), {}
+        try:
+            self._fused_generators(comp, operands, param_gens, gens, rep)
+        finally:
+            el.sum_groups, el.sum_summers = saved
+        return gens
+
+    def _fused_generators(self, comp, operands, param_gens, gens, rep) -> None:
         for inst in comp.post_order():
             if rep[id(inst)] is not inst:                 # equal to an earlier instruction: its generator
                 gens[id(inst)] = gens[id(rep[id(inst)])]
@@ -260,7 +271,6 @@ class IrEmitter:
                 ops = [operands[o.parameter_number] if o.opcode == "parameter" and operands is not None
                        else self.materialize(o, gens[id(o)]) for o in inst.operands]
                 gens[id(inst)] = self.generator_of(self.emit_instruction(inst, ops))
-        return gens
 
 
 def reduction_loop(em: IrEmitter, inst: Instruction, reduce: Instruction, gens) -> ValueTree | None:
