@@ -11,25 +11,28 @@ narrower ones for the rest), each block of up to O_BLOCK consecutive outputs of 
     acc[j] = 0 for the block's outputs j; for each tap k: w = rhs[k, tile]; acc[j] += lhs[n, p(o_j, k), tile] * w
 
 so the accumulators stay in registers and a kernel vector serves the whole block. The outputs whose every tap
-reads inside the input (the interior) run in blocks without checks; the edges one at a time, skipping the taps
-that fall in padding. Rows are split over threads. conv_emitter's direct loops take the rest (multipliers,
+reads inside the input (the interior) run in blocks without checks (conv_simd.interior_blocks); the edges one at
+a time in one loop over the taps that read inside (computed at run time: conv_simd.edge_outputs,
+valid_range_at). Rows are split over threads. conv_emitter's direct loops take the rest (multipliers,
 base dilation, window reversal, narrow floats, integers).
 """
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 
 from llvmlite import ir
 
 from .buffers import BufferRef
-from .conv_simd import FLOAT_TYPES, Vectors, outer_taps, tiles, unflatten, valid_range
+from .conv_simd import (FLOAT_TYPES, Vectors, edge_outputs, interior_blocks, outer_taps, plus, scaled, tiles,
+                        unflatten, valid_range, valid_range_at)
 from .conv_taps import ConvGeometry
-from .irhelpers import alloca_once, for_range, i64, if_then, loop_nest
+from .irhelpers import alloca_once, for_range, i64
 from .parallel import chunk_bounds, parallel_for, task_count
 
 O_BLOCK = 6          # accumulators per tile and block (with the kernel vector and a load: registers to spare)
 UNROLLED_TAPS = 8    # a last kernel dim this small is unrolled (the loads' offsets become constants)
+OVERLAP = False      # the interior's leftover outputs get a remainder block: with a load per FMA, a full block moved
+#                      back over them cost up to 1.3-1.6x the remainder's time (3x3/2, 96 channels, 7 interior outputs)
 
 
 def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> bool:
@@ -61,59 +64,49 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
     channels = g.out_features
     row_sizes = [g.batch, *g.out_sizes[:-1]]
     lo, hi = _interior(g)
+    x_step, x_tap, w_tap = wl.stride * ssp[last], wl.window_dilation * ssp[last], rsp[last]
 
-    def pixels(n, o_outer, first_ch, width, o0, count: int, checked: bool) -> None:
-        """`count` consecutive outputs of the last dim from o0, one channel tile."""
+    def pixels(n, o_outer, first_ch, width, o0, count: int, taps: tuple) -> None:
+        """`count` consecutive outputs of the last dim from o0, one channel tile, every one reading inside the
+        input at the last dim's taps [taps[0], taps[1]) (ints, or i64 values known at run time)."""
         slots = [alloca_once(b, v.ty(width), "dwf.acc") for _ in range(count)]
         for slot in slots:
             b.store(v.zero(width), slot)
-        obase = b.add(i64(0), first_ch)
-        obase = b.add(obase, b.mul(n, i64(ob)))
+        obase = b.add(first_ch, b.mul(n, i64(ob)))
         for o, s in zip(o_outer, osp):
             obase = b.add(obase, b.mul(o, i64(s)))
-        with loop_nest(b, list(g.kernel_sizes[:-1]), name="dwk") as k_outer:
-            ok, lbase, rbase = outer_taps(b, g, o_outer, k_outer, b.add(b.mul(n, i64(sb)), first_ch), first_ch,
-                                          ssp, rsp)
-            with (if_then(b, ok, "dwf.row") if ok is not None else nullcontext()):
-                def taps_at(k) -> None:
-                    wv = v.load(rp, b.add(rbase, b.mul(k, i64(rsp[last]))), width)
-                    for j, slot in enumerate(slots):
-                        p = b.sub(b.add(b.mul(b.add(o0, i64(j)), i64(wl.stride)), b.mul(k, i64(wl.window_dilation))),
-                                  i64(wl.padding_low))
+        lrow = b.add(b.mul(n, i64(sb)), first_ch)
+        with outer_taps(b, g, o_outer, lrow, first_ch, ssp, rsp, "dwk") as (lbase, rbase):
+            xo = b.add(lbase, scaled(b, plus(b, scaled(b, o0, wl.stride), -wl.padding_low), ssp[last]))
 
-                        def accumulate(p=p, slot=slot):
-                            x = v.load(lp, b.add(lbase, b.mul(p, i64(ssp[last]))), width)
-                            b.store(v.mul_add(b.load(slot), x, wv), slot)
-                        if checked:
-                            inside = b.and_(b.icmp_signed(">=", p, i64(0)),
-                                            b.icmp_signed("<", p, i64(g.in_sizes[last])))
-                            with if_then(b, inside, "dwf.in"):
-                                accumulate()
-                        else:
-                            accumulate()
-                if g.kernel_sizes[last] <= UNROLLED_TAPS:     # constant offsets: one instruction per FMA
-                    for k in range(g.kernel_sizes[last]):
-                        taps_at(i64(k))
-                else:
-                    with for_range(b, g.kernel_sizes[last], "dwkl") as k:
-                        taps_at(k)
+            def tap(xk, wk) -> None:
+                """One tap: the input at element offset xk (+ each output's step), the kernel at wk."""
+                wv = v.load(rp, wk, width)
+                for j, slot in enumerate(slots):
+                    x = v.load(lp, plus(b, xk, j * x_step), width)
+                    b.store(v.mul_add(b.load(slot), x, wv), slot)
+
+            first, end = taps
+            if isinstance(first, int) and end - first <= UNROLLED_TAPS:   # constant offsets: an FMA each
+                for k in range(first, end):
+                    tap(plus(b, xo, k * x_tap), plus(b, rbase, k * w_tap))
+            else:
+                with for_range(b, end, "dwkl", start=first) as k:
+                    tap(b.add(xo, scaled(b, k, x_tap)), b.add(rbase, scaled(b, k, w_tap)))
+        at = b.add(obase, b.mul(o0, i64(osp[last])))
         for j, slot in enumerate(slots):
-            at = b.add(obase, b.mul(b.add(o0, i64(j)), i64(osp[last])))
-            v.store(op, at, b.load(slot), width)
+            v.store(op, plus(b, at, j * osp[last]), b.load(slot), width)
 
     def tile(n, o_outer, first_ch, width) -> None:
-        def one_by_one(start: int, end: int) -> None:
-            if start < end:
-                with for_range(b, end, "dwfe", start=start) as o:
-                    pixels(n, o_outer, first_ch, width, o, 1, True)
-        one_by_one(0, lo)
-        blocks, rest = divmod(hi - lo, O_BLOCK)
-        if blocks:
-            with for_range(b, blocks, "dwfb") as blk:
-                pixels(n, o_outer, first_ch, width, b.add(i64(lo), b.mul(blk, i64(O_BLOCK))), O_BLOCK, False)
-        if rest:
-            pixels(n, o_outer, first_ch, width, i64(lo + blocks * O_BLOCK), rest, False)
-        one_by_one(max(hi, lo), g.out_sizes[last])
+        ksize, outs = g.kernel_sizes[last], g.out_sizes[last]
+        if hi > lo:
+            for o0, count in interior_blocks(b, lo, hi, O_BLOCK, "dwfb", overlap=OVERLAP):
+                pixels(n, o_outer, first_ch, width, o0, count, (0, ksize))
+        if hi - lo < outs:
+            with edge_outputs(b, lo, hi, outs, "dwfe") as o:
+                first = b.sub(b.mul(o, i64(wl.stride)), i64(wl.padding_low))
+                pixels(n, o_outer, first_ch, width, o, 1,
+                       valid_range_at(b, first, wl.window_dilation, g.in_sizes[last], ksize))
 
     def rows(b_, start, end, task=None) -> None:
         with for_range(b, end, "dwfr", start=start) as row:

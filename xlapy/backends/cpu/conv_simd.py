@@ -1,16 +1,27 @@
 """What the vectorized convolution kernels share (conv_depthwise.py, conv_depthwise_forward.py, conv_vector.py,
 conv_filter_gradient.py):
-SIMD vectors of one float type, channel tiles, the taps of a window that read inside the input (`valid_range`, and
-`outer_taps` for the dims outside the innermost), the index of a flattened row, and a reduction over rows split
-over threads with partial results (`split_rows`).
+SIMD vectors of one float type, channel tiles, the taps of a window that read inside the input (`valid_range`, its
+run-time twin `valid_range_at`, and `outer_taps` for the dims outside the innermost), the loops over a row's
+outputs (`interior_blocks`, `edge_outputs`), the index of a flattened row, and a reduction over rows split over
+threads with partial results (`split_rows`).
+
+Code size: a kernel's body is emitted once per shape of work, not once per output. The interior's outputs run in
+blocks of one size, the last block moved back to end at the interior's end (it recomputes a few outputs rather
+than emitting a remainder block); the edge outputs on both sides run in one loop with their taps' range computed
+at run time (one copy, not one per edge output with its taps unrolled). A block or an edge output keeps one
+accumulator chain per output and vector, so its FMAs' latency, not their count, sets its time: a full block costs
+what a remainder block did, and an edge output what it did unrolled.
 """
 from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+from typing import Iterator
 
 from llvmlite import ir
 
 from .conv_taps import scratch
 from .dot_loops import _vector_bytes
-from .irhelpers import i64, loop_nest
+from .irhelpers import for_range, i64, loop_nest
 from .parallel import chunk_bounds, parallel_for
 from .types import storage_type
 
@@ -25,19 +36,73 @@ def valid_range(first: int, step: int, size: int, taps: int) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
-def outer_taps(b: ir.IRBuilder, g, o_outer, k_outer, lbase: ir.Value, rbase: ir.Value, ssp, rsp) -> tuple:
-    """The spatial dims but the last, for output position o_outer and kernel tap k_outer: whether the input
-    position read is inside the input (None when there is no such dim), and the input and filter base offsets
-    advanced to it (ssp, rsp: their element strides per spatial dim)."""
-    ok = None
-    for d, (o, k) in enumerate(zip(o_outer, k_outer)):
-        w = g.window[d]
-        p = b.sub(b.add(b.mul(o, i64(w.stride)), b.mul(k, i64(w.window_dilation))), i64(w.padding_low))
-        inside = b.and_(b.icmp_signed(">=", p, i64(0)), b.icmp_signed("<", p, i64(g.in_sizes[d])))
-        ok = inside if ok is None else b.and_(ok, inside)
-        lbase = b.add(lbase, b.mul(p, i64(ssp[d])))
-        rbase = b.add(rbase, b.mul(k, i64(rsp[d])))
-    return ok, lbase, rbase
+def plus(b: ir.IRBuilder, x: ir.Value, k: int) -> ir.Value:
+    """x + k (x itself when k is 0): offsets known when the code is emitted cost no instruction."""
+    return b.add(x, i64(k)) if k else x
+
+
+def scaled(b: ir.IRBuilder, x: ir.Value, k: int) -> ir.Value:
+    """x * k, without the multiply when k is 1."""
+    return x if k == 1 else b.mul(x, i64(k))
+
+
+def valid_range_at(b: ir.IRBuilder, first: ir.Value, step: int, size: int, taps: int) -> tuple[ir.Value, ir.Value]:
+    """valid_range for a first position known at run time: [lo, hi) as i64 values (no taps when hi <= lo)."""
+    lo = b.select(b.icmp_signed("<", first, i64(0)), b.udiv(b.sub(i64(step - 1), first), i64(step)), i64(0))
+    rest = b.sub(i64(size - 1), first)
+    count = b.add(b.udiv(rest, i64(step)), i64(1))
+    hi = b.select(b.icmp_unsigned("<", count, i64(taps)), count, i64(taps))
+    return lo, b.select(b.icmp_signed("<", rest, i64(0)), i64(0), hi)
+
+
+def interior_blocks(b: ir.IRBuilder, lo: int, hi: int, block: int, name: str,
+                    overlap: bool) -> Iterator[tuple[ir.Value, int]]:
+    """The outputs [lo, hi) in blocks of `block` (of hi - lo when fewer): yields (first output, block size) for the
+    caller to emit that block's code, inside a loop when there are several. The outputs left over make one more
+    block: with `overlap`, the last block moved back to end at hi (some outputs computed twice, no more code);
+    else a remainder block of their own (more code, no repeated work)."""
+    size = min(block, hi - lo)
+    count, rest = divmod(hi - lo, size)
+    if overlap and rest:
+        count, rest = count + 1, 0
+    if count == 1:
+        yield i64(lo), size
+    else:
+        with for_range(b, count, name) as blk:
+            first = b.add(i64(lo), b.mul(blk, i64(size)))
+            yield (b.select(b.icmp_signed("<", first, i64(hi - size)), first, i64(hi - size)) if overlap
+                   else first), size
+    if rest:
+        yield i64(hi - rest), rest
+
+
+@contextmanager
+def edge_outputs(b: ir.IRBuilder, lo: int, hi: int, outs: int, name: str) -> Iterator[ir.Value]:
+    """One loop over the outputs [0, lo) and [hi, outs) (those outside the interior [lo, hi)): yields the output."""
+    with for_range(b, lo + outs - hi, name) as j:
+        yield j if hi == lo else b.add(j, b.select(b.icmp_signed("<", j, i64(lo)), i64(0), i64(hi - lo)))
+
+
+@contextmanager
+def outer_taps(b: ir.IRBuilder, g, o_outer, lbase: ir.Value, rbase: ir.Value, ssp, rsp,
+               name: str) -> Iterator[tuple[ir.Value, ir.Value]]:
+    """Loops over the taps of the spatial dims but the last that read inside the input at output position o_outer
+    (their range computed at run time, unless every output's taps read inside; no loop for a dim of one such tap),
+    yielding the input and filter base offsets advanced to the tap (ssp, rsp: their element strides per dim)."""
+    with ExitStack() as loops:
+        for d, o in enumerate(o_outer):
+            w, size, taps = g.window[d], g.in_sizes[d], g.kernel_sizes[d]
+            first = plus(b, scaled(b, o, w.stride), -w.padding_low)
+            highest = (g.out_sizes[d] - 1) * w.stride + (taps - 1) * w.window_dilation - w.padding_low
+            inside = w.padding_low <= 0 and highest < size
+            if inside and taps == 1:
+                k = i64(0)
+            else:
+                lo, hi = (i64(0), i64(taps)) if inside else valid_range_at(b, first, w.window_dilation, size, taps)
+                k = loops.enter_context(for_range(b, hi, f"{name}{d}", start=lo))
+            lbase = b.add(lbase, scaled(b, b.add(first, scaled(b, k, w.window_dilation)), ssp[d]))
+            rbase = b.add(rbase, scaled(b, k, rsp[d]))
+        yield lbase, rbase
 
 
 class Vectors:

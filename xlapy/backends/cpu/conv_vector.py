@@ -19,18 +19,19 @@ stem: 2.0 ms, 64% of it in the copies; 0.54 ms here). Fewer features than a vect
 input gradient (phases with 3 output features, which BLAS runs as an N = 3 GEMM) went from 3.9 to 2.6 ms, and a
 1x1 input gradient's K = 16 GEMM (MobileNetV2's pointwise 48->16: 48 features) from 0.31 to 0.25 ms. Here
 the input is read in place, and the kernel tile stays in L1. The interior outputs (every tap inside the input)
-run in blocks, the edges one at a time over the taps of the last dim that read inside (known when the code is
-emitted); rows skip the outer taps that fall outside. Rows are split over threads.
+run in blocks (conv_simd.interior_blocks), the edges one at a time in one loop over the taps of the last dim that
+read inside (computed at run time: conv_simd.edge_outputs, valid_range_at); rows skip the outer taps that fall
+outside. Rows are split over threads.
 """
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 
 from .buffers import BufferRef
-from .conv_simd import FLOAT_TYPES, Vectors, outer_taps, tiles, unflatten, valid_range
+from .conv_simd import (FLOAT_TYPES, Vectors, edge_outputs, interior_blocks, outer_taps, plus, scaled, tiles,
+                        unflatten, valid_range, valid_range_at)
 from .conv_taps import ConvGeometry
-from .irhelpers import alloca_once, for_range, i64, if_then, loop_nest
+from .irhelpers import alloca_once, for_range, i64
 from .parallel import chunk_bounds, parallel_for, task_count
 
 MAX_FEATURES = 32    # more output features: BLAS's blocking wins
@@ -40,6 +41,8 @@ MAX_TAPS = 64        # larger windows (a filter gradient's, as large as the imag
 O_BLOCK = 4          # outputs per block: O_BLOCK x VECS accumulators, VECS kernel vectors and a broadcast
 VECS = 2
 UNROLLED_TAPS = 8    # a last kernel dim this small is unrolled (constant offsets)
+OVERLAP = True       # the interior's leftover outputs: the last block moved back over them, not a remainder block of
+#                      their own (no more code; a block's FMAs wait on their latency, so it costs what a short one did)
 
 
 def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> bool:
@@ -71,10 +74,12 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
     row_sizes = [g.batch, *g.out_sizes[:-1]]
     lo, hi = _interior(g)
     tile_width = v.lanes * VECS
+    x_step, x_tap, w_tap = wl.stride * ssp[last], wl.window_dilation * ssp[last], rsp[last]
 
-    def pixels(n, o_outer, f0, widths, o0, count: int, taps: tuple[int, int]) -> None:
+    def pixels(n, o_outer, f0, widths, o0, count: int, taps: tuple) -> None:
         """`count` consecutive outputs of the last dim from o0, every one reading inside the input at the last
-        dim's taps [taps[0], taps[1]); output features f0 + the chunks `widths`."""
+        dim's taps [taps[0], taps[1]) (ints, or i64 values known at run time); output features f0 + the chunks
+        `widths`."""
         chunks, at = [], 0
         for w in widths:
             chunks.append((at, w))
@@ -83,47 +88,49 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
         for row in slots:
             for slot, (_, w) in zip(row, chunks):
                 b.store(v.zero(w), slot)
-        with loop_nest(b, list(g.kernel_sizes[:-1]), name="cvk") as k_outer:
-            ok, lbase, rbase = outer_taps(b, g, o_outer, k_outer, b.mul(n, i64(sb)), f0, ssp, rsp)
-            with (if_then(b, ok, "cvv.row") if ok is not None else nullcontext()):
+        with outer_taps(b, g, o_outer, b.mul(n, i64(sb)), f0, ssp, rsp, "cvk") as (lbase, rbase):
+            xo = b.add(lbase, scaled(b, plus(b, scaled(b, o0, wl.stride), -wl.padding_low), ssp[last]))
 
-                def tap(k, c) -> None:
-                    wbase = b.add(b.add(rbase, b.mul(k, i64(rsp[last]))), b.mul(c, i64(rc)))
-                    ws = [v.load(rp, b.add(wbase, i64(off)), w) for off, w in chunks]
-                    for j, row in enumerate(slots):
-                        p = b.sub(b.add(b.mul(b.add(o0, i64(j)), i64(wl.stride)), b.mul(k, i64(wl.window_dilation))),
-                                  i64(wl.padding_low))
-                        x = v.load(lp, b.add(lbase, b.add(b.mul(p, i64(ssp[last])), b.mul(c, i64(sf)))), 1)
-                        for slot, (_, w), wv in zip(row, chunks, ws):
-                            b.store(v.mul_add(b.load(slot), v.splat(x, w), wv), slot)
+            def tap(xk, wk) -> None:
+                """One tap and input feature: the input at element offset xk (+ each output's step), the
+                kernel at wk."""
+                ws = [v.load(rp, plus(b, wk, off), w) for off, w in chunks]
+                for j, row in enumerate(slots):
+                    x = v.load(lp, plus(b, xk, j * x_step), 1)
+                    splats = {}
+                    for slot, (_, w), wv in zip(row, chunks, ws):
+                        xs = splats.setdefault(w, v.splat(x, w))
+                        b.store(v.mul_add(b.load(slot), xs, wv), slot)
 
-                first, end = taps
-                if end - first <= UNROLLED_TAPS:      # c outermost, the last dim's taps unrolled
+            first, end = taps
+            if isinstance(first, int) and end - first <= UNROLLED_TAPS:   # c outermost, the taps unrolled
+                with for_range(b, g.kernel_in, "cvc") as c:
+                    xc, wc = b.add(xo, scaled(b, c, sf)), b.add(rbase, scaled(b, c, rc))
+                    for k in range(first, end):
+                        tap(plus(b, xc, k * x_tap), plus(b, wc, k * w_tap))
+            elif not isinstance(first, int) or end > first:                # k outermost
+                with for_range(b, end, "cvt", start=first) as k:
+                    xk, wk = b.add(xo, scaled(b, k, x_tap)), b.add(rbase, scaled(b, k, w_tap))
                     with for_range(b, g.kernel_in, "cvc") as c:
-                        for k in range(first, end):
-                            tap(i64(k), c)
-                elif end > first:
-                    with loop_nest(b, [end - first, g.kernel_in], name="cvt") as (k, c):
-                        tap(b.add(k, i64(first)), c)
+                        tap(b.add(xk, scaled(b, c, sf)), b.add(wk, scaled(b, c, rc)))
         obase = b.add(b.mul(n, i64(ob)), f0)
         for o, s in zip(o_outer, osp):
             obase = b.add(obase, b.mul(o, i64(s)))
+        obase = b.add(obase, b.mul(o0, i64(osp[last])))
         for j, row in enumerate(slots):
-            at = b.add(obase, b.mul(b.add(o0, i64(j)), i64(osp[last])))
             for slot, (off, w) in zip(row, chunks):
-                v.store(op, b.add(at, i64(off)), b.load(slot), w)
+                v.store(op, plus(b, obase, j * osp[last] + off), b.load(slot), w)
 
     def tile(n, o_outer, f0, widths) -> None:
-        every = (0, g.kernel_sizes[last])
-        for o in [*range(lo), *range(max(hi, lo), g.out_sizes[last])]:     # edges: their taps known here
-            pixels(n, o_outer, f0, widths, i64(o), 1,
-                   valid_range(o * wl.stride - wl.padding_low, wl.window_dilation, g.in_sizes[last], every[1]))
-        blocks, rest = divmod(hi - lo, O_BLOCK)
-        if blocks:
-            with for_range(b, blocks, "cvvb") as blk:
-                pixels(n, o_outer, f0, widths, b.add(i64(lo), b.mul(blk, i64(O_BLOCK))), O_BLOCK, every)
-        if rest:
-            pixels(n, o_outer, f0, widths, i64(lo + blocks * O_BLOCK), rest, every)
+        ksize, outs = g.kernel_sizes[last], g.out_sizes[last]
+        if hi > lo:
+            for o0, count in interior_blocks(b, lo, hi, O_BLOCK, "cvvb", overlap=OVERLAP):
+                pixels(n, o_outer, f0, widths, o0, count, (0, ksize))
+        if hi - lo < outs:
+            with edge_outputs(b, lo, hi, outs, "cvve") as o:
+                first = b.sub(b.mul(o, i64(wl.stride)), i64(wl.padding_low))
+                pixels(n, o_outer, f0, widths, o, 1,
+                       valid_range_at(b, first, wl.window_dilation, g.in_sizes[last], ksize))
 
     def rows(b_, start, end, task=None) -> None:
         with for_range(b, end, "cvvr", start=start) as row:

@@ -1,0 +1,62 @@
+"""The vectorized forward convolutions' loops over a row's outputs (conv_simd.interior_blocks, edge_outputs,
+valid_range_at, outer_taps) against the interpreter: interiors shorter than a block, a last block moved back,
+rows with no interior at all, taps whose range is computed at run time (stride, window dilation, negative and
+asymmetric padding, outputs that read nothing), kernel dims of one tap with and without padding, channel tails.
+Each table is one module (one compile), the convolutions side by side in a tuple."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xlapy
+from xlapy.testing import assert_same
+
+sys.path.insert(0, str(Path(__file__).parent))      # pytest's importlib mode does not: the shared module builders
+from test_cpu_conv import _attrs, _dims, _out_shape     # noqa: E402
+
+# (lhs dims, rhs dims, dim_labels, window, feature_group_count): conv_vector.py (at most 32 output features)
+VECTOR = [
+    ((1, 5, 5, 4), (3, 3, 4, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1),          # interior of 3 < a block
+    ((1, 4, 11, 3), (3, 3, 3, 20), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1),        # 9: last block moved back
+    ((1, 3, 3, 2), (5, 5, 2, 8), "b01f_01io->b01f", "{size=5x5 pad=2_2x2_2}", 1),          # no interior
+    ((2, 9, 10, 3), (3, 3, 3, 5), "b01f_01io->b01f", "{size=3x3 stride=2x3 pad=2_-1x1_2 rhs_dilate=2x3}", 1),
+    ((1, 4, 6, 3), (2, 3, 3, 16), "b01f_01io->b01f", "{size=2x3 pad=3_3x0_0}", 1),         # rows reading nothing
+    ((2, 13, 5), (4, 5, 12), "b0f_0io->b0f", "{size=4 stride=2 pad=3_1 rhs_dilate=2}", 1),  # 1-D
+    ((1, 3, 4, 6, 3), (1, 2, 3, 3, 8), "b012f_012io->b012f", "{size=1x2x3 pad=1_1x0_1x1_1}", 1),  # 1 tap, padded
+    ((1, 8, 12, 5), (1, 1, 5, 24), "b01f_01io->b01f", "{size=1x1}", 1),                    # 1x1: no checks, no loops
+]
+# conv_depthwise_forward.py (one channel per group)
+DEPTHWISE = [
+    ((1, 5, 7, 10), (3, 3, 1, 10), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 10),       # interior of 5, tail 2
+    ((1, 4, 17, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),         # 15: last block back
+    ((1, 3, 2, 8), (3, 5, 1, 8), "b01f_01io->b01f", "{size=3x5 pad=1_1x2_2}", 8),          # no interior
+    ((1, 9, 12, 16), (3, 3, 1, 16), "b01f_01io->b01f", "{size=3x3 stride=2x1 pad=0_3x2_1 rhs_dilate=2x2}", 16),
+    ((2, 11, 8), (9, 1, 8), "b0f_0io->b0f", "{size=9 pad=4_-2}", 8),                        # a looped last dim
+]
+
+
+def _module(cases, dtype: str) -> str:
+    lines, shapes = [], []
+    for i, (ls, rs, labels, window, fgc) in enumerate(cases):
+        out = _out_shape(ls, rs, labels, window, fgc, 1)
+        shapes.append(f"{dtype}[{_dims(out)}]")
+        lines += [f"  x{i} = {dtype}[{_dims(ls)}] parameter({2 * i})",
+                  f"  w{i} = {dtype}[{_dims(rs)}] parameter({2 * i + 1})",
+                  f"  c{i} = {shapes[-1]} convolution(x{i}, w{i}), {_attrs(labels, window, fgc, 1)}"]
+    root = f"  ROOT t = ({', '.join(shapes)}) tuple({', '.join(f'c{i}' for i in range(len(cases)))})"
+    return "HloModule m\nENTRY e {\n" + "\n".join(lines + [root]) + "\n}\n"
+
+
+@pytest.mark.parametrize("cases, marker, dtype", [(VECTOR, "cvv.acc", "f32"), (DEPTHWISE, "dwf.acc", "f32"),
+                                                   (DEPTHWISE[:2], "dwf.acc", "f64")], ids=["vector", "depthwise", "f64"])
+def test_row_loops_match_the_interpreter(cases, marker, dtype):
+    module = xlapy.hlo.parse(_module(cases, dtype))
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(s).astype({"f32": np.float32, "f64": np.float64}[dtype])
+            for ls, rs, *_ in cases for s in (ls, rs)]
+    exe = xlapy.compile(module, backend="cpu", run_pipeline=False, num_threads=1)
+    assert exe.llvm_ir.count(f'"{marker}') > 0
+    got, want = exe(*args), xlapy.compile(module, backend="interpreter")(*args)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert_same(g, w, where=f"convolution {i}: {cases[i]}", rtol=1e-4 if dtype == "f32" else 1e-12)
