@@ -94,6 +94,10 @@ WINDOWS = {
     "reverse_cumsum": ((7, 3), (7, 3), "size=7x1 pad=0_6x0_0"),
     "global": ((4, 6), (1, 1), "size=4x6"),
     "all_padding": ((2, 3), (2, 1), "size=5x6 stride=4x1 pad=6_4x2_1"),     # window 0 sees only padding
+    # unpadded dims need no bounds, 1-wide ones no loop (elemental_window._window_loops)
+    "nhwc_pool": ((2, 5, 5, 3), (2, 2, 2, 3), "size=1x3x3x1 stride=1x2x2x1"),
+    "strided_pick": ((7, 4), (4, 4), "size=1x1 stride=2x1"),
+    "unpadded_dilated": ((9, 6), (5, 1), "size=1x3 stride=2x2 rhs_dilate=1x2"),
 }
 
 

@@ -10,7 +10,9 @@ Along a dimension without base dilation the window loop runs only over the posit
 operand (bounds computed per output element), so JAX's cumsum pattern (window = n, pad n-1) costs the
 n(n+1)/2 useful steps rather than n^2. A top-level reduce-window of that shape never gets here: scan_emitter.py
 runs it as an O(n) running accumulator; this loop remains for scans inside fusions and reverse scans with
-reducers that are not commutative combiners.
+reducers that are not commutative combiners. A dimension without padding or base dilation needs no bounds at
+all (every window lies inside), and one whose window is 1 wide no loop either (NHWC pooling's batch and channel
+dimensions).
 """
 from __future__ import annotations
 
@@ -77,7 +79,17 @@ def _window_loops(b, index, in_dims, window, d, pos, ok, body):
     w = window[d]
     n = in_dims[d]
     o = index[d]
+    unpadded = w.base_dilation == 1 and w.padding_low == 0 and w.padding_high == 0
+    if unpadded and w.size == 1:        # position o * stride, always inside: no loop, no test
+        p = b.mul(o, i64(w.stride)) if w.stride != 1 else o
+        _window_loops(b, index, in_dims, window, d + 1, pos + [p], ok, body)
+        return
     start = b.sub(b.mul(o, i64(w.stride)), i64(w.padding_low)) if w.stride != 1 else b.sub(o, i64(w.padding_low))
+    if unpadded:                        # every position of every window is inside (the output's size says so)
+        with for_range(b, w.size, name=f"w{d}") as k:
+            p = b.add(start, b.mul(k, i64(w.window_dilation)))
+            _window_loops(b, index, in_dims, window, d + 1, pos + [p], ok, body)
+        return
     if w.base_dilation == 1 and w.size > 1:
         # only the w with 0 <= start + w * wd < n: w in [ceil(-start / wd), ceil((n - start) / wd))
         wd = w.window_dilation
