@@ -46,9 +46,11 @@ IDENTITY = {"maximum": float("-inf"), "minimum": float("inf")}
 
 
 def _flush(e: Emit, v):
-    """Denormals to zeros of the same sign."""
-    small = e.cmp("<", e.abs(v), e.f(e.fmt.min_normal))
-    return e.sel(small, e.copysign(e.f(0.0), v), v)
+    """Denormals to zeros of the same sign, on the bits: a magnitude below the smallest normal's bits is a zero or
+    a denormal (NaN and infinity bits are above it), and the sign bit alone is the zero of its sign."""
+    b, bits, top = e.b, e.bits(v), 1 << (e.fmt.bits - 1)
+    small = b.icmp_unsigned("<", b.and_(bits, e.i(top - 1)), e.i(1 << e.fmt.mant))
+    return e.sel(small, e.from_bits(b.and_(bits, e.i(top))), v)
 
 
 def _nan_max(e: Emit, op: str, acc, v):
