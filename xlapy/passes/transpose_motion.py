@@ -310,10 +310,34 @@ def _accepted(members: dict, forms: dict) -> set[int]:
     return {mid for mid in members if cost.get(find(mid), (0, 0)) < (0, 0)}
 
 
+def _cone_order(comp: Computation) -> list[Instruction]:
+    """The seeds and what forms can reach from them (users that a rule may take), operands first: the part of
+    the computation the plan needs, without a walk of the whole of it."""
+    cone: dict[int, Instruction] = {}
+    stack = [inst for inst in comp.instructions if inst.opcode == "transpose" and _is_seed(inst)]
+    while stack:
+        inst = stack.pop()
+        if id(inst) not in cone:
+            cone[id(inst)] = inst
+            stack.extend(u for u in inst.users if u.info.is_elementwise or u.opcode in RULES)
+    pending = {k: len({id(op) for op in inst.operands if id(op) in cone}) for k, inst in cone.items()}
+    ready = [inst for inst in cone.values() if not pending[id(inst)]]
+    order = []
+    while ready:
+        inst = ready.pop()
+        order.append(inst)
+        for u in {id(u): u for u in inst.users}.values():
+            if id(u) in pending:
+                pending[id(u)] -= 1
+                if not pending[id(u)]:
+                    ready.append(u)
+    return order
+
+
 def move_transposes(comp: Computation) -> bool:
     if not any(inst.opcode == "transpose" for inst in comp.instructions):     # most computations: nothing to seed
         return False
-    order = comp.post_order()
+    order = _cone_order(comp)
     forms, members = _prune(order)
     accepted = _accepted(members, forms)
     if not accepted:
@@ -335,7 +359,6 @@ def move_transposes(comp: Computation) -> bool:
         operand_primes = {k: primes[id(inst.operands[k])] for k in carried}
         new = build(comp, operand_primes)
         if form is None:
-            replacement = new
             if new is not inst:
                 comp.replace_instruction(inst, new)
         else:
