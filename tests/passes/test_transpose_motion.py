@@ -39,6 +39,19 @@ CASES = [
      "CHECK: %s.1 = f32[2,3,3,4] add(f32[2,3,3,4] %a\n"
      "CHECK: %m.1 = f32[2,3,3,4] multiply(f32[2,3,3,4] %s.1, f32[2,3,3,4] %c)\n"
      "CHECK: ROOT %m.2 = f32[2,4,3,3] transpose(f32[2,3,3,4] %m.1), dimensions={0,3,1,2}"),
+    # a broadcast operand's unit dims are left out, so that its one real dim maps alone: [C,1] to [N,C,1,W]
+    ("unit_dims_bias", hlo_module("""
+        a = f32[2,1,3,4] parameter(0)
+        c = f32[2,1,3,4] parameter(1)
+        v = f32[4,1] parameter(2)
+        t = f32[2,4,1,3] transpose(a), dimensions={0,3,1,2}
+        u = f32[2,4,1,3] transpose(c), dimensions={0,3,1,2}
+        b = f32[2,4,1,3] broadcast(v), dimensions={1,2}
+        s = f32[2,4,1,3] add(t, b)
+        ROOT m = f32[2,4,1,3] subtract(s, u)"""),
+     "CHECK: f32[4] reshape(f32[4,1] %v)\n"
+     "CHECK: f32[2,1,3,4] broadcast(f32[4] %{{.*}}), dimensions={3}\n"
+     "CHECK: ROOT %m.2 = f32[2,4,1,3] transpose"),
     # GroupNorm's statistics: reshape(transpose(a)) splits C into (G, C/G); the reduce over (C/G, H, W) keeps
     # (N, G) in order: no transpose is left
     ("reshape_reduce", hlo_module("""
@@ -162,6 +175,16 @@ UNCHANGED = [
         z = f32[] constant(0)
         t = f32[1,1] transpose(a), dimensions={1,0}
         ROOT s = f32[] reduce(t, z), dimensions={0,1}, to_apply=add""", ADD)),
+    # a sharding describes the instruction as it is (without it, vector_broadcast's rewrite)
+    ("sharding", hlo_module("""
+        a = f32[2,3,3,4] parameter(0)
+        c = f32[2,3,3,4] parameter(1)
+        v = f32[4] parameter(2)
+        t = f32[2,4,3,3] transpose(a), dimensions={0,3,1,2}
+        u = f32[2,4,3,3] transpose(c), dimensions={0,3,1,2}
+        b = f32[2,4,3,3] broadcast(v), dimensions={1}
+        s = f32[2,4,3,3] add(t, b), sharding={replicated}
+        ROOT m = f32[2,4,3,3] multiply(s, u)""")),
     # a transpose that is the root stays
     ("root", hlo_module("""
         a = f32[3,2] parameter(0)

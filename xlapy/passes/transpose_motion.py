@@ -11,7 +11,7 @@ operand, or an op rebuilt on its operands' X'. Forms flow forward through these 
 |-------------------------------------|--------------------------------------------------|----------------------|
 | transpose(a, p) (a seed)            | a                                                | p                    |
 | transpose(a, p), a of form q        | a'                                               | q o p (i -> q[p[i]]); none when identity: X = a' |
-| elementwise(a, b, ...), each of form q, or a constant c, or broadcast(v, dims) | elementwise(a', b', ...) with transpose(c, q^-1), broadcast(v, q(dims)) | q (q(dims) must be sorted) |
+| elementwise(a, b, ...), each of form q, or a constant c, or broadcast(v, dims) | elementwise(a', b', ...) with transpose(c, q^-1), broadcast(v, q(dims)) | q (q(dims) sorted, v's unit dims left out) |
 | reshape(a), a of form q             | reshape(a') splitting/merging the same dim groups| q' (each group's dims consecutive and in order under q) |
 | reduce(a, init, dims D)             | reduce(a', init, q(D))                           | the kept dims' order; none when kept in order |
 | concatenate(a, b, ..., dim d)       | concatenate(a', b', ..., q[d])                   | q                    |
@@ -59,22 +59,27 @@ def _is_seed(inst: Instruction) -> bool:
 
 
 # -- rules: (X, forms) -> (consumed operand indices, X's form or None, build(primes) -> X') or None -------------
+def _broadcast_dims(op: Instruction, q) -> tuple[int, ...] | None:
+    """The dims of broadcast `op`'s operand in the form q, its unit dims left out (a [C,1,1] bias), when sorted."""
+    dims = tuple(q[d] for d, n in zip(op.attrs["dimensions"], op.operands[0].shape.dims) if n != 1)
+    return dims if all(a < b for a, b in zip(dims, dims[1:])) else None
+
+
 def _adapt(comp: Computation, op: Instruction, q) -> Instruction:
     """A non-carrier operand of an elementwise op in the form q: op == transpose(result, q)."""
     new_shape = Shape.array(op.shape.element_type, tuple(op.shape.dims[i] for i in _inverse(q)))
     if op.opcode == "broadcast":
-        dims = tuple(q[d] for d in op.attrs["dimensions"])
-        return comp.add_instruction(make("broadcast", [op.operands[0]], {"dimensions": dims}, shape=new_shape))
+        src = op.operands[0]
+        dims = _broadcast_dims(op, q)
+        if 1 in src.shape.dims:
+            kept = Shape.array(src.shape.element_type, tuple(n for n in src.shape.dims if n != 1))
+            src = comp.add_instruction(make("reshape", [src], shape=kept))
+        return comp.add_instruction(make("broadcast", [src], {"dimensions": dims}, shape=new_shape))
     return comp.add_instruction(make("transpose", [op], {"dimensions": _inverse(q)}, shape=new_shape))
 
 
 def _adaptable(op: Instruction, q) -> bool:
-    if op.opcode == "constant":
-        return True
-    if op.opcode != "broadcast":
-        return False
-    dims = [q[d] for d in op.attrs["dimensions"]]
-    return all(a < b for a, b in zip(dims, dims[1:]))
+    return op.opcode == "constant" or (op.opcode == "broadcast" and _broadcast_dims(op, q) is not None)
 
 
 def _elementwise(inst, forms):
