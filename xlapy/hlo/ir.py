@@ -522,7 +522,9 @@ class Module:
     def clone(self) -> "Module":
         """A deep copy, built directly: the same module parse(self.to_text()) gives (names, attributes, layouts,
         computation and instruction order, attribute print order), without printing and parsing it."""
-        return _clone_module(self)
+        from .gc_pause import paused
+        with paused():          # (gc_pause.py: a big module's objects made with the collector on ran full collections)
+            return _clone_module(self)
 
     def clone_via_text(self) -> "Module":
         """The reference deep copy through the text format (parse(print) is a fixed point); tests compare

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from ..errors import HloParseError
+from .gc_pause import paused as gc_paused
 from .ir import ELIDED, Computation, Instruction, Module
 from .lexer import ATTR_NAME, INT, NAME, Cursor
 from .literal import LiteralError, parse_array_literal
@@ -304,7 +305,8 @@ def parse(text: str) -> Module:
         raise HloParseError(f"HLO text must be a str, got {type(text).__name__}")
     parser = Parser(text)
     try:
-        return parser.module()
+        with gc_paused():       # (hlo/gc_pause.py: a big module's parse ran full collections of the caller's heap)
+            return parser.module()
     except HloParseError:
         raise
     except RecursionError:
