@@ -1,8 +1,9 @@
 """The vectorized forward convolutions' loops over a row's outputs (conv_simd.interior_blocks, edge_outputs,
 valid_range_at, outer_taps) against the interpreter: interiors shorter than a block, a last block moved back,
 rows with no interior at all, taps whose range is computed at run time (stride, window dilation, negative and
-asymmetric padding, outputs that read nothing), kernel dims of one tap with and without padding, channel tails.
-Each table is one module (one compile), the convolutions side by side in a tuple."""
+asymmetric padding, outputs that read nothing), kernel dims of one tap with and without padding, channel tails;
+and the filter gradients' taps outside the unchecked middle swept in one checked loop, their full feature tiles
+in a loop. Each table is one module (one compile), the convolutions side by side in a tuple."""
 import sys
 from pathlib import Path
 
@@ -34,29 +35,38 @@ DEPTHWISE = [
     ((1, 9, 12, 16), (3, 3, 1, 16), "b01f_01io->b01f", "{size=3x3 stride=2x1 pad=0_3x2_1 rhs_dilate=2x2}", 16),
     ((2, 11, 8), (9, 1, 8), "b0f_0io->b0f", "{size=9 pad=4_-2}", 8),                        # a looped last dim
 ]
+# filter gradients with few features (conv_filter_gradient.py; the taps outside the unchecked middle in one
+# checked loop) and depthwise filter gradients (conv_depthwise.py, the same): full feature tiles in a loop, tails
+FILTER_GRADIENTS = [
+    ((2, 11, 11, 3), (2, 9, 9, 32), "f01b_i01o->01bf", "{size=9x9 pad=1_1x0_2}", 1),       # 2 full tiles, edges
+    ((3, 12, 10, 2), (3, 10, 8, 24), "f01b_i01o->01bf", "{size=10x8 pad=2_0x1_1 rhs_dilate=1x2}", 1),  # full + tail
+    ((2, 8, 9, 12), (2, 6, 7, 12), "f01b_i01o->01bf", "{size=6x7 pad=1_2x0_1}", 1, 12),    # depthwise (batch groups)
+]
 
 
 def _module(cases, dtype: str) -> str:
     lines, shapes = [], []
-    for i, (ls, rs, labels, window, fgc) in enumerate(cases):
-        out = _out_shape(ls, rs, labels, window, fgc, 1)
+    for i, (ls, rs, labels, window, fgc, *bgc) in enumerate(cases):
+        bgc = bgc[0] if bgc else 1
+        out = _out_shape(ls, rs, labels, window, fgc, bgc)
         shapes.append(f"{dtype}[{_dims(out)}]")
         lines += [f"  x{i} = {dtype}[{_dims(ls)}] parameter({2 * i})",
                   f"  w{i} = {dtype}[{_dims(rs)}] parameter({2 * i + 1})",
-                  f"  c{i} = {shapes[-1]} convolution(x{i}, w{i}), {_attrs(labels, window, fgc, 1)}"]
+                  f"  c{i} = {shapes[-1]} convolution(x{i}, w{i}), {_attrs(labels, window, fgc, bgc)}"]
     root = f"  ROOT t = ({', '.join(shapes)}) tuple({', '.join(f'c{i}' for i in range(len(cases)))})"
     return "HloModule m\nENTRY e {\n" + "\n".join(lines + [root]) + "\n}\n"
 
 
-@pytest.mark.parametrize("cases, marker, dtype", [(VECTOR, "cvv.acc", "f32"), (DEPTHWISE, "dwf.acc", "f32"),
-                                                   (DEPTHWISE[:2], "dwf.acc", "f64")], ids=["vector", "depthwise", "f64"])
-def test_row_loops_match_the_interpreter(cases, marker, dtype):
+@pytest.mark.parametrize("cases, markers, dtype", [
+    (VECTOR, ["cvv.acc"], "f32"), (DEPTHWISE, ["dwf.acc"], "f32"), (DEPTHWISE[:2], ["dwf.acc"], "f64"),
+    (FILTER_GRADIENTS, ["fg.acc", "dw.acc"], "f32")], ids=["vector", "depthwise", "f64", "filter-gradients"])
+def test_row_loops_match_the_interpreter(cases, markers, dtype):
     module = xlapy.hlo.parse(_module(cases, dtype))
     rng = np.random.default_rng(1)
     args = [rng.standard_normal(s).astype({"f32": np.float32, "f64": np.float64}[dtype])
             for ls, rs, *_ in cases for s in (ls, rs)]
     exe = xlapy.compile(module, backend="cpu", run_pipeline=False, num_threads=1)
-    assert exe.llvm_ir.count(f'"{marker}') > 0
+    assert all(f'"{marker}' in exe.llvm_ir for marker in markers)
     got, want = exe(*args), xlapy.compile(module, backend="interpreter")(*args)
     for i, (g, w) in enumerate(zip(got, want)):
         assert_same(g, w, where=f"convolution {i}: {cases[i]}", rtol=1e-4 if dtype == "f32" else 1e-12)

@@ -23,7 +23,9 @@ A panel of rhs serves every block from L1, and each lhs element loaded serves a 
 consecutive result pixels in a loop (any block: its pixels' offsets and ranges are computed once per block and
 panel), so the code stays one block's size whatever the result (ResNet-50's stem: 25 blocks; emitting each
 block apart ran ~15% faster but compiled 3.7 s instead of 0.7 s). The last t dim runs unchecked where every
-pixel of the block reads inside the input, with a check per pixel at the edges. Rows are split over threads,
+pixel of the block reads inside the input, with a check per pixel at the edges (both edges in one loop, which is
+the whole row where some pixel reads outside; the full feature tiles in a loop: one copy of the code each).
+Rows are split over threads,
 each chunk summing into its own partial result, added in chunk order (conv_simd.split_rows).
 
 ResNet-50's stem filter gradient, one thread: 1.4-1.7 ms through the forward form's GEMM, ~0.5 ms here; the
@@ -35,7 +37,7 @@ import math
 from contextlib import nullcontext
 
 from .buffers import BufferRef
-from .conv_simd import FLOAT_TYPES, Vectors, split_rows, tiles, unflatten, valid_range
+from .conv_simd import FLOAT_TYPES, Vectors, plus, split_rows, tiles, unflatten, valid_range
 from .conv_taps import ConvGeometry
 from .conv_vector import MAX_TAPS
 from .irhelpers import alloca_once, for_range, i64, if_then
@@ -81,22 +83,26 @@ class _Kernel:
         count = b.udiv(b.add(b.sub(end, start), i64(panel - 1)), i64(panel))
         width = self.v.lanes * VECS
         full = g.out_features // width
-        feature_tiles = [(f0 * width, [self.v.lanes] * VECS) for f0 in range(full)]
         tail = [w for _, w in tiles(g.out_features - full * width, self.v.lanes)]
-        if tail:
-            feature_tiles.append((full * width, tail))
+
+        def tile(f0, widths) -> None:
+            per = max(1, BLOCK_VECTORS // len(widths))
+            blocks, rest = divmod(self.pixels, per)
+            if blocks:
+                with for_range(b, blocks, "fgb") as blk:
+                    self._block(b.mul(blk, i64(per)), per, f0, widths, acc, first, stop)
+            if rest:
+                self._block(i64(blocks * per), rest, f0, widths, acc, first, stop)
+
         with for_range(b, count, "fgp") as p:
             first = b.add(start, b.mul(p, i64(panel)))
             limit = b.add(first, i64(panel))
             stop = b.select(b.icmp_signed("<", limit, end), limit, end)
-            for f0, widths in feature_tiles:
-                per = max(1, BLOCK_VECTORS // len(widths))
-                blocks, rest = divmod(self.pixels, per)
-                if blocks:
-                    with for_range(b, blocks, "fgb") as blk:
-                        self._block(b.mul(blk, i64(per)), per, f0, widths, acc, first, stop)
-                if rest:
-                    self._block(i64(blocks * per), rest, f0, widths, acc, first, stop)
+            if full:                                    # the full tiles: one copy of the code, in a loop
+                with for_range(b, full, "fgf") as f:
+                    tile(b.mul(f, i64(width)), [self.v.lanes] * VECS)
+            if tail:
+                tile(i64(full * width), tail)
 
     def _pixel(self, index):
         """Result pixel number `index`: its result offset, lhs offset at t = 0 (row 0), per spatial dim the input
@@ -125,7 +131,7 @@ class _Kernel:
         hi = _max(b, _min(b, hi, i64(taps)), lo)
         return out_at, shift, first, (lo, hi)
 
-    def _block(self, p0, count: int, f0: int, widths, acc, first_row, stop_row) -> None:
+    def _block(self, p0, count: int, f0, widths, acc, first_row, stop_row) -> None:
         """`count` consecutive result pixels from p0, features f0 + widths, over rows [first_row, stop_row)."""
         b, g, v = self.b, self.g, self.v
         last = len(g.out_sizes) - 1
@@ -143,7 +149,7 @@ class _Kernel:
         slots = [[alloca_once(b, v.ty(w), "fg.acc") for _, w in chunks] for _ in pixels]
         for row, (out_at, _, _, _) in zip(slots, pixels):
             for slot, (off, w) in zip(row, chunks):
-                b.store(v.load(acc, b.add(out_at, i64(f0 + off)), w), slot)
+                b.store(v.load(acc, plus(b, b.add(out_at, f0), off), w), slot)
         with for_range(b, stop_row, "fgr", start=first_row) as r:
             sb, sf, *sp = g.lhs_strides
             rf, _, *rsp = g.rhs_strides
@@ -166,7 +172,7 @@ class _Kernel:
             self._sweeps(slots, chunks, ranges, row_rhs, bases, valid, f0, lo_all, hi_all)
         for row, (out_at, _, _, _) in zip(slots, pixels):
             for slot, (off, w) in zip(row, chunks):
-                v.store(acc, b.add(out_at, i64(f0 + off)), b.load(slot), w)
+                v.store(acc, plus(b, b.add(out_at, f0), off), b.load(slot), w)
 
     def _sweeps(self, slots, chunks, ranges, row_rhs, bases, valid, f0, lo_all, hi_all) -> None:
         """One row: the last t dim, unchecked where every pixel of the block reads inside the input."""
@@ -176,9 +182,13 @@ class _Kernel:
         rsp_last, t_step = g.rhs_strides[2 + last], g.window[last].window_dilation * g.lhs_strides[2 + last]
         edged = last in self.edged
 
-        def sweep(t_lo, t_hi, checked):
-            with for_range(b, t_hi, "fgt", start=t_lo) as t:
-                rbase = b.add(b.add(row_rhs, b.mul(t, i64(rsp_last))), i64(f0))
+        def sweep(t_lo, t_hi, checked, skip=None):
+            """t in [t_lo, t_hi), but for the taps [skip) when given."""
+            count = t_hi if skip is None else b.sub(b.add(skip[0], t_hi), skip[1])
+            with for_range(b, count, "fgt", start=t_lo) as t:
+                if skip is not None:
+                    t = b.add(t, b.select(b.icmp_signed("<", t, skip[0]), i64(0), b.sub(skip[1], skip[0])))
+                rbase = b.add(b.add(row_rhs, b.mul(t, i64(rsp_last))), f0)
                 rs = [v.load(self.rhs, b.add(rbase, i64(off)), w) for off, w in chunks]
                 step = b.mul(t, i64(t_step))
                 for row, base, (lo, hi), ok in zip(slots, bases, ranges, valid):
@@ -188,29 +198,20 @@ class _Kernel:
                         cond = inside if cond is None else b.and_(cond, inside)
                     with (if_then(b, cond, "fg.in") if cond is not None else nullcontext()):
                         x = v.load(self.lhs, b.add(base, step), 1)
+                        splats = {}
                         for slot, (_, w), r in zip(row, chunks, rs):
-                            b.store(v.mul_add(b.load(slot), v.splat(x, w), r), slot)
+                            xs = splats.setdefault(w, v.splat(x, w))
+                            b.store(v.mul_add(b.load(slot), xs, r), slot)
 
         outer = None
         for ok in valid:
             if ok is not None:
                 outer = ok if outer is None else b.and_(outer, ok)
-
-        def split_sweep():
-            if edged:
-                sweep(i64(0), lo_all, True)
-            sweep(lo_all, hi_all, False)
-            if edged:
-                sweep(hi_all, i64(taps_l), True)
-
-        if outer is None:
-            split_sweep()
-        else:
-            with b.if_else(outer) as (inside, edge):
-                with inside:
-                    split_sweep()
-                with edge:
-                    sweep(i64(0), i64(taps_l), True)
+        if outer is not None:           # a row where some pixel reads outside: every tap checked
+            lo_all, hi_all = b.select(outer, lo_all, i64(0)), b.select(outer, hi_all, i64(0))
+        if edged or outer is not None:  # the taps outside [lo_all, hi_all) checked, in one loop
+            sweep(i64(0), i64(taps_l), True, skip=(lo_all, hi_all))
+        sweep(lo_all, hi_all, False)
 
 
 def _min(b, x, y):
