@@ -318,13 +318,17 @@ def _accepted(members: dict, forms: dict) -> set[int]:
 def _cone_order(comp: Computation) -> list[Instruction]:
     """The seeds and what forms can reach from them (users that a rule may take), operands first: the part of
     the computation the plan needs, without a walk of the whole of it."""
+    def movable(u):
+        return u.info.is_elementwise or u.opcode in RULES
     cone: dict[int, Instruction] = {}
-    stack = [inst for inst in comp.instructions if inst.opcode == "transpose" and _is_seed(inst)]
+    # a seed read by the root or by an op no rule takes (a dot, a convolution) stays whatever happens around it
+    stack = [inst for inst in comp.instructions if inst.opcode == "transpose" and _is_seed(inst)
+             and not inst.is_root and inst.users and all(movable(u) for u in inst.users)]
     while stack:
         inst = stack.pop()
         if id(inst) not in cone:
             cone[id(inst)] = inst
-            stack.extend(u for u in inst.users if u.info.is_elementwise or u.opcode in RULES)
+            stack.extend(u for u in inst.users if movable(u))
     pending = {k: len({id(op) for op in inst.operands if id(op) in cone}) for k, inst in cone.items()}
     ready = [inst for inst in cone.values() if not pending[id(inst)]]
     order = []
