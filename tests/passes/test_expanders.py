@@ -114,6 +114,14 @@ CHECK: f32[2,8,8,3] transpose(f32[2,3,8,8] %x), dimensions={0,2,3,1}
 CHECK: f32[3,3,3,4] transpose(f32[4,3,3,3] %w), dimensions={2,3,1,0}
 CHECK: %c.1 = f32[2,6,6,4] convolution(f32[2,8,8,3] %transpose, f32[3,3,3,4] %transpose.1), window={size=3x3}, dim_labels=b01f_01io->b01f
 CHECK: ROOT %transpose.2 = f32[2,4,6,6] transpose(f32[2,6,6,4] %c.1), dimensions={0,3,1,2}"""),
+    ("conv_nchw_filter_gradient", ConvCanonicalization, hlo_module("""
+x = f32[2,16,8,8] parameter(0)
+g = f32[2,4,6,6] parameter(1)
+ROOT c = f32[4,16,3,3] convolution(x, g), window={size=6x6}, dim_labels=fb01_io01->fb01"""), """
+CHECK: f32[2,8,8,16] transpose(f32[2,16,8,8] %x), dimensions={0,2,3,1}
+CHECK: f32[2,6,6,4] transpose(f32[2,4,6,6] %g), dimensions={0,2,3,1}
+CHECK: f32[3,3,16,4] convolution(f32[2,8,8,16] %transpose, f32[2,6,6,4] %transpose.1), window={size=6x6}, dim_labels=f01b_i01o->01bf
+CHECK: ROOT %transpose.2 = f32[4,16,3,3] transpose(f32[3,3,16,4] %c.1), dimensions={3,2,0,1}"""),
     ("conv_1d_grouped_strided", ConvCanonicalization, hlo_module("""
 x = f32[2,4,9] parameter(0)
 w = f32[6,2,3] parameter(1)

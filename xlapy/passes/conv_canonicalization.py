@@ -4,13 +4,18 @@ expect.
 | form            | dim_labels          | for                                                           |
 |-----------------|---------------------|---------------------------------------------------------------|
 | forward         | b01f_01io->b01f     | every convolution but those below (NHWC input, HWIO kernel)    |
-| filter gradient | f01b_i01o->01bf     | a convolution already in it (JAX's and XLA's filter gradient) whose batch (the forward channels) is at least MIN_FILTER_GRADIENT_BATCH or whose output features are at most FEW_FEATURES, and every one with batch_group_count > 1 |
+| filter gradient | f01b_i01o->01bf     | a filter gradient (JAX's and XLA's labels for NHWC, f01b_i01o->01bf, or for NCHW, fb01_io01->fb01) whose batch (the forward channels) is at least MIN_FILTER_GRADIENT_BATCH or whose output features are at most FEW_FEATURES, and every one with batch_group_count > 1 |
 | input gradient  | b01f_01oi->b01f     | an ungrouped f32/f64 convolution already in it (JAX's input gradient) with more than GEMM_FEATURES input and output features |
 
 The input-gradient form is the forward form with the kernel's feature dims swapped (the forward HWIO kernel
 read in place): the GEMM (backends/cpu/conv_gemm.py) reads it transposed by BLAS's flag instead of a transpose
 per call (ResNet-50's 1x1 256->512 input gradient: 0.5 MB). Fewer features take the vector kernels, which want
 the output features unit-stride.
+
+An NCHW model's filter gradient (fb01_io01->fb01: activations and output gradient NCHW, result OIHW) takes the
+same form: both big operands are then transposed to NHWC, the order the forward convolutions' own transposes
+produce, so transpose motion (passes/transpose_motion.py) cancels them, where the forward form's transposes
+(the activations' channels to the batch dim) cancel with nothing (unet/train: 219 -> 158 transposes, run -14%).
 
 The filter-gradient form is the filter gradient of an NHWC convolution read in place: input NHWC (its batch N
 is the convolution's input feature, its channels the batch), output gradient NHWC (kernel: N is the input
@@ -51,6 +56,10 @@ def filter_gradient_labels(num_spatial: int) -> ConvDimensionNumbers:
     return _labels("f{s}b_i{s}o->{s}bf", num_spatial)
 
 
+# the labels JAX gives a filter gradient, by the forward convolution's layout
+_FILTER_GRADIENT_SOURCES = ("f{s}b_i{s}o->{s}bf", "fb{s}_io{s}->fb{s}")
+
+
 MIN_FILTER_GRADIENT_BATCH = 8
 FEW_FEATURES = 32       # backends/cpu/conv_filter_gradient.MAX_FEATURES: vectorized over the output features
 GEMM_FEATURES = 64      # more: conv_gemm.py, never backends/cpu/conv_vector.py (WIDE_FEATURES)
@@ -72,8 +81,9 @@ def target_labels(conv: Instruction) -> ConvDimensionNumbers:
     wgrad = filter_gradient_labels(len(dn.input_spatial))
     if int(conv.attrs.get("batch_group_count", 1)) > 1:
         return wgrad
-    if dn.text == wgrad.text and (conv.operands[0].shape.dims[dn.input_batch] >= MIN_FILTER_GRADIENT_BATCH
-                                  or conv.shape.dims[dn.output_feature] <= FEW_FEATURES):
+    sources = {_labels(t, len(dn.input_spatial)).text for t in _FILTER_GRADIENT_SOURCES}
+    if dn.text in sources and (conv.operands[0].shape.dims[dn.input_batch] >= MIN_FILTER_GRADIENT_BATCH
+                               or conv.shape.dims[dn.output_feature] <= FEW_FEATURES):
         return wgrad
     if dn.text == input_gradient_labels(len(dn.input_spatial)).text and _gemm_input_gradient(conv, dn):
         return dn
