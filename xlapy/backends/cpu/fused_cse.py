@@ -12,10 +12,21 @@ stand for themselves.
 """
 from __future__ import annotations
 
-from ...hlo import Computation, Instruction
-from ...passes.cse import _IGNORED_ATTRS, _literal_key
+import numpy as np
+
+from ...hlo import ELIDED, Computation, Instruction
 
 _PLAIN = (int, str, float, bool, type(None))
+_IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "origin"})   # as passes/cse.py's
+
+
+def _literal_key(lit):
+    if lit is None or lit is ELIDED:
+        return ("literal", id(lit)) if lit is ELIDED else None
+    if isinstance(lit, tuple):
+        return tuple(_literal_key(x) for x in lit)
+    a = np.ascontiguousarray(lit)
+    return (a.dtype.str, a.shape, a.tobytes())
 
 
 def representatives(comp: Computation) -> dict[int, Instruction]:
