@@ -23,16 +23,16 @@ import math
 from llvmlite import ir
 
 from .buffers import BufferRef
-from .conv_simd import (FLOAT_TYPES, Vectors, edge_outputs, interior_blocks, outer_taps, plus, scaled, tiles,
-                        unflatten, valid_range, valid_range_at)
+from .conv_simd import (FLOAT_TYPES, Vectors, blocked_end, edge_outputs, interior_blocks, outer_taps, plus, scaled,
+                        tiles, unflatten, valid_range, valid_range_at)
 from .conv_taps import ConvGeometry
-from .irhelpers import alloca_once, for_range, i64
+from .irhelpers import alloca_once, for_range, i64, if_then
 from .parallel import chunk_bounds, parallel_for, task_count
 
 O_BLOCK = 6          # accumulators per tile and block (with the kernel vector and a load: registers to spare)
 UNROLLED_TAPS = 8    # a last kernel dim this small is unrolled (the loads' offsets become constants)
-OVERLAP = False      # the interior's leftover outputs get a remainder block: with a load per FMA, a full block moved
-#                      back over them cost up to 1.3-1.6x the remainder's time (3x3/2, 96 channels, 7 interior outputs)
+OVERLAP = False      # the interior's leftover outputs get a remainder block: a full block moved back over them
+#                      cost up to 1.3-1.6x the remainder's time (3x3/2, 96 channels, 7 interior outputs)
 
 
 def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> bool:
@@ -90,6 +90,11 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
             if isinstance(first, int) and end - first <= UNROLLED_TAPS:   # constant offsets: an FMA each
                 for k in range(first, end):
                     tap(plus(b, xo, k * x_tap), plus(b, rbase, k * w_tap))
+            elif g.kernel_sizes[last] <= UNROLLED_TAPS:   # run-time taps: still unrolled, each checked (an edge
+                for k in range(g.kernel_sizes[last]):    # output is one FMA chain: no loop exit to mispredict)
+                    inside = b.and_(b.icmp_signed("<=", first, i64(k)), b.icmp_signed(">", end, i64(k)))
+                    with if_then(b, inside, "dwf.in"):
+                        tap(plus(b, xo, k * x_tap), plus(b, rbase, k * w_tap))
             else:
                 with for_range(b, end, "dwkl", start=first) as k:
                     tap(b.add(xo, scaled(b, k, x_tap)), b.add(rbase, scaled(b, k, w_tap)))
@@ -99,11 +104,12 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
 
     def tile(n, o_outer, first_ch, width) -> None:
         ksize, outs = g.kernel_sizes[last], g.out_sizes[last]
-        if hi > lo:
-            for o0, count in interior_blocks(b, lo, hi, O_BLOCK, "dwfb", overlap=OVERLAP):
+        end = blocked_end(lo, hi, O_BLOCK)
+        if end > lo:
+            for o0, count in interior_blocks(b, lo, end, O_BLOCK, "dwfb", overlap=OVERLAP):
                 pixels(n, o_outer, first_ch, width, o0, count, (0, ksize))
-        if hi - lo < outs:
-            with edge_outputs(b, lo, hi, outs, "dwfe") as o:
+        if end - lo < outs:
+            with edge_outputs(b, lo, end, outs, "dwfe") as o:
                 first = b.sub(b.mul(o, i64(wl.stride)), i64(wl.padding_low))
                 pixels(n, o_outer, first_ch, width, o, 1,
                        valid_range_at(b, first, wl.window_dilation, g.in_sizes[last], ksize))

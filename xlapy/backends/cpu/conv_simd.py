@@ -5,12 +5,11 @@ run-time twin `valid_range_at`, and `outer_taps` for the dims outside the innerm
 outputs (`interior_blocks`, `edge_outputs`), the index of a flattened row, and a reduction over rows split over
 threads with partial results (`split_rows`).
 
-Code size: a kernel's body is emitted once per shape of work, not once per output. The interior's outputs run in
-blocks of one size, the last block moved back to end at the interior's end (it recomputes a few outputs rather
-than emitting a remainder block); the edge outputs on both sides run in one loop with their taps' range computed
-at run time (one copy, not one per edge output with its taps unrolled). A block or an edge output keeps one
-accumulator chain per output and vector, so its FMAs' latency, not their count, sets its time: a full block costs
-what a remainder block did, and an edge output what it did unrolled.
+Code size: a kernel's body is emitted once per shape of work, not once per output. The edge outputs on both sides
+(and an interior output left over after whole blocks) run in one loop with their taps' range computed at run time:
+one copy, not one per edge output with its taps unrolled. interior_blocks can also move the last block back over
+the leftover outputs instead of emitting a remainder block (no more code, some outputs computed twice); measured,
+that cost run time in both forward kernels, which keep their remainder blocks.
 """
 from __future__ import annotations
 
@@ -53,6 +52,12 @@ def valid_range_at(b: ir.IRBuilder, first: ir.Value, step: int, size: int, taps:
     count = b.add(b.udiv(rest, i64(step)), i64(1))
     hi = b.select(b.icmp_unsigned("<", count, i64(taps)), count, i64(taps))
     return lo, b.select(b.icmp_signed("<", rest, i64(0)), i64(0), hi)
+
+
+def blocked_end(lo: int, hi: int, block: int) -> int:
+    """The end of the interior [lo, hi) that interior_blocks covers: hi, or hi - 1 when one output is left over
+    after whole blocks (it joins the edge outputs' loop, which costs what a block of one output did)."""
+    return hi - 1 if hi - lo > block and (hi - lo) % block == 1 else hi
 
 
 def interior_blocks(b: ir.IRBuilder, lo: int, hi: int, block: int, name: str,
