@@ -1,9 +1,10 @@
 """The vectorized forward convolutions' loops over a row's outputs (conv_simd.interior_blocks, edge_outputs,
-valid_range_at, outer_taps) against the interpreter: interiors shorter than a block, a last block moved back,
-rows with no interior at all, taps whose range is computed at run time (stride, window dilation, negative and
-asymmetric padding, outputs that read nothing), kernel dims of one tap with and without padding, channel tails;
-and the filter gradients' taps outside the unchecked middle swept in one checked loop, their full feature tiles
-in a loop. Each table is one module (one compile), the convolutions side by side in a tuple."""
+valid_range_at, outer_taps) against the interpreter: interiors shorter than a block, remainder blocks, one
+output left over (it joins the edge loop), rows with no interior at all, taps whose range is computed at run time
+(stride, window dilation, negative and asymmetric padding, outputs that read nothing), kernel dims of one tap
+with and without padding, channel tails; and the filter gradients' taps outside the unchecked middle swept in one
+checked loop, their full feature tiles in a loop. Each table is one module (one compile), the convolutions side
+by side in a tuple."""
 import sys
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from test_cpu_conv import _attrs, _dims, _out_shape     # noqa: E402
 # (lhs dims, rhs dims, dim_labels, window, feature_group_count): conv_vector.py (at most 32 output features)
 VECTOR = [
     ((1, 5, 5, 4), (3, 3, 4, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1),          # interior of 3 < a block
-    ((1, 4, 11, 3), (3, 3, 3, 20), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1),        # 9: last block moved back
+    ((1, 4, 11, 3), (3, 3, 3, 20), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1),        # 9: 2 blocks, 1 left over
+    ((1, 3, 8, 4), (3, 3, 4, 12), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1),         # 6: a block + 2
     ((1, 3, 3, 2), (5, 5, 2, 8), "b01f_01io->b01f", "{size=5x5 pad=2_2x2_2}", 1),          # no interior
     ((2, 9, 10, 3), (3, 3, 3, 5), "b01f_01io->b01f", "{size=3x3 stride=2x3 pad=2_-1x1_2 rhs_dilate=2x3}", 1),
     ((1, 4, 6, 3), (2, 3, 3, 16), "b01f_01io->b01f", "{size=2x3 pad=3_3x0_0}", 1),         # rows reading nothing
@@ -30,7 +32,8 @@ VECTOR = [
 # conv_depthwise_forward.py (one channel per group)
 DEPTHWISE = [
     ((1, 5, 7, 10), (3, 3, 1, 10), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 10),       # interior of 5, tail 2
-    ((1, 4, 17, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),         # 15: last block back
+    ((1, 4, 17, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),         # 15: 2 blocks + 3
+    ((1, 2, 9, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),          # 7: a block, 1 left over
     ((1, 3, 2, 8), (3, 5, 1, 8), "b01f_01io->b01f", "{size=3x5 pad=1_1x2_2}", 8),          # no interior
     ((1, 9, 12, 16), (3, 3, 1, 16), "b01f_01io->b01f", "{size=3x3 stride=2x1 pad=0_3x2_1 rhs_dilate=2x2}", 16),
     ((2, 11, 8), (9, 1, 8), "b0f_0io->b0f", "{size=9 pad=4_-2}", 8),                        # a looped last dim

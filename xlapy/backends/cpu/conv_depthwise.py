@@ -18,8 +18,8 @@ positions (the forward kernel taps, a handful). The loops:
 One rhs vector serves every q, and a row's input (a few rows of the forward input) stays in L1 across tiles. The
 last t dim runs unchecked over the range where every q of the block reads inside the input, and with a check per
 q at the edges (padding reads nothing; both edges in one loop). Rows are split over threads, each chunk summing
-into its own partial result, added in chunk order (conv_simd.split_rows). Anything else (other groupings, narrow floats, integers,
-base dilation) takes conv_emitter's direct loops.
+into its own partial result, added in chunk order (conv_simd.split_rows). Anything else (other groupings, narrow
+floats, integers, base dilation) takes conv_emitter's direct loops.
 """
 from __future__ import annotations
 

@@ -31,8 +31,6 @@ from .parallel import chunk_bounds, parallel_for, task_count
 
 O_BLOCK = 6          # accumulators per tile and block (with the kernel vector and a load: registers to spare)
 UNROLLED_TAPS = 8    # a last kernel dim this small is unrolled (the loads' offsets become constants)
-OVERLAP = False      # the interior's leftover outputs get a remainder block: a full block moved back over them
-#                      cost up to 1.3-1.6x the remainder's time (3x3/2, 96 channels, 7 interior outputs)
 
 
 def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> bool:
@@ -106,7 +104,7 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
         ksize, outs = g.kernel_sizes[last], g.out_sizes[last]
         end = blocked_end(lo, hi, O_BLOCK)
         if end > lo:
-            for o0, count in interior_blocks(b, lo, end, O_BLOCK, "dwfb", overlap=OVERLAP):
+            for o0, count in interior_blocks(b, lo, end, O_BLOCK, "dwfb"):
                 pixels(n, o_outer, first_ch, width, o0, count, (0, ksize))
         if end - lo < outs:
             with edge_outputs(b, lo, end, outs, "dwfe") as o:

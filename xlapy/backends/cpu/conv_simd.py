@@ -6,10 +6,8 @@ outputs (`interior_blocks`, `edge_outputs`), the index of a flattened row, and a
 threads with partial results (`split_rows`).
 
 Code size: a kernel's body is emitted once per shape of work, not once per output. The edge outputs on both sides
-(and an interior output left over after whole blocks) run in one loop with their taps' range computed at run time:
-one copy, not one per edge output with its taps unrolled. interior_blocks can also move the last block back over
-the leftover outputs instead of emitting a remainder block (no more code, some outputs computed twice); measured,
-that cost run time in both forward kernels, which keep their remainder blocks.
+(and an interior output left over after whole blocks: `blocked_end`) run in one loop with their taps' range
+computed at run time (`edge_outputs`, `valid_range_at`): one copy, not one per edge output with its taps unrolled.
 """
 from __future__ import annotations
 
@@ -60,23 +58,18 @@ def blocked_end(lo: int, hi: int, block: int) -> int:
     return hi - 1 if hi - lo > block and (hi - lo) % block == 1 else hi
 
 
-def interior_blocks(b: ir.IRBuilder, lo: int, hi: int, block: int, name: str,
-                    overlap: bool) -> Iterator[tuple[ir.Value, int]]:
+def interior_blocks(b: ir.IRBuilder, lo: int, hi: int, block: int, name: str) -> Iterator[tuple[ir.Value, int]]:
     """The outputs [lo, hi) in blocks of `block` (of hi - lo when fewer): yields (first output, block size) for the
-    caller to emit that block's code, inside a loop when there are several. The outputs left over make one more
-    block: with `overlap`, the last block moved back to end at hi (some outputs computed twice, no more code);
-    else a remainder block of their own (more code, no repeated work)."""
+    caller to emit that block's code, in a loop when there are several, then for the remainder block when some
+    outputs are left over. (The last block moved back over them instead, no remainder code but some outputs
+    computed twice, ran 5-30% slower: 3x3 16->16 and the depthwise 3x3/2 96 of benchmarks/conv.py.)"""
     size = min(block, hi - lo)
     count, rest = divmod(hi - lo, size)
-    if overlap and rest:
-        count, rest = count + 1, 0
     if count == 1:
         yield i64(lo), size
     else:
         with for_range(b, count, name) as blk:
-            first = b.add(i64(lo), b.mul(blk, i64(size)))
-            yield (b.select(b.icmp_signed("<", first, i64(hi - size)), first, i64(hi - size)) if overlap
-                   else first), size
+            yield b.add(i64(lo), b.mul(blk, i64(size))), size
     if rest:
         yield i64(hi - rest), rest
 

@@ -41,8 +41,6 @@ MAX_TAPS = 64        # larger windows (a filter gradient's, as large as the imag
 O_BLOCK = 4          # outputs per block: O_BLOCK x VECS accumulators, VECS kernel vectors and a broadcast
 VECS = 2
 UNROLLED_TAPS = 8    # a last kernel dim this small is unrolled (constant offsets)
-OVERLAP = False      # the interior's leftover outputs get a remainder block of their own: the last block moved back
-#                      over them (less code) ran 3x3 16->16 ~5% slower (14 interior outputs computed as 16)
 
 
 def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> bool:
@@ -136,7 +134,7 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
         ksize, outs = g.kernel_sizes[last], g.out_sizes[last]
         end = blocked_end(lo, hi, O_BLOCK)
         if end > lo:
-            for o0, count in interior_blocks(b, lo, end, O_BLOCK, "cvvb", overlap=OVERLAP):
+            for o0, count in interior_blocks(b, lo, end, O_BLOCK, "cvvb"):
                 pixels(n, o_outer, f0, widths, o0, count, (0, ksize))
         if end - lo < outs:
             with edge_outputs(b, lo, end, outs, "cvve") as o:
