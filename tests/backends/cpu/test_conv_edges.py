@@ -2,9 +2,9 @@
 valid_range_at, outer_taps) against the interpreter: interiors shorter than a block, remainder blocks, one
 output left over (it joins the edge loop), rows with no interior at all, taps whose range is computed at run time
 (stride, window dilation, negative and asymmetric padding, outputs that read nothing), kernel dims of one tap
-with and without padding, channel tails; and the filter gradients' taps outside the unchecked middle swept in one
-checked loop, their full feature tiles in a loop. Each table is one module (one compile), the convolutions side
-by side in a tuple."""
+with and without padding, channel tails; and conv_filter_gradient's taps outside the unchecked middle swept in one
+checked loop, its full feature tiles in a loop (and a depthwise filter gradient beside them). Each table is one
+module (one compile), the convolutions side by side in a tuple."""
 import sys
 from pathlib import Path
 
@@ -39,7 +39,7 @@ DEPTHWISE = [
     ((2, 11, 8), (9, 1, 8), "b0f_0io->b0f", "{size=9 pad=4_-2}", 8),                        # a looped last dim
 ]
 # filter gradients with few features (conv_filter_gradient.py; the taps outside the unchecked middle in one
-# checked loop) and depthwise filter gradients (conv_depthwise.py, the same): full feature tiles in a loop, tails
+# checked loop, full feature tiles in a loop, tails) and a depthwise one (conv_depthwise.py)
 FILTER_GRADIENTS = [
     ((2, 11, 11, 3), (2, 9, 9, 32), "f01b_i01o->01bf", "{size=9x9 pad=1_1x0_2}", 1),       # 2 full tiles, edges
     ((3, 12, 10, 2), (3, 10, 8, 24), "f01b_i01o->01bf", "{size=10x8 pad=2_0x1_1 rhs_dilate=1x2}", 1),  # full + tail

@@ -17,9 +17,9 @@ positions (the forward kernel taps, a handful). The loops:
 
 One rhs vector serves every q, and a row's input (a few rows of the forward input) stays in L1 across tiles. The
 last t dim runs unchecked over the range where every q of the block reads inside the input, and with a check per
-q at the edges (padding reads nothing; both edges in one loop). Rows are split over threads, each chunk summing
-into its own partial result, added in chunk order (conv_simd.split_rows). Anything else (other groupings, narrow
-floats, integers, base dilation) takes conv_emitter's direct loops.
+q at the edges (padding reads nothing). Rows are split over threads, each chunk summing into its own partial
+result, added in chunk order (conv_simd.split_rows). Anything else (other groupings, narrow floats, integers,
+base dilation) takes conv_emitter's direct loops.
 """
 from __future__ import annotations
 
@@ -126,12 +126,10 @@ class _Kernel:
         for slot, q in zip(slots, block):
             b.store(self.v.load(acc, b.add(acc_offset(q), first), width), slot)
 
-        def sweep(t_lo, t_hi, checked, skip=None):
-            """t in [t_lo, t_hi), but for the taps [skip) when given (i64 values)."""
-            count = t_hi if skip is None else b.sub(b.add(skip[0], t_hi), skip[1])
-            with for_range(b, count, "dwt", start=t_lo) as t:
-                if skip is not None:
-                    t = b.add(t, b.select(b.icmp_signed("<", t, skip[0]), i64(0), b.sub(skip[1], skip[0])))
+        def sweep(t_lo, t_hi, checked):
+            if t_lo >= t_hi:
+                return
+            with for_range(b, i64(t_hi), "dwt", start=i64(t_lo)) as t:
                 r = self.v.load(self.rhs, b.add(b.add(row_rhs, b.mul(t, i64(rsp_last))), first), width)
                 step = b.mul(t, i64(t_step))
                 for slot, base, (lo, hi), ok in zip(slots, lhs_base, ranges, valid):
@@ -143,15 +141,19 @@ class _Kernel:
                         x = self.v.load(self.lhs, b.add(b.add(base, step), first), width)
                         b.store(self.v.mul_add(b.load(slot), x, r), slot)
 
-        # unchecked where every q of the block reads inside the input; the other taps checked, in one loop (every
-        # tap in a row where some q reads outside)
-        lo_run, hi_run = i64(lo_all), i64(hi_all)
-        if outer_ok is not None:
-            lo_run, hi_run = b.select(outer_ok, lo_run, i64(0)), b.select(outer_ok, hi_run, i64(0))
-        if outer_ok is not None or (lo_all, hi_all) != (0, taps_l):
-            sweep(i64(0), i64(taps_l), True, skip=(lo_run, hi_run))
-        if hi_all > lo_all:
-            sweep(lo_run, hi_run, False)
+        def split_sweep():          # unchecked where every q of the block reads inside the input
+            sweep(0, lo_all, True)
+            sweep(lo_all, hi_all, False)
+            sweep(hi_all, taps_l, True)
+
+        if outer_ok is None:
+            split_sweep()
+        else:
+            with b.if_else(outer_ok) as (inside, edge):
+                with inside:
+                    split_sweep()
+                with edge:
+                    sweep(0, taps_l, True)
         for slot, q in zip(slots, block):
             self.v.store(acc, b.add(acc_offset(q), first), b.load(slot), width)
 
