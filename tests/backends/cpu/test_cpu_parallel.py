@@ -361,7 +361,32 @@ def test_split_gemm_takes_two_chunks_per_thread():
     module = xlapy.hlo.parse("HloModule m\nENTRY e {\n  a = f32[256,192] parameter(0)\n  b = f32[192,192] parameter(1)\n"
                              "  ROOT d = f32[256,192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n")
     two = xlapy.compile(module, backend="cpu", num_threads=2)
-    assert '@"xlapy_task.bounds" = private constant [5 x i64] [i64 0, i64 64, i64 128, i64 192, i64 256]' \
-        in two.llvm_ir                                # 256 rows: 4 chunks of 64
+    records = [f"{{i64 {64 * t}, i64 {64 * t + 64}, i64 {t}, i8* null}}" for t in range(4)]
+    assert "alloca [4 x {i64, i64, i64, i8*}]" in two.llvm_ir and all(r in two.llvm_ir for r in records)
+    # 256 rows: 4 chunks of 64 (the task records: start, end, index, captures)
     a, b = data(np.float32, 256, 192), data(np.float32, 192, 192, seed=1)
     np.testing.assert_allclose(two(a, b), a @ b, rtol=2e-5, atol=1e-5)
+
+
+def test_task_records_stored_straight_line_or_by_loop():
+    """Up to parallel.STRAIGHT_RECORDS task records are stored one by one (no loop over a bounds table for LLVM's
+    vectorizer to turn into shuffles); more by a loop over the table. Both give the one-thread bits."""
+    text = f"""HloModule m
+fused {{
+  x = f32[{ROWS},{COLS}] parameter(0)
+  ROOT r = f32[{ROWS},{COLS}] multiply(x, x)
+}}
+ENTRY e {{
+  x = f32[{ROWS},{COLS}] parameter(0)
+  ROOT f = f32[{ROWS},{COLS}] fusion(x), kind=kLoop, calls=fused
+}}
+"""
+    module = xlapy.hlo.parse(text)
+    many = parallel.STRAIGHT_RECORDS // parallel.CHUNKS_PER_TASK + 1
+    exes = {t: xlapy.compile(module, backend="cpu", num_threads=t) for t in (1, 2, many)}
+    assert threaded(exes[2]) and "xlapy_task.bounds" not in exes[2].llvm_ir
+    assert threaded(exes[many]) and "xlapy_task.bounds" in exes[many].llvm_ir
+    x = data(np.float32, ROWS, COLS)
+    want = exes[1](x)
+    for t in (2, many):
+        assert_bitwise(exes[t](x), want)

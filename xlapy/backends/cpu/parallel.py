@@ -50,6 +50,7 @@ CHUNK_QUANTUM = 16                 # chunk bounds are multiples of this many ele
 CHUNKS_PER_TASK = 4                # chunks per thread a task-independent loop is cut into
 _TASK = ir.LiteralStructType([I64, I64, I64, I8P])     # (start, end, task index, captured values)
 _TASK_BYTES = 32                                       # its size on 64-bit targets (the only ones the JIT runs on)
+STRAIGHT_RECORDS = 16             # at most this many task records are stored straight-line, more by a loop
 _WORKER = "_xlapy_worker"                     # marks outlined functions: threads are not nested
 
 
@@ -436,11 +437,6 @@ def _emit_launch(b: ir.IRBuilder, worker: ir.Function, chunks: list[int], thread
     module = b.module
     count = len(chunks) - 1
     zero = ir.Constant(I32, 0)
-    table_ty = ir.ArrayType(I64, count + 1)
-    table = ir.GlobalVariable(module, table_ty, module.get_unique_name("xlapy_task.bounds"))
-    table.global_constant = True
-    table.linkage = "private"
-    table.initializer = ir.Constant(table_ty, chunks)
     caps = alloca_once(b, struct, "par.captures")
     every = ir.Constant(struct, ir.Undefined)       # built in registers and stored once (LLVM splits the store)
     for k, v in enumerate(values):
@@ -448,11 +444,23 @@ def _emit_launch(b: ir.IRBuilder, worker: ir.Function, chunks: list[int], thread
     b.store(every, caps)
     records = alloca_once(b, ir.ArrayType(_TASK, count), "par.tasks")
     caps_i8 = b.bitcast(caps, I8P)
-    with for_range(b, count, "par.task") as t:
-        record = b.gep(records, [i64(0), t])
-        start = b.load(b.gep(table, [i64(0), t]))
-        end = b.load(b.gep(table, [i64(0), b.add(t, i64(1))]))
-        for k, value in enumerate((start, end, t, caps_i8)):
-            b.store(value, b.gep(record, [zero, ir.Constant(I32, k)]))
+    if count <= STRAIGHT_RECORDS:
+        # each record one store of a constant-filled struct: a loop over a bounds table is what LLVM's loop
+        # vectorizer turned into ~30 permutes and blends in every pool kernel, for nothing
+        for t in range(count):
+            record = ir.Constant(_TASK, [i64(chunks[t]), i64(chunks[t + 1]), i64(t), ir.Constant(I8P, None)])
+            b.store(b.insert_value(record, caps_i8, 3), b.gep(records, [i64(0), i64(t)]))
+    else:
+        table_ty = ir.ArrayType(I64, count + 1)
+        table = ir.GlobalVariable(module, table_ty, module.get_unique_name("xlapy_task.bounds"))
+        table.global_constant = True
+        table.linkage = "private"
+        table.initializer = ir.Constant(table_ty, chunks)
+        with for_range(b, count, "par.task") as t:
+            record = b.gep(records, [i64(0), t])
+            start = b.load(b.gep(table, [i64(0), t]))
+            end = b.load(b.gep(table, [i64(0), b.add(t, i64(1))]))
+            for k, value in enumerate((start, end, t, caps_i8)):
+                b.store(value, b.gep(record, [zero, ir.Constant(I32, k)]))
     run = _declare(module, threadpool.RUN_SYMBOL, ir.FunctionType(VOID, [worker.type, I8P, I64, I64, I64]))
     b.call(run, [worker, b.bitcast(records, I8P), i64(_TASK_BYTES), i64(count), i64(threads)])
