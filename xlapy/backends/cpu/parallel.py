@@ -430,8 +430,8 @@ def _noalias_root(value: ir.Value, caller: ir.Function) -> ir.Value | None:
 
 def _emit_launch(b: ir.IRBuilder, worker: ir.Function, chunks: list[int], threads: int, struct: ir.Type,
                  values: list) -> None:
-    """In the caller: fill the captures and one task record (start, end, index, captures) per chunk from a
-    constant table of the chunk bounds, then hand the tasks to the thread pool (threadpool.py), which runs them
+    """In the caller: fill the captures and one task record (start, end, index, captures) per chunk (stored one
+    by one, or by a loop over a constant table of the chunk bounds when there are many), then hand the tasks to the thread pool (threadpool.py), which runs them
     on this thread and up to threads-1 workers and returns when all are done."""
     threadpool.ensure_workers(threads - 1)
     module = b.module
