@@ -2,7 +2,7 @@
 conv_filter_gradient.py):
 SIMD vectors of one float type, channel tiles, the taps of a window that read inside the input (`valid_range`, its
 run-time twin `valid_range_at`, and `outer_taps` for the dims outside the innermost), the loops over a row's
-outputs (`interior_blocks`, `edge_outputs`), the index of a flattened row, and a reduction over rows split over
+outputs (`row_outputs`: `interior_blocks`, `edge_outputs`), the index of a flattened row, and a reduction over rows split over
 threads with partial results (`split_rows`).
 
 Code size: a kernel's body is emitted once per shape of work, not once per output. The edge outputs on both sides
@@ -79,6 +79,22 @@ def edge_outputs(b: ir.IRBuilder, lo: int, hi: int, outs: int, name: str) -> Ite
     """One loop over the outputs [0, lo) and [hi, outs) (those outside the interior [lo, hi)): yields the output."""
     with for_range(b, lo + outs - hi, name) as j:
         yield j if hi == lo else b.add(j, b.select(b.icmp_signed("<", j, i64(lo)), i64(0), i64(hi - lo)))
+
+
+def row_outputs(b: ir.IRBuilder, lo: int, hi: int, block: int, window, in_size: int, taps: int, outs: int,
+                emit, name: str) -> None:
+    """Every output of a row's last dim, given its interior [lo, hi) (the outputs whose taps all read inside):
+    emit(first output, count, (first tap, end tap)) for whole blocks of the interior with every tap, then for the
+    edge outputs (and a leftover interior one: blocked_end) one at a time in one loop with their taps' range
+    computed at run time. `window` is the last dim's window (stride, padding_low, window_dilation)."""
+    end = blocked_end(lo, hi, block)
+    if end > lo:
+        for o0, count in interior_blocks(b, lo, end, block, name + "b"):
+            emit(o0, count, (0, taps))
+    if end - lo < outs:
+        with edge_outputs(b, lo, end, outs, name + "e") as o:
+            first = b.sub(b.mul(o, i64(window.stride)), i64(window.padding_low))
+            emit(o, 1, valid_range_at(b, first, window.window_dilation, in_size, taps))
 
 
 @contextmanager

@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 
 from .buffers import BufferRef
-from .conv_simd import (FLOAT_TYPES, Vectors, blocked_end, edge_outputs, interior_blocks, outer_taps, plus, scaled,
-                        tiles, unflatten, valid_range, valid_range_at)
+from .conv_simd import (FLOAT_TYPES, Vectors, outer_taps, plus, row_outputs, scaled, tiles, unflatten,
+                        valid_range)
 from .conv_taps import ConvGeometry
 from .irhelpers import alloca_once, for_range, i64, if_then
 from .parallel import chunk_bounds, parallel_for, task_count
@@ -131,16 +131,8 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
                 v.store(op, plus(b, obase, j * osp[last] + off), b.load(slot), w)
 
     def tile(n, o_outer, f0, widths) -> None:
-        ksize, outs = g.kernel_sizes[last], g.out_sizes[last]
-        end = blocked_end(lo, hi, O_BLOCK)
-        if end > lo:
-            for o0, count in interior_blocks(b, lo, end, O_BLOCK, "cvvb"):
-                pixels(n, o_outer, f0, widths, o0, count, (0, ksize))
-        if end - lo < outs:
-            with edge_outputs(b, lo, end, outs, "cvve") as o:
-                first = b.sub(b.mul(o, i64(wl.stride)), i64(wl.padding_low))
-                pixels(n, o_outer, f0, widths, o, 1,
-                       valid_range_at(b, first, wl.window_dilation, g.in_sizes[last], ksize))
+        row_outputs(b, lo, hi, O_BLOCK, wl, g.in_sizes[last], g.kernel_sizes[last], g.out_sizes[last],
+                    lambda o0, count, taps: pixels(n, o_outer, f0, widths, o0, count, taps), "cvv")
 
     def rows(b_, start, end, task=None) -> None:
         with for_range(b, end, "cvvr", start=start) as row:
