@@ -11,8 +11,8 @@ import numpy as np
 from ..hlo import ELIDED, Computation, Module
 from .pipeline import Pass
 
-# Attributes that describe where an op came from, not what it computes.
-_IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "origin"})
+# Attributes that describe where an op came from, not what it computes (also backends/cpu/fused_cse.py's).
+IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "origin"})
 
 
 _PLAIN = frozenset({int, str, float, bool, type(None)})     # immutable values a key holds as they are
@@ -36,19 +36,19 @@ def _freeze(v):
     return v
 
 
-def _literal_key(lit):
+def literal_key(lit):
     if lit is None or lit is ELIDED:
         return ("literal", id(lit)) if lit is ELIDED else None
     if isinstance(lit, tuple):
-        return tuple(_literal_key(x) for x in lit)
+        return tuple(literal_key(x) for x in lit)
     a = np.ascontiguousarray(lit)
     return (a.dtype.str, a.shape, a.tobytes())
 
 
 def instruction_key(inst, operand_ids=None):
-    attrs = tuple([(k, _freeze(v)) for k, v in inst.attrs.items() if k not in _IGNORED_ATTRS])
+    attrs = tuple([(k, _freeze(v)) for k, v in inst.attrs.items() if k not in IGNORED_ATTRS])
     ops = tuple(id(o) for o in inst.operands) if operand_ids is None else operand_ids
-    return (inst.opcode, inst.shape, ops, attrs, _literal_key(inst.literal))
+    return (inst.opcode, inst.shape, ops, attrs, literal_key(inst.literal))
 
 
 class HloCSE(Pass):

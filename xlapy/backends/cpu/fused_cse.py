@@ -12,21 +12,10 @@ stand for themselves.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from ...hlo import ELIDED, Computation, Instruction
+from ...hlo import Computation, Instruction
+from ...passes.cse import IGNORED_ATTRS, literal_key
 
 _PLAIN = (int, str, float, bool, type(None))
-_IGNORED_ATTRS = frozenset({"metadata", "frontend_attributes", "statistics", "origin"})   # as passes/cse.py's
-
-
-def _literal_key(lit):
-    if lit is None or lit is ELIDED:
-        return ("literal", id(lit)) if lit is ELIDED else None
-    if isinstance(lit, tuple):
-        return tuple(_literal_key(x) for x in lit)
-    a = np.ascontiguousarray(lit)
-    return (a.dtype.str, a.shape, a.tobytes())
 
 
 def representatives(comp: Computation) -> dict[int, Instruction]:
@@ -45,8 +34,8 @@ def representatives(comp: Computation) -> dict[int, Instruction]:
 def _key(inst: Instruction, operands: tuple, structures: dict):
     """The instruction's value key, or None where an attribute cannot be compared."""
     try:
-        attrs = tuple((k, _freeze(v, structures)) for k, v in inst.attrs.items() if k not in _IGNORED_ATTRS)
-        key = (inst.opcode, inst.shape, operands, attrs, _literal_key(inst.literal))
+        attrs = tuple((k, _freeze(v, structures)) for k, v in inst.attrs.items() if k not in IGNORED_ATTRS)
+        key = (inst.opcode, inst.shape, operands, attrs, literal_key(inst.literal))
         hash(key)
     except TypeError:
         return None
@@ -71,8 +60,8 @@ def _structure(comp: Computation, structures: dict):
         order = comp.post_order()
         position = {id(inst): k for k, inst in enumerate(order)}
         rows = tuple((inst.opcode, inst.shape, tuple(position[id(o)] for o in inst.operands),
-                      tuple((k, _freeze(v, structures)) for k, v in inst.attrs.items() if k not in _IGNORED_ATTRS),
-                      _literal_key(inst.literal), inst.parameter_number if inst.opcode == "parameter" else None)
+                      tuple((k, _freeze(v, structures)) for k, v in inst.attrs.items() if k not in IGNORED_ATTRS),
+                      literal_key(inst.literal), inst.parameter_number if inst.opcode == "parameter" else None)
                      for inst in order)
         got = structures[id(comp)] = ("computation", rows, position[id(comp.root)])
     return got
