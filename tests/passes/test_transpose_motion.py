@@ -23,10 +23,7 @@ def check_pass(text, checks=None):
                          rtol=None if exact else 1e-5, atol=None if exact else 1e-5)
 
 
-CASES = [
-    # add(transpose(a, p), broadcast(v, {1})) => transpose(add(a, broadcast(v, {p[1]})), p): a bias; the sum of
-    # two of them takes one transpose instead of two
-    ("vector_broadcast", hlo_module("""
+VECTOR_BROADCAST = hlo_module("""
         a = f32[2,3,3,4] parameter(0)
         c = f32[2,3,3,4] parameter(1)
         v = f32[4] parameter(2)
@@ -34,7 +31,12 @@ CASES = [
         u = f32[2,4,3,3] transpose(c), dimensions={0,3,1,2}
         b = f32[2,4,3,3] broadcast(v), dimensions={1}
         s = f32[2,4,3,3] add(t, b)
-        ROOT m = f32[2,4,3,3] multiply(s, u)"""),
+        ROOT m = f32[2,4,3,3] multiply(s, u)""")
+
+CASES = [
+    # add(transpose(a, p), broadcast(v, {1})) => transpose(add(a, broadcast(v, {p[1]})), p): a bias; the sum of
+    # two of them takes one transpose instead of two
+    ("vector_broadcast", VECTOR_BROADCAST,
      "CHECK: f32[2,3,3,4] broadcast(f32[4] %v), dimensions={3}\n"
      "CHECK: %s.1 = f32[2,3,3,4] add(f32[2,3,3,4] %a\n"
      "CHECK: %m.1 = f32[2,3,3,4] multiply(f32[2,3,3,4] %s.1, f32[2,3,3,4] %c)\n"
@@ -176,15 +178,7 @@ UNCHANGED = [
         t = f32[1,1] transpose(a), dimensions={1,0}
         ROOT s = f32[] reduce(t, z), dimensions={0,1}, to_apply=add""", ADD)),
     # a sharding describes the instruction as it is (without it, vector_broadcast's rewrite)
-    ("sharding", hlo_module("""
-        a = f32[2,3,3,4] parameter(0)
-        c = f32[2,3,3,4] parameter(1)
-        v = f32[4] parameter(2)
-        t = f32[2,4,3,3] transpose(a), dimensions={0,3,1,2}
-        u = f32[2,4,3,3] transpose(c), dimensions={0,3,1,2}
-        b = f32[2,4,3,3] broadcast(v), dimensions={1}
-        s = f32[2,4,3,3] add(t, b), sharding={replicated}
-        ROOT m = f32[2,4,3,3] multiply(s, u)""")),
+    ("sharding", VECTOR_BROADCAST.replace("add(t, b)", "add(t, b), sharding={replicated}")),
     # a transpose that is the root stays
     ("root", hlo_module("""
         a = f32[3,2] parameter(0)
