@@ -4,6 +4,7 @@ computations while keeping the module's print order (a computation is printed be
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Sequence
 
 from ..hlo import Computation, Instruction, Module
@@ -60,6 +61,12 @@ def prune_to_root(comp: Computation) -> None:
             for user in list(inst.users):      # users are dead too, and come earlier in this order
                 user.detach()
             comp.remove_instruction(inst)
+
+
+def call_counts(module: Module) -> Counter:
+    """id(computation) -> how many times the module's instructions name it as a called computation: one walk of
+    the module for a pass asking about every loop (a count per question walked the module each time)."""
+    return Counter(id(c) for inst in module.instructions() for c in inst.called_computations())
 
 
 def is_called(module: Module, comp: Computation) -> bool:

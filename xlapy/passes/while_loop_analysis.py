@@ -82,15 +82,27 @@ def _known(v) -> bool:
     return v is not UNKNOWN
 
 
-def _reached(roots: Sequence[Instruction]) -> set[int]:
+def _reached_in_order(roots: Sequence[Instruction]) -> list[Instruction]:
+    """What `roots` read, directly or not, themselves included: each after its operands (a post order of that
+    part of the computation only)."""
+    order: list[Instruction] = []
     seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        inst = stack.pop()
-        if id(inst) not in seen:
-            seen.add(id(inst))
-            stack.extend(inst.operands)
-    return seen
+    for start in roots:
+        if id(start) in seen:
+            continue
+        seen.add(id(start))
+        stack = [(start, iter(start.operands))]
+        while stack:
+            node, it = stack[-1]
+            for op in it:
+                if id(op) not in seen:
+                    seen.add(id(op))
+                    stack.append((op, iter(op.operands)))
+                    break
+            else:
+                order.append(node)
+                stack.pop()
+    return order
 
 
 def partial_eval(comp: Computation, args: Sequence[Any], wanted: Sequence[int] | None = None, _ev=None) -> Any:
@@ -99,15 +111,14 @@ def partial_eval(comp: Computation, args: Sequence[Any], wanted: Sequence[int] |
     from ..backends.interpreter.evaluator import Evaluator
     ev = _ev or Evaluator(comp.parent)
     root = comp.root
+    # only what the wanted value reads is evaluated, each after its operands (the trip count evaluates a loop's
+    # counter, not the whole body); everything else is UNKNOWN
     if wanted is not None and root.opcode == "tuple":
-        needed = _reached([root.operands[i] for i in wanted])
+        order = _reached_in_order([root.operands[i] for i in wanted]) + [root]
     else:
-        needed = _reached([root])
+        order = _reached_in_order([root])
     values: dict[int, Any] = {}
-    for inst in comp.post_order():
-        if id(inst) not in needed and inst is not root:
-            values[id(inst)] = UNKNOWN
-            continue
+    for inst in order:
         ops = [values.get(id(o), UNKNOWN) for o in inst.operands]
         values[id(inst)] = _eval_one(inst, ops, args, ev)
     return values[id(root)]
@@ -157,14 +168,48 @@ def _restrict(state, keep: frozenset[int]):
     return state
 
 
-def trip_count(while_inst: Instruction, max_trips: int = 64) -> int | None:
+class LoopDeps:
+    """The element dependencies of one while's condition and body, each computed on first use and then kept: the
+    simplifier asks for both in its trip-count rule and again in its dead-element rule, with the loop unchanged
+    between (a walk of a big body each time). Valid while the loop's computations are not edited."""
+
+    def __init__(self, while_inst: Instruction):
+        self.inst = while_inst
+        shape = while_inst.shape
+        self.n = len(shape.tuple_shapes) if shape.is_tuple else 1
+        self._cond: frozenset[int] | None = None
+        self._body: list[frozenset[int]] | None = None
+
+    def cond_reads(self) -> frozenset[int]:
+        if self._cond is None:
+            self._cond = indices_read(self.inst.attrs["condition"])
+        return self._cond
+
+    def body_deps(self) -> list[frozenset[int]]:
+        if self._body is None:
+            self._body = body_element_deps(self.inst.attrs["body"], self.n)
+        return self._body
+
+
+def trip_count(while_inst: Instruction, max_trips: int = 64, deps: LoopDeps | None = None) -> int | None:
     """The exact number of iterations of `while_inst`, if its condition depends only on state that starts
-    constant and it stops within `max_trips` iterations; None otherwise."""
+    constant and it stops within `max_trips` iterations; None otherwise. `deps`: the loop's LoopDeps, if the
+    caller keeps one."""
     body, cond = while_inst.attrs["body"], while_inst.attrs["condition"]
+    deps = deps or LoopDeps(while_inst)
     shape = while_inst.shape
-    n = len(shape.tuple_shapes) if shape.is_tuple else 1
-    needed = set(indices_read(cond))
-    body_deps = body_element_deps(body, n)
+    n = deps.n
+    needed = set(deps.cond_reads())
+    state = known_value(while_inst.operands[0])
+    if shape.is_tuple and not isinstance(state, tuple):
+        state = (UNKNOWN,) * n          # fine when the condition needs none of it
+    # what the condition reads directly must start known (the closure below only adds to it): an unknown
+    # counter needs no walk of the body
+    if not shape.is_tuple and not _known(state):
+        return None
+    if shape.is_tuple and not all(_known(state[i]) for i in needed):
+        return None
+    body_deps = deps.body_deps()
     grew = True
     while grew:
         grew = False
@@ -174,9 +219,6 @@ def trip_count(while_inst: Instruction, max_trips: int = 64) -> int | None:
                 needed |= extra
                 grew = True
     keep = frozenset(needed)
-    state = known_value(while_inst.operands[0])
-    if shape.is_tuple and not isinstance(state, tuple):
-        state = (UNKNOWN,) * n          # fine when the condition needs none of it
     state = _restrict(state, keep)
     if not shape.is_tuple and not _known(state):
         return None

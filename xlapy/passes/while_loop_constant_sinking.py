@@ -13,12 +13,9 @@ itself stays in the state: removing it is the simplifier's job.
 from __future__ import annotations
 
 from ..hlo import Computation, Instruction, Module
+from .control_util import call_counts
 from .pipeline import Pass
 from .while_loop_analysis import known_value
-
-
-def _call_count(module: Module, comp: Computation) -> int:
-    return sum(c is comp for inst in module.instructions() for c in inst.called_computations())
 
 
 def _invariant_constants(inst: Instruction) -> dict[int, Instruction]:
@@ -61,10 +58,13 @@ class WhileLoopConstantSinking(Pass):
 
     def run(self, module: Module) -> bool:
         changed = False
+        calls = None        # counted once, when the module has a loop: sinking a constant adds no calls
         for comp in list(module.computations):
             for inst in comp.post_order_of("while"):
                 body, cond = inst.attrs["body"], inst.attrs["condition"]
-                if not inst.shape.is_tuple or _call_count(module, body) != 1 or _call_count(module, cond) != 1:
+                if calls is None:
+                    calls = call_counts(module)
+                if not inst.shape.is_tuple or calls[id(body)] != 1 or calls[id(cond)] != 1:
                     continue
                 constants = _invariant_constants(inst)
                 if constants:

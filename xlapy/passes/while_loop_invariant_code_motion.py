@@ -23,7 +23,7 @@ from collections import Counter
 
 from ..hlo import Computation, Instruction, Module, Shape
 from .build import make
-from .control_util import has_control_edges, has_side_effects, orders_others
+from .control_util import call_counts, has_control_edges, has_side_effects, orders_others
 from .pipeline import Pass
 
 NOT_WORTH_HOISTING_ALONE = frozenset({"constant", "broadcast", "reshape", "bitcast", "iota", "tuple",
@@ -149,7 +149,7 @@ class WhileLoopInvariantCodeMotion(Pass):
         for comp in list(module.computations):
             for inst in comp.post_order_of("while"):
                 if calls is None:
-                    calls = Counter(id(c) for inst in module.instructions() for c in inst.called_computations())
+                    calls = call_counts(module)
                 if _editable(calls, inst):
                     changed |= hoist(comp, inst)
         return changed

@@ -22,7 +22,7 @@ from .control_util import (add_computation_before, drop_if_uncalled, has_control
                            inline_computation, orders_others, prune_to_root)
 from .pipeline import Pass
 from .while_loop_accumulators import rewrite_accumulators
-from .while_loop_analysis import body_element_deps, indices_read, trip_count
+from .while_loop_analysis import LoopDeps, trip_count
 
 
 def _has_effects(inst: Instruction) -> bool:
@@ -43,10 +43,10 @@ def remove_unused(comp: Computation, inst: Instruction) -> bool:
     return True
 
 
-def remove_zero_or_one_trip(comp: Computation, inst: Instruction) -> bool:
+def remove_zero_or_one_trip(comp: Computation, inst: Instruction, deps: LoopDeps | None = None) -> bool:
     if has_side_effects(inst.attrs["condition"]):
         return False
-    trips = trip_count(inst, max_trips=1)
+    trips = trip_count(inst, max_trips=1, deps=deps)
     init = inst.operands[0]
     if trips == 0:
         # while with trip count 0 => init
@@ -60,7 +60,7 @@ def remove_zero_or_one_trip(comp: Computation, inst: Instruction) -> bool:
     return False
 
 
-def _live_indices(inst: Instruction) -> list[int] | None:
+def _live_indices(inst: Instruction, deps: LoopDeps) -> list[int] | None:
     """The state indices the loop needs, or None when nothing can be removed."""
     n = len(inst.shape.tuple_shapes)
     body, cond = inst.attrs["body"], inst.attrs["condition"]
@@ -72,9 +72,9 @@ def _live_indices(inst: Instruction) -> list[int] | None:
         param = c.parameter(0)
         if c.root is param or any(u.opcode != "get-tuple-element" for u in param.users):
             return None      # the whole state is passed on somewhere: every element is read
-    used = set(indices_read(cond))
+    used = set(deps.cond_reads())
     used |= {u.attrs["index"] for u in inst.users if not _is_dead_gte(u)}
-    body_deps = body_element_deps(body, n)
+    body_deps = deps.body_deps()
     work = list(used)
     while work:
         for j in body_deps[work.pop()] - used:
@@ -130,11 +130,11 @@ def _narrowed(comp: Computation, live: list[int], new_shape: Shape, is_body: boo
     return new
 
 
-def remove_dead_elements(module: Module, comp: Computation, inst: Instruction) -> bool:
+def remove_dead_elements(module: Module, comp: Computation, inst: Instruction, deps: LoopDeps | None = None) -> bool:
     # while(tuple(a, d, b)) => while(tuple(a, b)), gte(while, 2) => gte(while', 1); d dead
     if not inst.shape.is_tuple:
         return False
-    live = _live_indices(inst)
+    live = _live_indices(inst, deps or LoopDeps(inst))
     if live is None:
         return False
     body, cond = inst.attrs["body"], inst.attrs["condition"]
@@ -175,6 +175,8 @@ class WhileLoopSimplifier(Pass):
             for inst in comp.post_order_of("while"):
                 if inst.parent is not comp or inst.control_predecessors or orders_others(inst):
                     continue
-                changed |= (remove_unused(comp, inst) or remove_zero_or_one_trip(comp, inst)
-                            or remove_dead_elements(module, comp, inst) or rewrite_accumulators(inst))
+                # the trip-count and dead-element rules share one analysis of the (unchanged) loop
+                deps = LoopDeps(inst)
+                changed |= (remove_unused(comp, inst) or remove_zero_or_one_trip(comp, inst, deps)
+                            or remove_dead_elements(module, comp, inst, deps) or rewrite_accumulators(inst))
         return changed
