@@ -7,26 +7,33 @@
 | anything else                               | None: the plain loop, which LLVM vectorizes if it can     |
 
 Float max/min reductions as explicit vector code: LANES elements of the minor-most reduced dimension at a time
-in one <LANES x float> accumulator, then the lanes combined, then the init value:
+in <LANES x float> accumulators, then the lanes combined, then the init value:
 
-    acc[c] = splat(identity)                            # -inf for max, +inf for min; c < CHAINS
-    for j in range(0, n, LANES * CHAINS):               # the tail is padded with the identity
-        for l in range(LANES * CHAINS):  buf[l] = x[j + l]      # a loop: LLVM vectorizes it (one copy of x's code)
-        for c in range(CHAINS):
-            v = flush_denormals(<buf[c * LANES], ..., buf[c * LANES + LANES - 1]>)
-            acc[c] = nan_propagating_max(acc[c], v)     # compare + selects on whole vectors
-    result = reducer(init, reducer(...(lane 0, lane 1), ...))   # over the lanes of max(acc[0], ... acc[3])
+    acc[c] = splat(identity)                            # -inf for max, +inf for min; c < chains_for(n)
+    for j in range(0, n - n % block, block):            # block = LANES * chains
+        for l in range(block):  buf[l] = x[j + l]       # a loop: LLVM vectorizes it (one copy of x's code)
+        for c in range(chains):
+            acc[c] = llvm.maximum(acc[c], <buf[c * LANES], ..., buf[c * LANES + LANES - 1]>)
+    (the whole vectors of the rest the same way, into acc[0], acc[1], ...)
+    for the last n % LANES elements:  tail = llvm.maximum(tail, <x, x>)      # a two-lane accumulator
+    folded = max over the lanes of max(acc[0], ...), halves at a time, with tail at two lanes
+    result = reducer(init, folded)                      # the reducer's scalar code flushes folded
 
 The elements pass through the small buffer `buf` so that the element's code (a fused producer's) is emitted
 once per chunk loop, not once per lane: 32 copies of a softmax's scaled input made its max kernel ~1000 lines
 and the largest LLVM cost of vit and gpt2's training steps.
 
 LLVM's loop vectorizer recognises plain fadd/fmul/integer reductions (the ordinary loop in elemental.py is
-left to it) but not a NaN-propagating max, whose compare/select chain then runs one element at a time, ~10
-cycles deep. The result differs from the sequential fold only in the order elements are combined, which XLA
-leaves to the implementation (which NaN's payload comes out; zeros are ordered, -0 < +0, as in XLA:CPU). Denormal elements are
-flushed once as they are read, as the interpreter does; the accumulator only ever holds flushed values. The
-lanes and init are combined by the reducer's own scalar code.
+left to it) but not a NaN-propagating max written as compares and selects, whose chain then runs one element
+at a time, ~10 cycles deep. llvm.maximum/minimum is IEEE 754-2019's operation, which XLA:CPU emits too: a NaN
+on either side propagates and -0 < +0; x86 has no instruction for it, and its code is two blends by the sign,
+max, and a NaN blend (5 instructions; the compare/select form was 14, and LLVM spent 2.5x the time on the
+kernel). The result differs from the sequential fold only in the order elements are combined, which XLA leaves
+to the implementation (which NaN's payload comes out). Denormals are not flushed as they are read but once,
+on the result, by the reducer's scalar code (elemental.FLUSH_EXPLICITLY): flushing (a denormal to the zero of
+its sign) is monotone in that order, so flush(max(x...)) == max(flush(x)...), bit for bit, NaN aside. Rows of
+65 (a ViT's softmax) keep two accumulators, four from 128 elements: each chain is emitted and compiled, and a
+short row has few steps to overlap.
 """
 from __future__ import annotations
 
@@ -34,28 +41,15 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .blocked_sum import LeafSummer, is_blocked_sum, reducer_steps
-from .irhelpers import alloca_once, for_range, i64, loop_nest
+from .irhelpers import alloca_once, for_range, i64, intrinsic, loop_nest
 from .math_approx_core import Emit, format_of
 from .scalar_ops import ieee_max_min
 from .types import value_type
 
 LANES = 8
-CHAINS = 4               # independent vector accumulators: the compare/select chain is ~7 cycles deep
+CHAINS = 4               # independent vector accumulators at most: llvm.maximum is ~5 cycles deep on x86
 MIN_LENGTH = 2 * LANES
 IDENTITY = {"maximum": float("-inf"), "minimum": float("inf")}
-
-
-def _flush(e: Emit, v):
-    """Denormals to zeros of the same sign, on the bits: a magnitude below the smallest normal's bits is a zero or
-    a denormal (NaN and infinity bits are above it), and the sign bit alone is the zero of its sign."""
-    b, bits, top = e.b, e.bits(v), 1 << (e.fmt.bits - 1)
-    small = b.icmp_unsigned("<", b.and_(bits, e.i(top - 1)), e.i(1 << e.fmt.mant))
-    return e.sel(small, e.from_bits(b.and_(bits, e.i(top))), v)
-
-
-def _nan_max(e: Emit, op: str, acc, v):
-    """scalar_ops' float max/min (NaN from either side propagates, -0 < +0) on vectors."""
-    return ieee_max_min(e.b, op, acc, v)
 
 
 def special_reduce(em, inst, gens, op: str | None, wide_rule):
@@ -120,6 +114,12 @@ def sibling_sums(comp) -> dict[int, int]:
     return member
 
 
+def chains_for(n: int) -> int:
+    """Vector accumulators for a row of n: as many as keep each one four vectors of the row (at least one,
+    at most CHAINS); a softmax row of 65 needs two, not four (each chain is emitted and compiled)."""
+    return max(1, min(CHAINS, n // (4 * LANES)))
+
+
 def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):
     """A generator for reduce `inst` as vector code, or None when it does not apply: not a single f32/f64
     max/min, or a short minor-most reduced dimension."""
@@ -141,13 +141,19 @@ def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):
     scalar = value_type(pt)
     scalar_bytes = 8 if pt.name == "f64" else 4
     e = Emit(b, format_of(scalar), LANES)
+    suffix = "f64" if pt.name == "f64" else "f32"
+    chains = chains_for(n)
+    pair = ir.VectorType(scalar, 2)
+    block = LANES * chains
     reducer = inst.attrs["to_apply"]
 
     def gen(index):
-        accs = [alloca_once(b, e.fty, name=f"acc.chain{c}") for c in range(CHAINS)]
-        buf = alloca_once(b, ir.ArrayType(scalar, LANES * CHAINS), name="acc.block")
+        accs = [alloca_once(b, e.fty, name=f"acc.chain{c}") for c in range(chains)]
+        buf = alloca_once(b, ir.ArrayType(scalar, block), name="acc.block")
+        rest = alloca_once(b, pair, name="acc.tail")
         for acc in accs:
             b.store(e.f(IDENTITY[op]), acc)
+        b.store(ir.Constant(pair, [IDENTITY[op]] * 2), rest)
         with loop_nest(b, [in_shape.dims[d] for d in order[:-1]], name="r") as ivs:
             full: list = [None] * in_shape.rank
             for d, i in zip(kept, index):
@@ -155,41 +161,52 @@ def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):
             for d, i in zip(order, ivs):
                 full[d] = i
 
-            block = LANES * CHAINS
-
             def chunk(base, count: int):
-                """elements [base, base + count) into buf (one copy of the source's code, in a loop), then
-                folded into the accumulators LANES at a time; lanes past count hold the identity"""
+                """elements [base, base + count) (count a multiple of LANES) into buf (one copy of the source's
+                code, in a loop), then folded into the accumulators LANES at a time"""
                 with for_range(b, count, "lane") as j:
                     full[inner] = b.add(base, j, flags=["nsw", "nuw"])
                     b.store(source(list(full)), b.gep(buf, [i64(0), j], inbounds=True))
-                for lane in range(count, -(-count // LANES) * LANES):
-                    b.store(ir.Constant(scalar, IDENTITY[op]), b.gep(buf, [i64(0), i64(lane)], inbounds=True))
-                for c in range(-(-count // LANES)):
+                for c in range(count // LANES):
                     lanes = b.gep(buf, [i64(0), i64(c * LANES)], inbounds=True)
                     v = b.load(b.bitcast(lanes, e.fty.as_pointer()), align=scalar_bytes)
-                    b.store(_nan_max(e, op, b.load(accs[c]), _flush(e, v)), accs[c])
+                    b.store(_ieee(b, op, b.load(accs[c]), v), accs[c])
             with for_range(b, n // block, "lanes") as k:
                 chunk(b.mul(k, i64(block), flags=["nsw", "nuw"]), block)
-            if n % block:
-                chunk(i64(n - n % block), n % block)
+            vectors = n % block - n % LANES
+            if vectors:
+                chunk(i64(n - n % block), vectors)
+            if n % LANES:                       # the last elements one at a time, each splat over two lanes
+                with for_range(b, n % LANES, "tail") as j:
+                    full[inner] = b.add(i64(n - n % LANES), j, flags=["nsw", "nuw"])
+                    x = b.insert_element(ir.Constant(pair, ir.Undefined), source(list(full)), i64(0))
+                    x = b.shuffle_vector(x, x, ir.Constant(ir.VectorType(ir.IntType(32), 2), [0, 0]))
+                    b.store(_ieee(b, op, b.load(rest), x), rest)
         vec = b.load(accs[0])
         for acc in accs[1:]:
-            vec = _nan_max(e, op, vec, b.load(acc))
-        return em.emit_scalar(reducer, [init([]), _fold_lanes(b, op, vec)])
+            vec = _ieee(b, op, vec, b.load(acc))
+        return em.emit_scalar(reducer, [init([]), _fold_lanes(b, op, vec, b.load(rest) if n % LANES else None)])
     return gen
 
 
-def _fold_lanes(b, op: str, vec):
-    """The lanes of `vec` combined by halves (lanes i and i + n/2, then again): log2(LANES) vector ops instead
-    of LANES - 1 scalar reducer calls. The accumulators hold flushed values only, so nothing is flushed here."""
+def _ieee(b, op: str, x, y):
+    """IEEE 754-2019 maximum/minimum of vectors x and y: llvm.maximum and llvm.minimum, as XLA:CPU emits them
+    (on x86: two blends by sign, max/min, a NaN blend; the scalar forms branch on the sign instead)."""
+    t = x.type
+    name = f"llvm.{op}.v{t.count}{'f64' if isinstance(t.element, ir.DoubleType) else 'f32'}"
+    return intrinsic(b, name, t, [x, y])
+
+
+def _fold_lanes(b, op: str, vec, pair):
+    """The lanes of `vec` combined by halves down to two (lanes i and i + n/2, then again), then with `pair`
+    (the tail's two-lane accumulator, or None), then lane 0 with lane 1 by compares and selects (LLVM would
+    scalarize a last llvm.maximum, and x86 code branches on the sign for a scalar one)."""
     n = vec.type.count
-    while n > 1:
+    mask = lambda lanes: ir.Constant(ir.VectorType(ir.IntType(32), len(lanes)), lanes)
+    while n > 2:
         half = n // 2
-        mask = ir.VectorType(ir.IntType(32), half)
-        lo, hi = (b.shuffle_vector(vec, vec, ir.Constant(mask, list(range(first, first + half))))
-                  for first in (0, half))
-        if half == 1:
-            lo, hi = b.extract_element(lo, i64(0)), b.extract_element(hi, i64(0))
-        vec, n = ieee_max_min(b, op, lo, hi), half
-    return vec
+        lo, hi = (b.shuffle_vector(vec, vec, mask(list(range(first, first + half)))) for first in (0, half))
+        vec, n = _ieee(b, op, lo, hi), half
+    if pair is not None:
+        vec = _ieee(b, op, vec, pair)
+    return ieee_max_min(b, op, b.extract_element(vec, i64(0)), b.extract_element(vec, i64(1)))
