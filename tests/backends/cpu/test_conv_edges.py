@@ -3,7 +3,9 @@ valid_range_at, outer_taps) against the interpreter: interiors shorter than a bl
 output left over (it joins the edge loop), rows with no interior at all, taps whose range is computed at run time
 (stride, window dilation, negative and asymmetric padding, outputs that read nothing), kernel dims of one tap
 with and without padding, channel tails; and conv_filter_gradient's taps outside the unchecked middle swept in one
-checked loop, its full feature tiles in a loop (and a depthwise filter gradient beside them). Each table is one
+checked loop, its full feature tiles in a loop (and a depthwise filter gradient beside them); conv_gemm's patch rows
+(a memset, a copy of the range read inside, a memset; one copy per position when that range is not contiguous:
+window dilation, a strided filter gradient). Each table is one
 module (one compile), the convolutions side by side in a tuple."""
 import sys
 from pathlib import Path
@@ -46,6 +48,15 @@ FILTER_GRADIENTS = [
     ((2, 8, 9, 12), (2, 6, 7, 12), "f01b_i01o->01bf", "{size=6x7 pad=1_2x0_1}", 1, 12),    # depthwise (batch groups)
 ]
 
+# im2col rows (conv_gemm._emit_patch_rows): forward and filter-gradient arrangements, contiguous or not
+PATCHES = [
+    ((2, 10, 11, 8), (3, 3, 8, 40), "b01f_01io->b01f", "{size=3x3 pad=2_1x2_2 rhs_dilate=2x2}", 1),  # per position
+    ((2, 16, 16, 8), (3, 3, 8, 40), "b01f_01io->b01f", "{size=3x3 stride=2x2 pad=-1_2x1_-1}", 1),   # negative pad
+    ((2, 40, 16), (5, 16, 48), "b0f_0io->b0f", "{size=5 pad=3_1}", 1),                               # 1-D
+    ((1, 5, 6, 7, 8), (2, 3, 3, 8, 40), "b012f_012io->b012f", "{size=2x3x3 pad=1_0x1_1x0_2}", 1),    # 3-D
+    ((4, 15, 15, 16), (4, 6, 6, 40), "f01b_i01o->01bf", "{size=6x6 stride=2x2 pad=1_0x1_1}", 1),    # strided fgrad
+]
+
 
 def _module(cases, dtype: str) -> str:
     lines, shapes = [], []
@@ -62,7 +73,8 @@ def _module(cases, dtype: str) -> str:
 
 @pytest.mark.parametrize("cases, markers, dtype", [
     (VECTOR, ["cvv.acc"], "f32"), (DEPTHWISE, ["dwf.acc"], "f32"), (DEPTHWISE[:2], ["dwf.acc"], "f64"),
-    (FILTER_GRADIENTS, ["fg.acc", "dw.acc"], "f32")], ids=["vector", "depthwise", "f64", "filter-gradients"])
+    (FILTER_GRADIENTS, ["fg.acc", "dw.acc"], "f32"), (PATCHES, ["imr.", "imp."], "f32")],
+    ids=["vector", "depthwise", "f64", "filter-gradients", "patches"])
 def test_row_loops_match_the_interpreter(cases, markers, dtype):
     module = xlapy.hlo.parse(_module(cases, dtype))
     rng = np.random.default_rng(1)
