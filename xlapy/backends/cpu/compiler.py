@@ -22,7 +22,7 @@ from ...errors import XlapyError
 from ...hlo import Instruction, Module, gc_pause
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
-from . import buffer_assignment, cache_entry, compile_plan, llvm_jit, llvm_parallel, opt_levels, profile_ir
+from . import buffer_assignment, cache_entry, compile_plan, ir_release, llvm_jit, llvm_parallel, opt_levels, profile_ir
 from .. import compilation_cache
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
@@ -31,7 +31,7 @@ from .collectives_emitter import SYMBOL as COLLECTIVE_SYMBOL
 from .collectives_emitter import attach as attach_collectives
 from .host_callback_emitter import SYMBOL as HOST_CALLBACK_SYMBOL
 from .indexing import major_to_minor
-from .irhelpers import I8P, VOID, i64, intrinsic, is_x86, mark_ftz
+from .irhelpers import I8P, VOID, fast_names, i64, intrinsic, is_x86, mark_ftz
 from .parallel import resolve_num_threads
 from .profile_ir import KernelTimer
 
@@ -72,7 +72,7 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
     split over num_threads threads (parallel.py). With a timer, every kernel logs its run time (profile_ir.py).
     `on_kernel(llvm_module, function, printed)` hears of each kernel once it is final (kept by the KernelCache): what
     llvm_parallel.Session compiles while the rest is emitted."""
-    fn = ir.Function(llvm_module, ENTRY_TYPE, ENTRY_NAME)
+    fn = fast_names(ir.Function(llvm_module, ENTRY_TYPE, ENTRY_NAME))
     fn.attributes.add("nounwind")
     mark_ftz(fn)
     params_arg, results_arg, scratch_arg = fn.args
@@ -126,7 +126,9 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
     b.ret_void()
     scalar_ops.MXCSR_SLOTS.pop(id(fn), None)
     buffer_assignment.dump(module, em.assignment)
-    return fn, em.scratch.size
+    size = em.scratch.size
+    em.release()
+    return fn, size
 
 
 def _report_kernels(cache, on_kernel) -> None:
@@ -300,22 +302,24 @@ def compile_module(module: Module, run_pipeline: bool | str | None = None, verif
         chosen.append(llvm_level or compile_plan.choose_level(optimized))
         chosen.append(_session(optimized, chosen[0], profile))
         return chosen[1]
-    try:
-        module, llvm_module, scratch_size, timer = emit_llvm(
-            module, tm, llvm.get_process_triple(), run_pipeline, verify, fast_math, options, threads, profile,
-            session_for, entry_layouts="row-major")
-    except BaseException as e:
-        if chosen and chosen[1] is not None:
-            chosen[1].close(abandon=e)
-        raise
-    level, session = chosen
-    try:
-        text = session.module_text(llvm_module) if session is not None else str(llvm_module)
-        _dump(module, "ir-no-opt.ll", text, options)
-    except BaseException as e:
-        if session is not None:
-            session.close(abandon=e)
-        raise
+    with gc_pause.paused():          # until the LLVM module is printed and released (ir_release.py)
+        try:
+            module, llvm_module, scratch_size, timer = emit_llvm(
+                module, tm, llvm.get_process_triple(), run_pipeline, verify, fast_math, options, threads, profile,
+                session_for, entry_layouts="row-major")
+        except BaseException as e:
+            if chosen and chosen[1] is not None:
+                chosen[1].close(abandon=e)
+            raise
+        level, session = chosen
+        try:
+            text = session.module_text(llvm_module) if session is not None else str(llvm_module)
+            _dump(module, "ir-no-opt.ll", text, options)
+        except BaseException as e:
+            if session is not None:
+                session.close(abandon=e)
+            raise
+        ir_release.release(llvm_module)
     objects: list[bytes] | None = [] if key is not None else None
     entry_symbol = ENTRY_NAME
     LLVM_COMPILES[level] += 1

@@ -16,7 +16,7 @@ from llvmlite import ir
 from ...errors import UnimplementedError
 from ...hlo import ELIDED, Computation, Instruction, elided_constant_error
 from ...hlo.shape import Shape
-from . import buffer_assignment, folding_builder, kernels
+from . import buffer_assignment, folding_builder, ir_release, kernels
 from .kernel_replay import KernelReplay
 from .aliasing import fused_in_place_operand
 from .buffer_assignment import BufferAssignment
@@ -71,6 +71,15 @@ class IrEmitter:
         self.replay = KernelReplay(self)          # kernels of a structure seen before are called, not emitted
         self.timer: KernelTimer | None = None     # set when the module is compiled for the profiler (profile_ir.py)
         self._timed_depth = 0
+
+    def release(self) -> None:
+        """Once the module is emitted: free the kernels KernelCache dropped and empty the emitter's own state
+        (the builder's folding tables, the generators' caches, the recipes), whose cycles through the module's
+        values would leave them all to the cyclic collector (ir_release.py). The emitter is unusable after."""
+        ir_release.release_functions(self.kernel_cache.dropped)
+        for part in (self.b, self.elemental, self.replay, self.assignment, self.kernel_cache, self.scratch):
+            part.__dict__.clear()
+        self.__dict__.clear()
 
     # -- buffers ---------------------------------------------------------------------------------------
     def constant_pointer(self, inst: Instruction) -> ir.Value:

@@ -14,6 +14,24 @@ from llvmlite import ir
 from llvmlite.ir import instructions as li
 
 _CACHE = "_StrCaching__cached_str"      # llvmlite's per-instruction text cache (ir/_utils.py _StrCaching)
+_REF = "_StringReferenceCaching__cached_refstr"     # llvmlite's cached reference (`%"x"`, `i64 3`'s `3`)
+# Values and types keep their text in their __dict__ once llvmlite computed it; reading it there is a dict
+# lookup where get_reference() / str() are Python calls (a third of this module's time). `x or f()` is safe:
+# neither text is ever empty.
+
+
+def _r(v) -> str:
+    return v.__dict__.get(_REF) or v.get_reference()
+
+
+def _t(ty) -> str:
+    return ty.__dict__.get(_CACHE) or str(ty)
+
+
+def _typed(v) -> str:
+    d = v.__dict__
+    ty = v.type
+    return f"{ty.__dict__.get(_CACHE) or str(ty)} {d.get(_REF) or v.get_reference()}"
 
 
 def _flagged(inst) -> str:
@@ -21,12 +39,12 @@ def _flagged(inst) -> str:
 
 
 def _plain(inst) -> str:                    # binary ops and the like: `add nsw i64 %a, %b`
-    return f"{_flagged(inst)} {inst.type} {', '.join([op.get_reference() for op in inst.operands])}"
+    operands = ", ".join([v.__dict__.get(_REF) or v.get_reference() for v in inst.operands])
+    return f"{_flagged(inst)} {_t(inst.type)} {operands}"
 
 
 def _cast(inst) -> str:
-    op = inst.operands[0]
-    return f"{inst.opname} {op.type} {op.get_reference()} to {inst.type}"
+    return f"{inst.opname} {_typed(inst.operands[0])} to {_t(inst.type)}"
 
 
 def _align(inst) -> str:
@@ -34,57 +52,53 @@ def _align(inst) -> str:
 
 
 def _load(inst) -> str:
-    p = inst.operands[0]
-    return f"load {inst.type}, {p.type} {p.get_reference()}{_align(inst)}"
+    return f"load {_t(inst.type)}, {_typed(inst.operands[0])}{_align(inst)}"
 
 
 def _store(inst) -> str:
     v, p = inst.operands
-    return f"store {v.type} {v.get_reference()}, {p.type} {p.get_reference()}{_align(inst)}"
+    return f"store {_typed(v)}, {_typed(p)}{_align(inst)}"
 
 
 def _gep(inst) -> str:
     op = "getelementptr inbounds" if inst.inbounds else "getelementptr"
-    indices = ", ".join([f"{i.type} {i.get_reference()}" for i in inst.indices])
-    p = inst.pointer
-    return f"{op} {inst.source_etype}, {p.type} {p.get_reference()}, {indices}"
+    indices = ", ".join([_typed(i) for i in inst.indices])
+    return f"{op} {_t(inst.source_etype)}, {_typed(inst.pointer)}, {indices}"
 
 
 def _phi(inst) -> str:
-    incoming = ", ".join([f"[{v.get_reference()}, {b.get_reference()}]" for v, b in inst.incomings])
-    return f"phi {' '.join(inst.flags)} {inst.type} {incoming}"
+    incoming = ", ".join([f"[{_r(v)}, {_r(b)}]" for v, b in inst.incomings])
+    return f"phi {' '.join(inst.flags)} {_t(inst.type)} {incoming}"
 
 
 def _branch(inst) -> str:
-    return f"{inst.opname} {', '.join([f'{op.type} {op.get_reference()}' for op in inst.operands])}"
+    return f"{inst.opname} {', '.join([_typed(op) for op in inst.operands])}"
 
 
 def _ret(inst) -> str:
     if not inst.operands:
         return inst.opname
-    v = inst.operands[0]
-    return f"{inst.opname} {v.type} {v.get_reference()}"
+    return f"{inst.opname} {_typed(inst.operands[0])}"
 
 
 def _select(inst) -> str:
     c, a, b = inst.operands
-    return (f"select {' '.join(inst.flags)} {c.type} {c.get_reference()}, {a.type} {a.get_reference()}, "
-            f"{b.type} {b.get_reference()}")
+    return f"select {' '.join(inst.flags)} {_typed(c)}, {_typed(a)}, {_typed(b)}"
 
 
 def _compare(inst) -> str:
     a, b = inst.operands
     flags = "".join([" " + f for f in inst.flags])
-    return f"{inst.opname}{flags} {inst.op} {a.type} {a.get_reference()}, {b.get_reference()}"
+    return f"{inst.opname}{flags} {inst.op} {_typed(a)}, {_r(b)}"
 
 
 def _typed_operands(inst) -> str:         # extractelement, insertelement, shufflevector
-    return f"{inst.opname} {', '.join([f'{op.type} {op.get_reference()}' for op in inst.operands])}"
+    return f"{inst.opname} {', '.join([_typed(op) for op in inst.operands])}"
 
 
 def _alloca(inst) -> str:
-    count = "".join([f", {op.type} {op.get_reference()}" for op in inst.operands])
-    return f"alloca {inst.allocated_type}{count}{_align(inst)}"
+    count = "".join([f", {_typed(op)}" for op in inst.operands])
+    return f"alloca {_t(inst.allocated_type)}{count}{_align(inst)}"
 
 
 def _call(inst) -> str | None:
@@ -92,8 +106,8 @@ def _call(inst) -> str | None:
     fnty = inst.callee.function_type
     if inst.arg_attributes or inst.attributes or inst.fastmath or inst.cconv or inst.tail or fnty.var_arg:
         return None
-    args = ", ".join([f"{a.type} {a.get_reference()}" for a in inst.args])
-    return f"call {fnty.return_type} {inst.callee.get_reference()}({args})"
+    args = ", ".join([_typed(a) for a in inst.args])
+    return f"call {_t(fnty.return_type)} {_r(inst.callee)}({args})"
 
 
 # exact instruction class -> its text without the result name; llvmlite's descr() for each, less the metadata
@@ -107,18 +121,29 @@ RULES = {li.Instruction: _plain, li.CastInstr: _cast, li.LoadInstr: _load, li.St
 
 def instruction_text(inst: ir.Instruction) -> str:
     """str(inst), computed once (llvmlite's cache is read and filled)."""
-    text = inst.__dict__.get(_CACHE)
+    d = inst.__dict__
+    text = d.get(_CACHE)
     if text is not None:
         return text
     rule = RULES.get(type(inst))
-    text = rule(inst) if rule is not None and not inst.metadata else None
+    text = rule(inst) if rule is not None and not d.get("metadata") else None
     if text is None:
         return str(inst)
-    if type(inst.type) is not ir.VoidType:
-        text = f"{inst.get_reference()} = {text}"
+    if type(inst.type) is not _VOID:
+        ref = d.get(_REF)
+        if ref is None:
+            name = d["_name"]
+            if "\\" in name or '"' in name:
+                ref = inst.get_reference()
+            else:           # llvmlite's NamedValue._get_reference for an instruction, cached where it caches it
+                ref = d[_REF] = f'%"{name}"'
+        text = f"{ref} = {text}"
     text = text.rstrip()
-    inst.__dict__[_CACHE] = text
+    d[_CACHE] = text
     return text
+
+
+_VOID = ir.VoidType
 
 
 def function_text(fn: ir.Function) -> str:

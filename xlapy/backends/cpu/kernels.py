@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from . import kernel_replay
 from .buffers import BufferRef, ValueTree
-from .irhelpers import I8P, VOID, mark_ftz
+from .irhelpers import I8P, VOID, fast_names, mark_ftz
 from .ir_text import function_text
 from .parallel import ENCLOSING, _foreign_uses, _foreign_values, enclosing_functions
 
@@ -71,7 +71,7 @@ def _emit_outlined(em, inst, emit: Callable[[], ValueTree]) -> tuple[ValueTree, 
     module = b.module
     caller_block = b.block
     before = set(module.globals)
-    draft = ir.Function(module, ir.FunctionType(VOID, [I8P]), module.get_unique_name("xlapy_kernel.draft"))
+    draft = fast_names(ir.Function(module, ir.FunctionType(VOID, [I8P]), module.get_unique_name("xlapy_kernel.draft")))
     draft.args[0].name = "scratch"
     setattr(draft, ENCLOSING, b.function)       # its code may use the caller's values: they become arguments
     b.position_at_end(draft.append_basic_block("entry"))
@@ -187,6 +187,7 @@ class KernelCache:
         self._keys: dict[str, str] = {}
         self.shared = 0              # kernels that reused an earlier one
         self.printed: dict[str, str] = {}    # name -> llvmlite's text of a function as `key` printed it
+        self.dropped: list[ir.Function] = []  # the duplicates and their workers, out of the module (ir_release.py)
 
     def share(self, kernel: ir.Function, new_symbols: set[str]) -> ir.Function:
         """The kernel to call: an equal one emitted before (this one and the workers it made are dropped), or
@@ -198,6 +199,7 @@ class KernelCache:
         for name in new_symbols:
             g = self.module.globals.get(name)
             if g is kernel or name.startswith("xlapy_task"):
+                self.dropped.append(g)
                 del self.module.globals[name]
                 self.printed.pop(name, None)
         self.shared += 1

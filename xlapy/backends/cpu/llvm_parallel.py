@@ -46,9 +46,11 @@ from ctypes import string_at
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
+from llvmlite import ir
 from llvmlite.binding import ffi
 
 from . import opt_levels
+from .ir_text import function_text
 from .llvm_jit import load_objects, new_target_machine
 
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
@@ -151,6 +153,7 @@ class Session:
         self.roots: set[str] = set()           # the moved functions other parts call (external)
         self.printed: dict[str, str] = {}      # the text of each moved function and global used, as printed
         self.declarations: dict[str, str] = {} # moved root's new name -> its `declare`
+        self._final: dict[str, str] = {}        # add_kernel's `printed`: texts of final functions not moved yet
         self._buckets = {tier: [] for tier in opt_levels.TIERS}    # units waiting: (weight, root, {name: text})
         self._weights = dict.fromkeys(opt_levels.TIERS, 0.0)
         self._parts: list[Part] = []           # every part, in order; results by index
@@ -170,6 +173,7 @@ class Session:
         if not self.stream:
             return
         printed = printed or {}
+        self._final = printed
         members = {kernel.name: printed.get(kernel.name) or str(kernel)}
         stack = [kernel.name]
         while stack:
@@ -246,10 +250,13 @@ class Session:
         return str(g)
 
     def module_text(self, module) -> str:
-        """str(module) (llvmlite's printing), reusing the text of the functions printed when they moved."""
+        """str(module) (llvmlite's printing), reusing the text of the functions printed when they moved or were
+        final (add_kernel's `printed`); the rest is printed by ir_text.function_text, llvmlite's text faster."""
         lines = [f'; ModuleID = "{module.name}"', *self._header(module)[:2], "",
                  *[t.get_declaration() for t in module.get_identified_types().values()]]
-        lines += [self.printed.get(name) or str(g) for name, g in module.globals.items()]
+        printed, final = self.printed, self._final
+        lines += [printed.get(name) or final.get(name) or (function_text(g) if isinstance(g, ir.Function) else str(g))
+                  for name, g in module.globals.items()]
         lines += module._get_metadata_lines()
         return "\n".join(lines)
 

@@ -41,7 +41,7 @@ from ...hlo import ELIDED, Computation, Instruction
 from ...hlo.shape import Shape
 from . import profile_ir, scalar_ops, threadpool
 from .buffers import byte_size
-from .irhelpers import I8P, I32, I64, VOID, alloca_once, for_range, i64, intrinsic, is_x86, mark_ftz
+from .irhelpers import I8P, I32, I64, VOID, alloca_once, fast_names, for_range, i64, intrinsic, is_x86, mark_ftz
 
 # XLA's min_cost_per_thread for its persistent thread pool is 256 KiB (an L2 cache's worth of traffic); waking
 # a spinning worker of ours costs well under a microsecond, a sleeping one a few (threadpool.py).
@@ -213,64 +213,46 @@ def _foreign_values(worker: ir.Function, also: dict[int, ir.Value] | None = None
     """The values of other functions that worker's instructions use (by id, in order of first use), and the
     instructions that use them. One pass over the operands, linear in the worker's size. `also`: values of the
     worker itself to report as if they were foreign (by id)."""
-    foreign: dict[int, ir.Value] = {}
-    users: list = []
-    Inst, Arg, Phi = ir.Instruction, ir.Argument, ir.PhiInstr
-    also = also or {}
-
-    def foreign_value(v) -> bool:
-        if isinstance(v, Inst):
-            if v.parent.parent is worker and id(v) not in also:
-                return False
-        elif not isinstance(v, Arg) or v.parent is worker:
-            return False
-        foreign.setdefault(id(v), v)
-        return True
-    for block in worker.blocks:
-        for inst in block.instructions:
-            cls = type(inst)
-            hit = False
-            if cls in _OPERANDS_ONLY:
-                for v in inst.operands:
-                    if foreign_value(v):
-                        hit = True
-            elif cls is Phi:
-                for v, _ in inst.incomings:
-                    if foreign_value(v):
-                        hit = True
-            else:
-                found = []
-                _foreign_uses(worker, lambda v: (found.append(v), v)[1], [inst])
-                for v in found:
-                    if foreign_value(v):
-                        hit = True
-            if hit:
-                users.append(inst)
+    foreign, users, _ = _scan(worker, also)
     return foreign, users
 
 
-def _uses(worker: ir.Function, value: ir.Value) -> bool:
-    """Whether any instruction of worker has `value` as an operand."""
-    found = False
-
-    def visit(v):
-        nonlocal found
-        found = found or v is value
-        return v
+def _scan(worker: ir.Function, also: dict[int, ir.Value] | None = None, watch: Sequence[ir.Value] = ()):
+    """_foreign_values, and for each value of `watch` (the worker's own) the instructions that use it: (foreign,
+    users, {id(watched value): [its users]}), in one pass over the worker."""
+    foreign: dict[int, ir.Value] = {}
+    users: list = []
+    watched: dict[int, list] = {id(w): [] for w in watch}
+    Inst, Arg, Phi = ir.Instruction, ir.Argument, ir.PhiInstr
+    also = also or {}
     for block in worker.blocks:
         for inst in block.instructions:
             cls = type(inst)
             if cls in _OPERANDS_ONLY:
-                if any(v is value for v in inst.operands):
-                    return True
-            elif cls is ir.PhiInstr:
-                if any(v is value for v, _ in inst.incomings):
-                    return True
+                values = inst.operands
+            elif cls is Phi:
+                values = [v for v, _ in inst.incomings]
             else:
-                _foreign_uses(worker, visit, [inst])
-                if found:
-                    return True
-    return False
+                values = []
+                _foreign_uses(worker, lambda v: (values.append(v), v)[1], [inst])
+            hit = False
+            for v in values:
+                if isinstance(v, Inst):
+                    own = v.parent.parent is worker and id(v) not in also
+                elif isinstance(v, Arg):
+                    own = v.parent is worker
+                else:
+                    continue
+                if not own:
+                    foreign.setdefault(id(v), v)
+                    hit = True
+                elif watched:
+                    seen = watched.get(id(v))
+                    if seen is not None and (not seen or seen[-1] is not inst):
+                        seen.append(inst)
+            if hit:
+                users.append(inst)
+    return foreign, users, watched
 
 
 ENCLOSING = "_xlapy_enclosing"      # a kernel being emitted (kernels.py) names the function it will be called from
@@ -320,7 +302,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     if threads < 2 or getattr(caller, _WORKER, False) or in_caller_region():
         return False
     old_block = b.block
-    worker = ir.Function(module, ir.FunctionType(I8P, [I8P]), module.get_unique_name("xlapy_task"))
+    worker = fast_names(ir.Function(module, ir.FunctionType(I8P, [I8P]), module.get_unique_name("xlapy_task")))
     setattr(worker, _WORKER, True)
     worker.linkage = "internal"
     worker.attributes.add("nounwind")
@@ -352,7 +334,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
         scalar_ops.MXCSR_SLOTS.pop(id(worker), None)
         b.position_at_end(old_block)
 
-    foreign, users = _foreign_values(worker)
+    foreign, users, watched = _scan(worker, watch=(worker.args[0], index))
     allowed = {id(v) for v in shared}
     owners = enclosing_functions(caller)
     if any(id(_owner(v)) not in owners or (isinstance(v, ir.AllocaInstr) and id(v) not in allowed)
@@ -361,17 +343,18 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
         return False
     given = len(bounds) - 1
     parts = -(-threads * chunks_per_thread // given)        # about chunks_per_thread chunks per thread
-    chunks = list(bounds) if _uses(worker, index) else finer_bounds(bounds, parts, quantum)
+    chunks = list(bounds) if watched[id(index)] else finer_bounds(bounds, parts, quantum)
 
     values = list(foreign.values())
     struct = ir.LiteralStructType([v.type for v in values])
-    _outline_body(b, worker, caller, values, users)
+    _outline_body(b, worker, caller, values, users + watched[id(worker.args[0])])
     b.position_at_end(old_block)
     _emit_launch(b, worker, chunks, threads, struct, values)
     return True
 
 
 def _outline_body(b: ir.IRBuilder, worker: ir.Function, caller: ir.Function, values: list, users: list) -> None:
+    # users: the worker's instructions that use `values` or the worker's argument (the task record)
     """Move the worker's code into `<worker>.body(task, captures...)`, which takes the captured values as
     arguments, and make the worker load its captures and call it. A captured pointer to a buffer the caller holds
     `noalias` (a kernel's arguments, kernels.py), and that no other capture points into, is a `noalias` argument
@@ -397,8 +380,7 @@ def _outline_body(b: ir.IRBuilder, worker: ir.Function, caller: ir.Function, val
     body.blocks, worker.blocks = worker.blocks, []
     args = {id(v): body.args[k + 1] for k, v in enumerate(values)}
     args[id(worker.args[0])] = body.args[0]
-    _foreign_uses(body, lambda v: args.get(id(v), v), users + [i for blk in body.blocks for i in blk.instructions
-                                                                if _uses_value(i, worker.args[0])])
+    _foreign_uses(body, lambda v: args.get(id(v), v), users)
     entry = worker.append_basic_block("entry")
     b.position_at_end(entry)
     task = b.bitcast(worker.args[0], _TASK.as_pointer())
@@ -407,10 +389,6 @@ def _outline_body(b: ir.IRBuilder, worker: ir.Function, caller: ir.Function, val
     every = b.load(typed, name="caps")      # one load and a field read per capture: half the lines of field loads
     loaded = [b.extract_value(every, k, name=f"cap{k}") for k in range(len(values))]
     b.ret(b.call(body, [worker.args[0]] + loaded))
-
-
-def _uses_value(inst: ir.Instruction, value: ir.Value) -> bool:
-    return any(v is value for v in getattr(inst, "operands", ()))
 
 
 def _noalias_root(value: ir.Value, caller: ir.Function) -> ir.Value | None:
