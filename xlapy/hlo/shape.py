@@ -154,6 +154,12 @@ class Shape:
             n *= d
         return n
 
+    @cached_property
+    def array_bytes(self) -> int:
+        """The bytes of its array leaves (at least one per element): fusion's size rules ask this of the same
+        shapes many times, a loop state's tuple of a hundred elements among them."""
+        return sum(s.numel * max(1, s.ptype.bits // 8) for s in self.leaves() if s.is_array)
+
     def size_overflow(self) -> str | None:
         """Why this array shape cannot exist, or None: its element count or byte size does not fit int64 (XLA's
         "size may overflow int64_t"). Unbounded dynamic dims (-1) count as 0."""

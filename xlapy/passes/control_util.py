@@ -19,8 +19,11 @@ def has_side_effects(comp: Computation, _seen: set[int] | None = None) -> bool:
     for inst in comp.instructions:
         if inst.has_side_effect:
             return True
-        if any(has_side_effects(c, seen) for c in inst.called_computations()):
-            return True
+        callees = inst.called_computations()      # (none, mostly: no generator per instruction)
+        if callees:
+            for c in callees:
+                if has_side_effects(c, seen):
+                    return True
     return False
 
 

@@ -45,21 +45,38 @@ def element_deps(comp: Computation, args: Sequence[Deps]) -> Deps:
     """The dependencies of `comp`'s root, its parameters having dependencies `args`."""
     deps: dict[int, Deps] = {}
     for inst in comp.post_order():
-        ops = [deps[id(o)] for o in inst.operands]
-        if inst.opcode == "parameter":
-            d = args[inst.parameter_number]
-        elif inst.opcode == "tuple":
-            d = tuple(ops)
-        elif inst.opcode == "get-tuple-element" and isinstance(ops[0], tuple):
-            d = ops[0][inst.attrs["index"]]
-        elif inst.opcode == "call":
-            d = element_deps(inst.attrs["to_apply"], ops)
-        elif len(ops) == 1 and not isinstance(ops[0], tuple):
-            d = ops[0]                  # (most instructions: one array operand, its set as it is)
+        operands = inst.operands
+        if inst.opcode in _STRUCTURAL:
+            ops = [deps[id(o)] for o in operands]
+            if inst.opcode == "parameter":
+                d = args[inst.parameter_number]
+            elif inst.opcode == "tuple":
+                d = tuple(ops)
+            elif inst.opcode == "call":
+                d = element_deps(inst.attrs["to_apply"], ops)
+            elif isinstance(ops[0], tuple):     # get-tuple-element of a tuple value: its element's
+                d = ops[0][inst.attrs["index"]]
+            else:
+                d = ops[0]
+        elif len(operands) == 1:        # (most instructions: one array operand, its set as it is)
+            d = deps[id(operands[0])]
+            if type(d) is tuple:
+                d = flatten_deps(d)
+        elif len(operands) == 2:        # (most of the rest: two array operands)
+            a, b = deps[id(operands[0])], deps[id(operands[1])]
+            if type(a) is tuple:
+                a = flatten_deps(a)
+            if type(b) is tuple:
+                b = flatten_deps(b)
+            d = a if a is b or a >= b else (b if b >= a else a | b)
         else:
-            d = frozenset().union(*(flatten_deps(o) for o in ops)) if ops else frozenset()
+            d = frozenset().union(*(flatten_deps(deps[id(o)]) for o in operands)) if operands else _NONE
         deps[id(inst)] = d
     return deps[id(comp.root)]
+
+
+_STRUCTURAL = frozenset({"parameter", "tuple", "get-tuple-element", "call"})    # element_deps looks inside these
+_NONE: frozenset[int] = frozenset()
 
 
 def indices_read(comp: Computation) -> frozenset[int]:

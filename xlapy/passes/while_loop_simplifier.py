@@ -74,6 +74,8 @@ def _live_indices(inst: Instruction, deps: LoopDeps) -> list[int] | None:
             return None      # the whole state is passed on somewhere: every element is read
     used = set(deps.cond_reads())
     used |= {u.attrs["index"] for u in inst.users if not _is_dead_gte(u)}
+    if len(used) == n or not used:      # nothing to close over: no walk of the body
+        return None
     body_deps = deps.body_deps()
     work = list(used)
     while work:

@@ -104,7 +104,7 @@ def is_non_scalar_constant(inst: Instruction) -> bool:
 
 
 def byte_size(inst: Instruction) -> int:
-    return sum(s.numel * max(1, s.ptype.bits // 8) for s in inst.shape.leaves() if s.is_array)
+    return inst.shape.array_bytes
 
 
 def effectively_unary(inst: Instruction) -> bool:
