@@ -1,0 +1,170 @@
+"""Accuracy of the real-model suite against exact arithmetic: xlapy's f32 outputs and XLA:CPU's, each compared with
+the same module run in f64 (issue 11: "accuracy is never worse than XLA's").
+
+The f64 reference is the module's HLO text with every `f32[` rewritten to `f64[` (what tools/gen_models.py does
+for the manifests' `xla_f64_deviation`), run by XLA:CPU on the same inputs widened to f64. For every float output:
+
+  max error  max|y - ref| / max|ref|                     (the worst element, relative to the output's scale)
+  rms error  sqrt(sum (y - ref)^2) / sqrt(sum ref^2)      (all elements of all float outputs together)
+
+The table gives the worst max error over a module's outputs and the rms error over all of them, for XLA and for
+xlapy, and xlapy / XLA (below 1: xlapy is closer to exact). A training step whose ReLU gates sit at rounding level
+is chaotic (one flipped gate moves a whole gradient element), and a module whose outputs are a few numbers (16
+predictions) has an error of a few roundings: such errors measure luck as much as arithmetic. `--draws N` runs
+each module on N input draws (the corpus's inputs, then the same specs with other seeds) and pools them: the max
+error is the worst draw's, the rms error the root mean square over the draws. Modules XLA cannot read (TF's optimized dumps, `_opt`) and modules whose f64
+rewrite is not valid HLO are listed with the reason.
+
+    .venv-models/bin/python benchmarks/model_accuracy.py [--only REGEX] [--draws N] [--out FILE.md]
+
+Needs jax (the models venv: tools/setup_models_env.sh); each module runs in a child process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tools"))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ["XLAPY_CACHE_DIR"] = "off"
+
+
+def _load(name: str):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"model_corpus_{name}", HERE / "models" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def errors(got: list, exact: list) -> tuple[float, float] | None:
+    """(worst max error, rms error) of `got` against `exact` over the float outputs; None when there is none."""
+    import numpy as np
+    worst, num, den, seen = 0.0, 0.0, 0.0, False
+    for g, e in zip(got, exact):
+        g, e = np.asarray(g), np.asarray(e)
+        if g.dtype.kind != "f" or not g.size:
+            continue
+        seen = True
+        g, e = g.astype(np.float64), e.astype(np.float64)
+        finite = np.isfinite(e) & np.isfinite(g)
+        d = np.abs(g[finite] - e[finite])
+        scale = float(np.abs(e[finite]).max()) if finite.any() else 0.0
+        worst = max(worst, float(d.max()) / max(scale, 1e-30) if d.size else 0.0)
+        num += float((d * d).sum())
+        den += float((e[finite] ** 2).sum())
+    return (worst, math.sqrt(num) / max(math.sqrt(den), 1e-300)) if seen else None
+
+
+def draw(entry: dict, k: int) -> list:
+    """The module's inputs for draw k: draw 0 is the corpus's own (inputs.make_inputs), draw k > 0 the same specs
+    with every seed moved by k * 7919 (the same distributions, other values)."""
+    inputs = _load("inputs")
+    return [inputs.make_input({**spec, "seed": spec["seed"] + 7919 * k}) for spec in entry["inputs"]]
+
+
+def worker(module_id: str, draws: int) -> None:
+    """Errors of XLA and xlapy summed over `draws` input draws: each executable is compiled once and run on every
+    draw; the max error is the worst, the rms error pools the squares of every draw."""
+    import jax
+    import numpy as np
+    import xla_check
+    import xlapy
+    from xlapy.tools import npz
+    xla_check.ENABLE_X64 = True
+    entry = _load("inputs").load_entry(module_id)
+    text = entry["hlo_path"].read_text()
+    result: dict = {"module": module_id, "draws": draws}
+
+    def xla_runner(hlo: str):
+        exe, device = xla_check.compile_hlo_text(hlo)
+        return lambda args: [np.asarray(x) for x in exe.execute([jax.device_put(np.asarray(a), device) for a in args])]
+    try:
+        run_exact = xla_runner(re.sub(r"\bf32\[", "f64[", text))
+    except Exception as e:
+        result["error"] = f"no f64 reference: {type(e).__name__}: {str(e).splitlines()[0][:90] if str(e) else ''}"
+        print("RESULT " + json.dumps(result), flush=True)
+        return
+    try:
+        run_xla = xla_runner(text)
+    except Exception as e:
+        run_xla = None
+        result["xla_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:90] if str(e) else ''}"
+    exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu")
+    pooled: dict = {"xla": [], "xlapy": []}
+    for k in range(draws):
+        args = draw(entry, k)
+        exact = run_exact([a.astype(np.float64) if a.dtype == np.float32 else a for a in args])
+        if run_xla is not None:
+            pooled["xla"].append(errors(run_xla(args), exact))
+        pooled["xlapy"].append(errors(npz.flatten(exe(*args)), exact))
+    for name, found in pooled.items():
+        if found and all(f is not None for f in found):
+            result[name] = (max(f[0] for f in found), math.sqrt(sum(f[1] ** 2 for f in found) / len(found)))
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def _ratio(a, b) -> str:
+    if a is None or b is None:
+        return "—"
+    if b == 0:
+        return "=" if a == 0 else "inf"
+    return f"{a / b:.2f}×"
+
+
+def _fmt(x) -> str:
+    return "—" if x is None else "0" if x == 0 else f"{x:.2g}"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", help="regex over module ids (model/kind)")
+    p.add_argument("--out", help="also write the table to this file")
+    p.add_argument("--draws", type=int, default=1, help="input draws per module (1: the corpus's own inputs)")
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.worker:
+        worker(a.worker, a.draws)
+        return 0
+    inputs = _load("inputs")
+    ids = [m for m in inputs.module_ids() if not a.only or re.search(a.only, m)]
+    rows = ["| module | XLA max error | xlapy max error | max xlapy/XLA | XLA rms error | xlapy rms error | "
+            "rms xlapy/XLA |", "|---|---|---|---|---|---|---|"]
+    logs = []
+    for module_id in ids:
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--worker", module_id, "--draws", str(a.draws)], capture_output=True, text=True,
+                                  timeout=a.timeout)
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+            r = json.loads(lines[-1][7:]) if lines else {"error": f"worker died: {proc.stderr.strip()[-200:]}"}
+        except subprocess.TimeoutExpired:
+            r = {"error": f"timeout ({a.timeout:.0f} s)"}
+        if "error" in r or r.get("xla") is None:
+            why = r.get("error") or r.get("xla_error") or "no float output"
+            rows.append(f"| {module_id} | — | — | — | — | — | — | {why}")
+        else:
+            (xm, xr), (ym, yr) = r["xla"], r["xlapy"]
+            rows.append(f"| {module_id} | {_fmt(xm)} | {_fmt(ym)} | {_ratio(ym, xm)} | {_fmt(xr)} | {_fmt(yr)} | "
+                        f"{_ratio(yr, xr)} |")
+        logs.append(r)
+        print(rows[-1], file=sys.stderr, flush=True)
+    table = "\n".join(rows)
+    print(table)
+    if a.out:
+        Path(a.out).write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""benchmarks/model_accuracy.py's error measures (the benchmark itself needs jax; these need numpy only)."""
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+from xlapy.testing import REPO
+
+_spec = importlib.util.spec_from_file_location("model_accuracy", REPO / "benchmarks" / "model_accuracy.py")
+accuracy = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(accuracy)
+
+
+def test_exact_outputs_have_no_error():
+    ref = [np.array([1.0, -2.0, 4.0]), np.arange(6.0).reshape(2, 3)]
+    assert accuracy.errors([r.astype(np.float32) for r in ref], ref) == (0.0, 0.0)
+
+
+def test_max_and_rms_errors():
+    ref = [np.array([1.0, -2.0, 4.0]), np.array([0.0, 3.0])]
+    got = [np.array([1.0, -2.0, 4.5], np.float32), np.array([0.0, 3.0], np.float32)]
+    worst, rms = accuracy.errors(got, ref)
+    assert worst == pytest.approx(0.5 / 4.0)                      # per output, relative to its own max |ref|
+    assert rms == pytest.approx(0.5 / math.sqrt(1 + 4 + 16 + 9))  # pooled over every float output
+
+
+def test_integer_outputs_are_not_float_errors_and_nonfinite_are_skipped():
+    assert accuracy.errors([np.array([3, 4])], [np.array([3, 5])]) is None
+    worst, rms = accuracy.errors([np.array([np.inf, 1.0, 2.0], np.float32)], [np.array([np.inf, 1.0, 2.5])])
+    assert worst == pytest.approx(0.5 / 2.5) and math.isfinite(rms)
+
+
+def test_draw_zero_is_the_corpus_inputs_and_later_draws_differ():
+    inputs = accuracy._load("inputs")
+    entry = inputs.load_entry("gnn/fwd")
+    first, again, other = accuracy.draw(entry, 0), inputs.make_inputs(entry), accuracy.draw(entry, 1)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
+    floats = [(a, b) for a, b in zip(first, other) if a.dtype.kind == "f" and a.size > 1]
+    assert floats and all(a.shape == b.shape and a.dtype == b.dtype and not np.array_equal(a, b) for a, b in floats)
