@@ -22,7 +22,11 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _TOKEN_FOR_ERROR = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[\w.%\-+]+|\S')
 _RAW_SPECIAL = re.compile(r'["{}()\[\],\n]')     # what raw_value looks at (it passes over the rest)
 _RAW_GROUP = re.compile(r'\{[^"{}()\[\]]*\}|\([^"{}()\[\]]*\)|\[[^"{}()\[\]]*\]')    # innermost brackets
+# a whole `{...}` value on one line holding strings but no other brackets (metadata={op_type="..." op_name="..."}),
+# followed by what ends a value: raw_value takes it in one match
+_RAW_BRACED = re.compile(r'\{(?:[^"{}()\[\]\n]|"(?:[^"\\\n]|\\.)*")*\}(?=[ \t]*(?:[,})\]\n]|$))')
 
+_ENDS_AT_NEWLINE = re.compile(r"[ \t]*(?:\n|$)")
 _OPEN = {"{": "}", "(": ")", "[": "]"}
 _CLOSE = {"}", ")", "]"}
 
@@ -133,6 +137,11 @@ class Cursor:
         """Text up to the next top-level ',' (or newline / unmatched closer), with balanced brackets and strings."""
         self.skip()
         text, start = self.text, self.pos
+        if text.startswith("{", start):
+            m = _RAW_BRACED.match(text, start)
+            if m is not None and (stop_at_newline or not _ENDS_AT_NEWLINE.match(text, m.end())):
+                self.pos = m.end()
+                return m.group(0)
         stack: list[str] = []
         i, end = start, -1
         while end < 0:

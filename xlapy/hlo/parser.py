@@ -30,6 +30,7 @@ from .opcodes import OPCODES
 from .parser_attrs import name_list, parse_attr_value
 from .parser_resolve import (Pending, PendingInstruction, Ref, desugar_async, infer_shapes, name_anonymous,
                              resolve_computations, resolve_operands)
+from .parser_shapes import _SEEN as _SEEN_SHAPES
 from .parser_shapes import parse_shape, shape_ahead
 from .shape import Shape
 
@@ -42,6 +43,15 @@ _INSTRUCTION_HEAD = re.compile(r"(ROOT[ \t]+)?(%?[A-Za-z_][\w.\-]*|%[\w.\-]+)[ \
 _OPCODE_CALL = re.compile(r"([a-z][a-z0-9\-]*)\(")                                              # `opcode(`
 _ATTR_HEAD = re.compile(r"[ \t]*,[ \t]*([A-Za-z_][\w.\-]*)[ \t]*=")                             # `, key=`
 _NAME_REF = re.compile(r"(%?[A-Za-z_][\w.\-]*|%[\w.\-]+)(?=[ \t]*[,)])")                        # an operand name before , or )
+# `SHAPE opcode(operands)` on one line, each operand a name, with its plain array shape or none: most instructions
+# of JAX's and TensorFlow's text. _op_body reads it in one match when every shape in it was read before (else, and
+# for anything else, the general path, which words the errors)
+_PLAIN_SHAPE = r"[a-z][a-z0-9]*\[(?:\d+(?:,\d+)*)?\](?:\{(?:\d+(?:,\d+)*)?\})?"
+_OPERAND = rf"(?:{_PLAIN_SHAPE}[ \t]+)?(?:%?[A-Za-z_][\w.\-]*|%[\w.\-]+)"
+_FAST_BODY = re.compile(rf"[ \t]*({_PLAIN_SHAPE})[ \t]*([a-z][a-z0-9\-]*)\([ \t]*"
+                        rf"((?:{_OPERAND}(?:[ \t]*,[ \t]*{_OPERAND})*)?)[ \t]*\)")
+_FAST_OPERAND = re.compile(rf"(?:({_PLAIN_SHAPE})[ \t]+)?(%?[A-Za-z_][\w.\-]*|%[\w.\-]+)")
+_NOT_FAST = frozenset({"parameter", "constant"})      # their operand is a number or a literal
 
 
 class Parser:
@@ -211,6 +221,10 @@ class Parser:
     def _op_body(self, comp: Computation, pend: list[PendingInstruction], name: str | None) -> PendingInstruction:
         """[shape] opcode(operands) -- the part of an instruction after '=' (or an anonymous operand)."""
         cur = self.cur
+        if name is not None:
+            p = self._fast_op_body(comp, pend, name)
+            if p is not None:
+                return p
         shape = parse_shape(cur) if shape_ahead(cur) else None
         pos = cur.pos
         cur.skip()
@@ -242,6 +256,31 @@ class Parser:
                 cur.expect(",", "between operands")
         if name is None:
             self.anonymous.append(inst)
+        comp.add_instruction(inst)
+        pend.append(p)
+        return p
+
+    def _fast_op_body(self, comp: Computation, pend: list[PendingInstruction], name: str) -> PendingInstruction | None:
+        """_op_body for the common form (_FAST_BODY) in one match, with what the general path would make (the same
+        shapes, operand references and text positions); None when the text is not of that form."""
+        cur = self.cur
+        text = cur.text
+        m = _FAST_BODY.match(text, cur.pos)
+        if m is None or m.group(2) not in OPCODES or m.group(2) in _NOT_FAST:
+            return None
+        shape = _SEEN_SHAPES.get(m.group(1))
+        if shape is None:
+            return None
+        refs = []
+        for o in _FAST_OPERAND.finditer(text, m.start(3), m.end(3)):
+            if o.group(1) is not None and o.group(1) not in _SEEN_SHAPES:
+                return None             # an operand's shape the general path has to check
+            refs.append(Ref(o.group(2).lstrip("%"), o.start(2)))
+        # where the general path stands after the shape: past a layout's '}', else at the opcode (past the blanks)
+        pos = m.end(1) if text[m.end(1) - 1] == "}" else m.start(2)
+        inst = Instruction(m.group(2), shape, name=name)
+        p = PendingInstruction(inst, refs, pos)
+        cur.pos = m.end()
         comp.add_instruction(inst)
         pend.append(p)
         return p
