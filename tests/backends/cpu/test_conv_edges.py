@@ -1,5 +1,6 @@
 """The vectorized forward convolutions' loops over a row's outputs (conv_simd.interior_blocks, edge_outputs,
-valid_range_at, outer_taps) against the interpreter: interiors shorter than a block, remainder blocks, one
+valid_range_at, outer_taps; conv_vector's edge blocks read from strips, or from a padded copy of the input when
+there are many) against the interpreter: interiors shorter than a block, remainder blocks, one
 output left over (it joins the edge loop), rows with no interior at all, taps whose range is computed at run time
 (stride, window dilation, negative and asymmetric padding, outputs that read nothing), kernel dims of one tap
 with and without padding, channel tails; and conv_filter_gradient's taps outside the unchecked middle swept in one
@@ -30,6 +31,8 @@ VECTOR = [
     ((2, 13, 5), (4, 5, 12), "b0f_0io->b0f", "{size=4 stride=2 pad=3_1 rhs_dilate=2}", 1),  # 1-D
     ((1, 3, 4, 6, 3), (1, 2, 3, 3, 8), "b012f_012io->b012f", "{size=1x2x3 pad=1_1x0_1x1_1}", 1),  # 1 tap, padded
     ((1, 8, 12, 5), (1, 1, 5, 24), "b01f_01io->b01f", "{size=1x1}", 1),                    # 1x1: no checks, no loops
+    ((1, 4, 3), (9, 3, 8), "b0f_0io->b0f", "{size=9 pad=12_12}", 1),                       # 5 edge blocks: padded copy
+    ((1, 5, 6, 3), (3, 3, 3, 16), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1),         # 6 outputs: 2 blocks of 3
 ]
 # conv_depthwise_forward.py (one channel per group)
 DEPTHWISE = [
@@ -72,7 +75,8 @@ def _module(cases, dtype: str) -> str:
 
 
 @pytest.mark.parametrize("cases, markers, dtype", [
-    (VECTOR, ["cvv.acc"], "f32"), (DEPTHWISE, ["dwf.acc"], "f32"), (DEPTHWISE[:2], ["dwf.acc"], "f64"),
+    (VECTOR, ["cvv.acc", "cvv.strip", "pad."], "f32"), (DEPTHWISE, ["dwf.acc"], "f32"),
+    (DEPTHWISE[:2], ["dwf.acc"], "f64"),
     (FILTER_GRADIENTS, ["fg.acc", "dw.acc"], "f32"), (PATCHES, ["imr.", "imp."], "f32")],
     ids=["vector", "depthwise", "f64", "filter-gradients", "patches"])
 def test_row_loops_match_the_interpreter(cases, markers, dtype):

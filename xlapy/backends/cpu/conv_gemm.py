@@ -27,11 +27,11 @@ from ...hlo import Instruction
 from ...hlo.shape import Layout, Shape
 from . import dot_emitter
 from .buffers import BufferRef, element_size
-from .conv_simd import scaled, unflatten, valid_range_at
+from .conv_simd import copy_bytes, scaled, unflatten, valid_range_at, zero_bytes
 from .conv_taps import ConvGeometry, offset, scratch, tap, taps
 from .elemental import immediate
 from .indexing import major_to_minor
-from .irhelpers import I1, VOID, for_range, i64, intrinsic, loop_nest
+from .irhelpers import I1, for_range, i64, loop_nest
 from .types import load_element, store_element
 
 IM2COL_MAX_BYTES = 1 << 30       # larger window matrices take the direct path
@@ -201,18 +201,18 @@ def _emit_patch_rows(b: ir.IRBuilder, g: ConvGeometry, arr: Arrangement, lhs: Bu
             hi = b.select(valid, hi, i64(0))
             lo = b.select(valid, lo, i64(0))
         run_bytes = i64(run * esize)
-        _memset(b, dst, b.mul(lo, run_bytes))
+        zero_bytes(b, dst, b.mul(lo, run_bytes))
         p0 = b.add(first, b.mul(lo, i64(step)))
         src0 = b.add(src, b.mul(p0, i64(ssp[last])))
         if contiguous:
-            _memcpy(b, b.gep(dst, [b.mul(lo, run_bytes)]),
+            copy_bytes(b, b.gep(dst, [b.mul(lo, run_bytes)]),
                     b.gep(src_base, [b.mul(src0, i64(esize))]), b.mul(b.sub(hi, lo), run_bytes))
         else:
             with for_range(b, hi, "imp", start=lo) as t:
                 at_src = b.add(src, b.mul(b.add(first, b.mul(t, i64(step))), i64(ssp[last])))
-                _memcpy(b, b.gep(dst, [b.mul(t, run_bytes)]),
+                copy_bytes(b, b.gep(dst, [b.mul(t, run_bytes)]),
                         b.gep(src_base, [b.mul(at_src, i64(esize))]), run_bytes)
-        _memset(b, b.gep(dst, [b.mul(hi, run_bytes)]),
+        zero_bytes(b, b.gep(dst, [b.mul(hi, run_bytes)]),
                 b.mul(b.sub(i64(positions), hi), run_bytes))
 
 
@@ -247,11 +247,3 @@ def _emit_patch_runs(b: ir.IRBuilder, g: ConvGeometry, arr: Arrangement, lhs: Bu
             with outside:
                 with loop_nest(b, [run], name="imz") as (j,):
                     store_element(b, patches, pt, b.add(dst, j), immediate(pt, 0))
-
-
-def _memset(b: ir.IRBuilder, dst: ir.Value, nbytes: ir.Value) -> None:
-    intrinsic(b, "llvm.memset.p0.i64", VOID, [dst, ir.Constant(ir.IntType(8), 0), nbytes, ir.Constant(I1, 0)])
-
-
-def _memcpy(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, nbytes: ir.Value) -> None:
-    intrinsic(b, "llvm.memcpy.p0.p0.i64", VOID, [dst, src, nbytes, ir.Constant(I1, 0)])

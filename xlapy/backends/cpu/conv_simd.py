@@ -8,17 +8,22 @@ threads with partial results (`split_rows`).
 Code size: a kernel's body is emitted once per shape of work, not once per output. The edge outputs on both sides
 (and an interior output left over after whole blocks: `blocked_end`) run in one loop with their taps' range
 computed at run time (`edge_outputs`, `valid_range_at`): one copy, not one per edge output with its taps unrolled.
+conv_vector goes further: `block_size` (a divisor of the row's outputs: no remainder block), its edge blocks read
+strips of their own, and `padded_input` (a zero-padded copy of the input) where strips do not fit, so one copy of
+the block code serves every output; `outer_positions` loops over the outer dims' taps that read inside.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from contextlib import ExitStack, contextmanager
 from typing import Iterator
 
 from llvmlite import ir
 
-from .conv_taps import scratch
+from .conv_taps import ConvGeometry, scratch
 from .dot_loops import _vector_bytes
-from .irhelpers import for_range, i64, loop_nest
+from .irhelpers import I1, VOID, for_range, i64, intrinsic, loop_nest
 from .parallel import chunk_bounds, parallel_for
 from .types import storage_type
 
@@ -58,6 +63,12 @@ def blocked_end(lo: int, hi: int, block: int) -> int:
     return hi - 1 if hi - lo > block and (hi - lo) % block == 1 else hi
 
 
+def block_size(outs: int, most: int) -> int:
+    """Outputs per block for a row of `outs` outputs: the largest divisor of outs above most // 2 and at most
+    `most` (no remainder block: one copy of the block code), else `most` (whole blocks and a remainder block)."""
+    return next((k for k in range(min(most, outs), most // 2, -1) if outs % k == 0), min(most, outs))
+
+
 def interior_blocks(b: ir.IRBuilder, lo: int, hi: int, block: int, name: str) -> Iterator[tuple[ir.Value, int]]:
     """The outputs [lo, hi) in blocks of `block` (of hi - lo when fewer): yields (first output, block size) for the
     caller to emit that block's code, in a loop when there are several, then for the remainder block when some
@@ -95,6 +106,88 @@ def row_outputs(b: ir.IRBuilder, lo: int, hi: int, block: int, window, in_size: 
         with edge_outputs(b, lo, end, outs, name + "e") as o:
             first = b.sub(b.mul(o, i64(window.stride)), i64(window.padding_low))
             emit(o, 1, valid_range_at(b, first, window.window_dilation, in_size, taps))
+
+
+def padded_input(em, g: ConvGeometry, pointer: ir.Value, elem_bytes: int) -> tuple[ir.Value, ConvGeometry]:
+    """A copy of the input with its padding as zeros (in scratch, [n, spatial..., c] dense), exactly as large as the
+    taps read, so that every output's taps read inside it: (i8* to the copy, the convolution's geometry over it, no
+    padding). The copy is one flat loop over its rows (n and every spatial position but the last): a memset, one
+    memcpy of the positions inside the input (one per position when they are not contiguous there) and a memset;
+    a row in another dim's padding is a memset. Needs the input's features unit-stride, no base dilation or window
+    reversal. Kernels over the copy have no edge code: every output takes the interior's blocks."""
+    b = em.b
+    sb, _, *ssp = g.lhs_strides
+    channels, last = g.in_features, len(g.out_sizes) - 1
+    extents = [(o - 1) * w.stride + (k - 1) * w.window_dilation + 1
+               for o, k, w in zip(g.out_sizes, g.kernel_sizes, g.window)]
+    strides, at = [], channels
+    for e in reversed(extents):
+        strides.insert(0, at)
+        at *= e
+    copy = b.bitcast(scratch(em, g.batch * at * elem_bytes), ir.IntType(8).as_pointer())
+    src_base = b.bitcast(pointer, ir.IntType(8).as_pointer())
+    w = g.window[last]
+    first = min(max(w.padding_low, 0), extents[last])                 # the last dim's positions inside the input
+    end = max(first, min(w.padding_low + g.in_sizes[last], extents[last]))
+    run, row = channels * elem_bytes, extents[last] * channels * elem_bytes
+    row_sizes = [g.batch, *extents[:last]]
+    with for_range(b, math.prod(row_sizes), "pad") as r:
+        n, *pos = unflatten(b, r, row_sizes)
+        src, inside = b.mul(n, i64(sb)), None
+        for d, p in enumerate(pos):
+            q = b.sub(p, i64(g.window[d].padding_low))
+            src = b.add(src, scaled(b, q, ssp[d]))
+            ok = b.icmp_unsigned("<", q, i64(g.in_sizes[d]))
+            inside = ok if inside is None else b.and_(inside, ok)
+        src = plus(b, src, (first - w.padding_low) * ssp[last])
+        dst = b.gep(copy, [b.mul(r, i64(row))])
+        count = i64(end - first) if inside is None else b.select(inside, i64(end - first), i64(0))
+        left = i64(first * run) if inside is None else b.select(inside, i64(first * run), i64(row))
+        zero_bytes(b, dst, left)
+        dst = b.gep(dst, [left])
+        if ssp[last] == channels:
+            nbytes = b.mul(count, i64(run))
+            copy_bytes(b, dst, b.gep(src_base, [b.mul(src, i64(elem_bytes))]), nbytes)
+        else:
+            with for_range(b, count, "padp") as t:
+                at_src = b.add(src, scaled(b, t, ssp[last]))
+                copy_bytes(b, b.gep(dst, [b.mul(t, i64(run))]), b.gep(src_base, [b.mul(at_src, i64(elem_bytes))]),
+                        i64(run))
+            nbytes = b.mul(count, i64(run))
+        zero_bytes(b, b.gep(dst, [nbytes]), b.sub(b.sub(i64(row), left), nbytes))
+    window = tuple(dataclasses.replace(w, padding_low=0, padding_high=0) for w in g.window)
+    return copy, dataclasses.replace(g, in_sizes=tuple(extents), window=window,
+                                     lhs_strides=(at, 1, *strides))
+
+
+def zero_bytes(b: ir.IRBuilder, dst: ir.Value, nbytes: ir.Value) -> None:
+    """memset(dst, 0, nbytes): i8* dst, i64 nbytes."""
+    intrinsic(b, "llvm.memset.p0.i64", VOID, [dst, ir.Constant(ir.IntType(8), 0), nbytes, ir.Constant(I1, 0)])
+
+
+def copy_bytes(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, nbytes: ir.Value) -> None:
+    """memcpy(dst, src, nbytes): i8* dst and src, i64 nbytes."""
+    intrinsic(b, "llvm.memcpy.p0.p0.i64", VOID, [dst, src, nbytes, ir.Constant(I1, 0)])
+
+
+@contextmanager
+def outer_positions(b: ir.IRBuilder, g, o_outer, name: str) -> Iterator[list[ir.Value]]:
+    """Loops over the taps of the spatial dims but the last that read inside the input at output position o_outer
+    (their range computed at run time unless every output's taps read inside; no loop for a dim of one such tap):
+    yields the taps."""
+    with ExitStack() as loops:
+        ks = []
+        for d, o in enumerate(o_outer):
+            w, size, taps = g.window[d], g.in_sizes[d], g.kernel_sizes[d]
+            highest = (g.out_sizes[d] - 1) * w.stride + (taps - 1) * w.window_dilation - w.padding_low
+            inside = w.padding_low <= 0 and highest < size
+            if inside and taps == 1:
+                ks.append(i64(0))
+                continue
+            first = plus(b, scaled(b, o, w.stride), -w.padding_low)
+            lo, hi = (i64(0), i64(taps)) if inside else valid_range_at(b, first, w.window_dilation, size, taps)
+            ks.append(loops.enter_context(for_range(b, hi, f"{name}{d}", start=lo)))
+        yield ks
 
 
 @contextmanager
@@ -149,6 +242,15 @@ class Vectors:
 
     def mul_add(self, acc: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
         return self.b.fadd(acc, self.b.fmul(x, y, flags=["contract"]), flags=["contract"])
+
+    def copy(self, dst: ir.Value, src: ir.Value, count: int) -> None:
+        """count elements from typed pointer src to typed pointer dst (memcpy)."""
+        i8p = ir.IntType(8).as_pointer()
+        copy_bytes(self.b, self.b.bitcast(dst, i8p), self.b.bitcast(src, i8p), i64(count * self.elem_bytes))
+
+    def zero_fill(self, dst: ir.Value, count: int) -> None:
+        """count zero elements at typed pointer dst (memset)."""
+        zero_bytes(self.b, self.b.bitcast(dst, ir.IntType(8).as_pointer()), i64(count * self.elem_bytes))
 
     def splat(self, x: ir.Value, width: int) -> ir.Value:
         """The scalar x in every one of `width` lanes."""
