@@ -146,12 +146,39 @@ def instruction_text(inst: ir.Instruction) -> str:
 _VOID = ir.VoidType
 
 
+def _attributes(attrs, ty) -> str | None:
+    """An argument's or return value's attribute text (llvmlite's _to_list), None when it has none."""
+    d = attrs.__dict__
+    if not attrs and not d["_align"] and not d["_dereferenceable"] and not d["_dereferenceable_or_null"]:
+        return None
+    return " ".join(attrs._to_list(ty))
+
+
+def _argument(a) -> str:                     # llvmlite's Argument.__str__
+    attrs = _attributes(a.attributes, a.type)
+    return f"{_t(a.type)} {_r(a)}" if attrs is None else f"{_t(a.type)} {attrs} {_r(a)}"
+
+
+def prototype_text(fn: ir.Function) -> str:
+    """The first line of str(fn) (llvmlite's descr_prototype), with its newline."""
+    ftype = fn.ftype
+    if fn.metadata or fn.section or fn.calling_convention or ftype.var_arg:
+        buf: list[str] = []
+        fn.descr_prototype(buf)
+        return buf[0]
+    rv = fn.return_value
+    attrs = _attributes(rv.attributes, rv.type)
+    ret = _t(rv.type) if attrs is None else f"{attrs} {_t(rv.type)}"
+    fattrs = " " + " ".join(fn.attributes._to_list(ftype.return_type)) if fn.attributes else ""
+    prefix = " ".join([x for x in ("define" if fn.blocks else "declare", fn.linkage, ret) if x])
+    return f"{prefix} {_r(fn)}({', '.join([_argument(a) for a in fn.args])}){fattrs}\n"
+
+
 def function_text(fn: ir.Function) -> str:
     """str(fn)."""
     if not fn.blocks:
-        return str(fn)
-    buf: list[str] = []
-    fn.descr_prototype(buf)
+        return prototype_text(fn)           # a declaration
+    buf: list[str] = [prototype_text(fn)]
     buf.append("{\n")
     for block in fn.blocks:
         buf.append(f"{block._format_name()}:\n")

@@ -50,7 +50,7 @@ from llvmlite import ir
 from llvmlite.binding import ffi
 
 from . import opt_levels
-from .ir_text import function_text
+from .ir_text import function_text, prototype_text
 from .llvm_jit import load_objects, new_target_machine
 
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
@@ -174,7 +174,7 @@ class Session:
             return
         printed = printed or {}
         self._final = printed
-        members = {kernel.name: printed.get(kernel.name) or str(kernel)}
+        members = {kernel.name: printed.get(kernel.name) or function_text(kernel)}
         stack = [kernel.name]
         while stack:
             for ref in _REF.findall(members[stack.pop()]):
@@ -184,7 +184,7 @@ class Session:
                 if getattr(g, "blocks", None):                  # a defined function
                     if ref in self.rename or not _MOVABLE.match(ref):
                         return                                   # left for the end (see the docstring)
-                    members[ref] = printed.get(ref) or str(g)
+                    members[ref] = printed.get(ref) or function_text(g)
                     stack.append(ref)
         tier = self.tier_of(kernel.name)
         weight = sum(_weight(n, t) for n, t in members.items())
@@ -237,7 +237,7 @@ class Session:
                 if isinstance(g, str):                       # printed text (the end's split)
                     context.append(g)
                 elif getattr(g, "blocks", None):             # a function defined in the module (not a kernel's)
-                    context.append(_declaration(str(g)))
+                    context.append(_declaration(prototype_text(g)))
                 elif g is not None:                          # a declaration, a global variable (printed once)
                     context.append(self._print_global(g))
                 elif ref in self.declarations:               # a moved root of another part
@@ -247,7 +247,7 @@ class Session:
     def _print_global(self, g) -> str:
         if not hasattr(g, "args"):               # a variable: final once made (constants); functions may gain bodies
             return self.printed.setdefault(g.name, str(g))
-        return str(g)
+        return function_text(g)
 
     def module_text(self, module) -> str:
         """str(module) (llvmlite's printing), reusing the text of the functions printed when they moved or were
