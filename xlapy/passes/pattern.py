@@ -12,6 +12,7 @@ COMPLEX, REAL; categories combine with `|`). Rules put a pattern on a rewrite fu
 """
 from __future__ import annotations
 
+from math import copysign
 from typing import Any as AnyT, Callable, Iterable
 
 import numpy as np
@@ -238,7 +239,14 @@ def literal_scalar(inst: Instruction) -> AnyT | None:
     first = lit.reshape(-1)[0]
     if lit.size > 1:
         wide = lit.astype(np.float64) if lit.dtype.kind == "f" or lit.dtype.kind == "V" else lit
-        if not np.array_equal(wide, np.full_like(wide, wide.reshape(-1)[0]), equal_nan=wide.dtype.kind == "f"):
+        flat = wide.reshape(-1)
+        nan = wide.dtype.kind == "f"
+        # a constant of varied values (weights) differs from its first element at its second or last one,
+        # mostly: told without the comparison of the whole array
+        ends = flat[[0, 1, -1]]
+        if not np.array_equal(ends, np.full_like(ends, flat[0]), equal_nan=nan):
+            return None
+        if not np.array_equal(wide, np.full_like(wide, flat[0]), equal_nan=nan):
             return None
     return first
 
@@ -248,11 +256,20 @@ def same_value(v: AnyT, x: AnyT) -> bool:
     try:
         if not bool(v == x):
             return False
-        dt = np.asarray(v).dtype
-        is_float = dt.kind == "f" or (dt.kind == "V" and PRIMITIVE_TYPES[type_name_of_dtype(dt)].is_float)
-        return not is_float or bool(np.signbit(float(v))) == bool(np.signbit(float(x)))
+        dt = v.dtype if isinstance(v, np.generic) else np.asarray(v).dtype
+        return not _signed_zeros(dt) or (copysign(1.0, float(v)) < 0) == (copysign(1.0, float(x)) < 0)
     except (TypeError, ValueError):
         return False
+
+
+_SIGNED_ZEROS: dict = {}        # dtype -> is it a float type (same_value is asked ~10^4 times a compile)
+
+
+def _signed_zeros(dt) -> bool:
+    known = _SIGNED_ZEROS.get(dt)
+    if known is None:
+        known = _SIGNED_ZEROS[dt] = dt.kind == "f" or (dt.kind == "V" and PRIMITIVE_TYPES[type_name_of_dtype(dt)].is_float)
+    return known
 
 
 class ConstantScalar(Pattern):
