@@ -111,15 +111,14 @@ class IrEmitter:
         return BufferRef(pointer, shape)
 
     def new_tree(self, shape: Shape, inst: Instruction | None = None) -> ValueTree:
-        counter = iter(range(1 << 30))
+        return self._new_tree(shape, inst, iter(range(1 << 30)))
 
-        def build(s: Shape) -> ValueTree:
-            if s.is_tuple:
-                return tuple(build(t) for t in s.tuple_shapes)
-            if s.is_token:
-                return None
-            return self.new_buffer(s, inst, next(counter))
-        return build(shape)
+    def _new_tree(self, s: Shape, inst: Instruction | None, counter) -> ValueTree:
+        if s.is_tuple:
+            return tuple(self._new_tree(t, inst, counter) for t in s.tuple_shapes)
+        if s.is_token:
+            return None
+        return self.new_buffer(s, inst, next(counter))
 
     def copy_leaf(self, src: BufferRef, dst: BufferRef) -> None:
         if src.pointer is dst.pointer:

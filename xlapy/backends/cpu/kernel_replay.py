@@ -194,15 +194,7 @@ class KernelReplay:
                 gep(n)                                  # named slices are registered (liveness, the dump)
         b.call(recipe.kernel, [value_of(r) for r in recipe.args])
         STATS["replayed"] += 1
-
-        def build(v):
-            if v is None:
-                return None
-            if isinstance(v, list):
-                return tuple(build(x) for x in v)
-            role, shape = v
-            return BufferRef(value_of(role), shape)
-        return build(recipe.value)
+        return _build(recipe.value, value_of)
 
     # -- recording -------------------------------------------------------------------------------------
     def start(self) -> Recording:
@@ -259,19 +251,8 @@ class KernelReplay:
         args = [role(v) for v in buffers]
         if any(r is None for r in args):
             return None
-        ok = [True]
-
-        def tree(v):
-            if isinstance(v, tuple):
-                return [tree(x) for x in v]
-            if v is None:
-                return None
-            r = role(v.pointer)
-            if r is None:
-                ok[0] = False
-            return (r, v.shape)
-        shape_tree = tree(value)
-        if not ok[0]:
+        shape_tree = _roles(value, role)
+        if shape_tree is _NO_ROLE:
             return None
         name = inst.name
         allocs = [(size, _template(rec.names.get(offset), name)) for offset, size in rec.allocs]
@@ -286,6 +267,32 @@ class KernelReplay:
             raise ReplayMismatch(f"kernel replay: {inst.name} ({inst.opcode}) would replay a recipe that differs "
                                  f"from its emission: recipe {recipe.args} {recipe.value}, emitted "
                                  f"{None if fresh is None else (fresh.args, fresh.value)}")
+
+
+# Recursion by name, not by nested functions: a nested function that calls itself is a cycle (function -> cell
+# -> function) per kernel, left to the cyclic collector (ir_release.py).
+_NO_ROLE = object()
+
+
+def _roles(v, role):
+    """A value tree as nested lists of (role, shape) leaves (None for tokens); _NO_ROLE when a leaf has none."""
+    if isinstance(v, tuple):
+        out = [_roles(x, role) for x in v]
+        return _NO_ROLE if any(x is _NO_ROLE for x in out) else out
+    if v is None:
+        return None
+    r = role(v.pointer)
+    return _NO_ROLE if r is None else (r, v.shape)
+
+
+def _build(v, value_of) -> ValueTree:
+    """The value tree a recipe's (role, shape) tree stands for."""
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return tuple(_build(x, value_of) for x in v)
+    role, shape = v
+    return BufferRef(value_of(role), shape)
 
 
 def _template(what: str | None, name: str) -> str | None:

@@ -146,23 +146,22 @@ def _finish(module: ir.Module, draft: ir.Function, keys: list[int], buffers: lis
     rename = dict(zip(keys, kernel.args))
     _foreign_uses(kernel, lambda v: rename.get(id(v), v), users)
     del module.globals[draft.name]
+    draft.__dict__.clear()                  # its cycles (arguments <-> function) freed now (ir_release.py)
     return kernel
 
 
 def _in_caller(em, value: ValueTree, hoisted: dict[int, ir.Value]) -> ValueTree:
     """inst's value tree with each buffer pointer as the caller sees it: a caller value the kernel was given, or
     the caller's address of a scratch slice the kernel wrote."""
-    def walk(v: ValueTree) -> ValueTree:
-        if isinstance(v, tuple):
-            return tuple(walk(x) for x in v)
-        if v is None:
-            return None
-        p = v.pointer
-        p = hoisted.get(id(p), p)
-        if isinstance(p, ir.Instruction) and p.function is not em.b.function and not _enclosing(em.b.function, p):
-            raise KernelError(f"a kernel returns a buffer its caller cannot name: {p}")
-        return BufferRef(p, v.shape)
-    return walk(value)
+    if isinstance(value, tuple):          # recursion by name, not by a nested function: no cycle per kernel
+        return tuple(_in_caller(em, v, hoisted) for v in value)
+    if value is None:
+        return None
+    p = value.pointer
+    p = hoisted.get(id(p), p)
+    if isinstance(p, ir.Instruction) and p.function is not em.b.function and not _enclosing(em.b.function, p):
+        raise KernelError(f"a kernel returns a buffer its caller cannot name: {p}")
+    return BufferRef(p, value.shape)
 
 
 def _enclosing(fn: ir.Function, value: ir.Instruction) -> bool:
