@@ -92,3 +92,25 @@ def test_while_simplifier_analyses_a_body_once_per_loop(monkeypatch):
     monkeypatch.setattr(wla, "element_deps", lambda comp, args: walked.append(comp.name) or real(comp, args))
     WhileLoopSimplifier().run(module)
     assert walked.count("body0") == 1
+
+
+def test_module_walks_ask_only_calling_instructions_for_their_callees(monkeypatch):
+    """computation_post_order and reachable_computations (DCE's dead computations, every pass visiting callees
+    first) ask called_computations() only of the instructions that can call one, not of every instruction."""
+    from xlapy.hlo.ir import reachable_computations
+    from xlapy.testing import reducer
+    adds = "\n".join(f"  x{i} = f32[8] add(x{i - 1}, x{i - 1})" for i in range(1, 101))
+    module = parse(f"""HloModule m
+{reducer("add")}
+ENTRY e {{
+  x0 = f32[8] parameter(0)
+{adds}
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(x100, z), dimensions={{0}}, to_apply=add
+}}""")
+    asked = []
+    real = Instruction.called_computations
+    monkeypatch.setattr(Instruction, "called_computations", lambda self: asked.append(self.opcode) or real(self))
+    assert len(module.computation_post_order()) == 2
+    assert len(list(reachable_computations([module.entry]))) == 2
+    assert asked == ["reduce", "reduce"]

@@ -495,8 +495,9 @@ class Module:
                 return
             seen.add(id(c))
             for inst in c.instructions:
-                for callee in inst.called_computations():
-                    visit(callee)
+                if inst.info.calls_computations or not _CALL_ATTRS.isdisjoint(inst.attrs):  # (called_computations'
+                    for callee in inst.called_computations():                               # test, without its call)
+                        visit(callee)
             order.append(c)
         for c in self.computations:
             visit(c)
@@ -548,7 +549,8 @@ def reachable_computations(roots: Iterable["Computation"]) -> Iterator["Computat
         seen.add(id(c))
         yield c
         for inst in c.instructions:
-            stack.extend(inst.called_computations())
+            if inst.info.calls_computations or not _CALL_ATTRS.isdisjoint(inst.attrs):     # (as above)
+                stack.extend(inst.called_computations())
 
 
 def _norm_ints(v):

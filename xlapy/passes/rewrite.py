@@ -105,9 +105,10 @@ MAX_REWRITES_PER_INSTRUCTION = 16
 
 
 def _rewrite(comp: Computation, inst: Instruction, rules: RuleSet, trace: list | None,
-             added: list[Instruction]) -> bool:
-    """Apply the first rule that rewrites `inst`; the instructions it made go to `added`, operands first."""
-    for r in rules.for_opcode(inst.opcode):
+             added: list[Instruction], candidates: tuple[Rule, ...] | None = None) -> bool:
+    """Apply the first rule that rewrites `inst`; the instructions it made go to `added`, operands first.
+    `candidates`: rules.for_opcode(inst.opcode), when the caller has it."""
+    for r in rules.for_opcode(inst.opcode) if candidates is None else candidates:
         caps: dict = {}
         if not r.pattern._match(inst, caps, None):      # Rule.apply, inlined: tried ~10^4 times a compile
             continue
@@ -136,12 +137,13 @@ def apply_rules_to(comp: Computation, rules: RuleSet, trace: list | None = None)
     for inst in comp.post_order():
         if inst.parent is not comp:      # removed by an earlier rewrite in this sweep
             continue
-        if not rules.for_opcode(inst.opcode):
+        candidates = rules.for_opcode(inst.opcode)
+        if not candidates:
             continue                     # no rule for it (parameters, most of a module's opcodes)
         if not inst.users and inst is not comp.root and not inst.has_side_effect:
             continue                     # dead (replaced earlier): DCE removes it, rewriting it makes more
         added: list[Instruction] = []
-        if not _rewrite(comp, inst, rules, trace, added):
+        if not _rewrite(comp, inst, rules, trace, added, candidates):
             continue
         changed = True
         budget = MAX_REWRITES_PER_INSTRUCTION
