@@ -76,7 +76,7 @@ def _module(cases, dtype: str) -> str:
 
 @pytest.mark.parametrize("cases, markers, dtype", [
     (VECTOR, ["cvv.acc", "cvv.strip", "pad."], "f32"), (DEPTHWISE, ["dwf.acc"], "f32"),
-    (DEPTHWISE[:2], ["dwf.acc"], "f64"),
+    (DEPTHWISE[:2] + VECTOR[3:6], ["dwf.acc", "cvv.strip"], "f64"),
     (FILTER_GRADIENTS, ["fg.acc", "dw.acc"], "f32"), (PATCHES, ["imr.", "imp."], "f32")],
     ids=["vector", "depthwise", "f64", "filter-gradients", "patches"])
 def test_row_loops_match_the_interpreter(cases, markers, dtype):

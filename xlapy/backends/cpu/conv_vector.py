@@ -26,8 +26,8 @@ divisor of the row's outputs, so usually no remainder block), and a block some o
 row's outer taps into a buffer of the thread's own (`_Strip`), so that its taps all read inside. The block's
 source (pointer, offset, outer tap strides) is chosen by selects before its loops. The outer dims' taps loop over
 the range that reads inside (conv_simd.outer_positions). More than MAX_STRIPS edge blocks (padding wider than
-blocks), or an input whose last dim is not directly outside its features: the whole input is copied padded
-first (conv_simd.padded_input). Where the edges ran one output at a time with their taps checked at run time
+blocks), strips over STRIP_BYTES, or an input whose last dim is not directly outside its features: the whole input
+is copied padded first (conv_simd.padded_input). Where the edges ran one output at a time with their taps checked at run time
 (edge_outputs, a second and third copy of the block code that LLVM unswitched further), unet/fwd's five conv_vector
 kernels take 0.58x the LLVM time, and run 0.77-1.03x the time (edge blocks at block speed; a strip costs a row's
 worth of copies). Rows are split over threads.
@@ -53,6 +53,7 @@ O_BLOCK = 4          # outputs per block: O_BLOCK x VECS accumulators, VECS kern
 VECS = 2
 UNROLLED_TAPS = 8    # a last kernel dim this small is unrolled (constant offsets)
 MAX_STRIPS = 4       # edge blocks with a strip of their own; more (padding wider than blocks): the input padded whole
+STRIP_BYTES = 1 << 18  # strips live on the thread's stack; larger (thousands of input features): the input padded
 
 
 def applies(g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferRef) -> bool:
@@ -98,10 +99,11 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
     block = block_size(g.out_sizes[last], O_BLOCK)
     edges = edge_blocks(g, block)
     source = lhs.pointer
-    if len(edges) > MAX_STRIPS or (edges and g.lhs_strides[2 + last] != g.in_features):
-        source, g = padded_input(em, g, source, v.elem_bytes)          # every output's taps read inside the copy
-        edges = []
     strips = [_Strip(g, o0, count) for o0, count in edges]
+    if len(edges) > MAX_STRIPS or (edges and g.lhs_strides[2 + last] != g.in_features) \
+            or sum(strip.elements for strip in strips) * v.elem_bytes > STRIP_BYTES:
+        source, g = padded_input(em, g, source, v.elem_bytes)          # every output's taps read inside the copy
+        strips = []
     lp, rp, op = v.typed(source), v.typed(rhs.pointer), v.typed(out.pointer)
     sb, sf, *ssp = g.lhs_strides
     rc, _, *rsp = g.rhs_strides
