@@ -188,10 +188,18 @@ def _is_finite(x):
     return np.isfinite(x)
 
 
+def _rsqrt(x):
+    """1/sqrt(x); float32 correctly rounded (computed in float64, rounded once), as the CPU backend does."""
+    if np.asarray(x).dtype == np.float32:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (1 / np.sqrt(np.asarray(x, np.float64))).astype(np.float32)
+    return 1 / np.sqrt(x)
+
+
 # -- the tables --------------------------------------------------------------------------------------
 # opcode -> {family: rule}. A family missing from a row means the op is not defined on it.
 _FLOAT_AND_COMPLEX = {
-    "exponential": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "exponential": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": _rsqrt,
     "tanh": np.tanh, "sine": np.sin, "cosine": np.cos, "tan": np.tan,
     "log-plus-one": np.log1p, "exponential-minus-one": np.expm1,
 }
