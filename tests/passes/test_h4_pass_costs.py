@@ -114,3 +114,19 @@ ENTRY e {{
     assert len(module.computation_post_order()) == 2
     assert len(list(reachable_computations([module.entry]))) == 2
     assert asked == ["reduce", "reduce"]
+
+
+def test_constant_folding_walks_no_computation_without_a_candidate(monkeypatch):
+    """A computation where no instruction reads only constants is not walked in post order (most computations
+    in most runs of the simplification fixed point); one where one does is."""
+    from xlapy.passes.constant_folding import HloConstantFolding
+    module = parse(_loops(2, chain=20))
+    walked = []
+    real = Computation.post_order
+    monkeypatch.setattr(Computation, "post_order", lambda self: walked.append(self.name) or real(self))
+    HloConstantFolding().run(module)
+    assert walked == []
+    module = parse(_loops(1, chain=2).replace("one = s32[] constant(1)\n",
+                                              "one0 = s32[] constant(1)\n  one = s32[] negate(one0)\n"))
+    assert HloConstantFolding().run(module)
+    assert walked == ["body0"]

@@ -46,6 +46,11 @@ def _maybe_constant(op: Instruction) -> bool:
     return op.opcode == "constant" or (op.opcode == "broadcast" and op.operands[0].opcode == "constant")
 
 
+def _candidate(inst: Instruction) -> bool:
+    """Might `inst` fold: an op that folds, every operand a constant or a broadcast of one (a cheap test)."""
+    return inst.opcode not in _NEVER_FOLD and bool(inst.operands) and all(map(_maybe_constant, inst.operands))
+
+
 def _uniform(result: np.ndarray) -> bool:
     """Every element has the same bits (so -0.0 differs from 0.0, and NaNs compare by payload)."""
     flat = np.ascontiguousarray(result).reshape(-1)
@@ -66,8 +71,10 @@ class HloConstantFolding(Pass):
         ev = Evaluator(module)
         changed = False
         for comp in module.computations:
+            if not any(map(_candidate, comp.instructions)):
+                continue                    # nothing to fold: no walk in post order (most computations, most runs)
             for inst in comp.post_order():
-                if inst.opcode in _NEVER_FOLD or not inst.operands or not all(map(_maybe_constant, inst.operands)):
+                if not _candidate(inst):
                     continue                # (most instructions leave here, before any literal is made)
                 if (inst.has_side_effect or inst.shape.is_tuple or not inst.shape.is_array
                         or inst.shape.numel > MAX_ELEMENTS or inst.opcode not in table):

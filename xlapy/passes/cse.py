@@ -70,7 +70,7 @@ class HloCSE(Pass):
                     continue
                 if self.only_constants and inst.opcode != "constant":
                     continue
-                bucket = (inst.opcode, tuple([id(o) for o in inst.operands]))
+                bucket = (inst.opcode, tuple(map(id, inst.operands)))
                 earlier = first.setdefault(bucket, inst)
                 if earlier is inst:
                     continue
