@@ -24,7 +24,7 @@ from ...passes.fusion.row_fusion import row_plan
 from .buffers import ValueTree, byte_size, leaves
 from .indexing import delinearize, linear_index
 from .irhelpers import I8, I8P, alloca_once, for_range, loop_nest
-from .parallel import chunk_bounds, parallel_for, task_count
+from .parallel import MIN_BYTES_PER_TASK, chunk_bounds, parallel_for, task_count
 from .types import load_element, store_element
 
 
@@ -65,11 +65,25 @@ def row_fusion(em, inst: Instruction, operands: list[ValueTree]) -> ValueTree:
         with for_range(b, end, "row", start=start) as row:
             one_row(row)
 
-    tasks = task_count(inst, em.num_threads)
+    tasks = min(task_count(inst, em.num_threads), _tasks_by_rows(members, rows))
     if not (tasks > 1 and rows >= tasks and parallel_for(b, chunk_bounds(rows, tasks), chunk)):
         with loop_nest(b, [rows], name="row") as (row,):
             one_row(row)
     return out
+
+
+def _tasks_by_rows(members: list[Instruction], rows: int) -> int:
+    """Threads the row loop's own work is worth: the bytes its members evaluate (each member's value, or the
+    operand of a reduce inside it when larger; a value only sliced counts its window) over MIN_BYTES_PER_TASK.
+    parallel.task_count charges the fusion's parameters whole, and a layernorm of a ViT's class tokens (8 rows
+    of 128, sliced from [8, 65, 128] arrays) was split over two threads: a pool dispatch and two more functions
+    for LLVM for ~3,000 elements."""
+    total = 0
+    for m in members:
+        inner = m.attrs["calls"].instructions if m.opcode == "fusion" else [m]
+        reduced = [byte_size(r.operands[0].shape) for r in inner if r.opcode == "reduce" and r.operands[0].shape.is_array]
+        total += max([sum(byte_size(x) for x in m.shape.leaves() if x.is_array)] + reduced)
+    return max(1, total // MIN_BYTES_PER_TASK)
 
 
 def _member_generator(em, m: Instruction, operand_gens: list):
