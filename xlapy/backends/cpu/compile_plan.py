@@ -58,6 +58,26 @@ def _work(inst: Instruction) -> int:
     return base + sum(_computation_work(c) for c in inst.called_computations())
 
 
+def work_reaches(inst: Instruction, limit: float, runs: int = 1) -> bool:
+    """_work(inst) * runs >= limit, walking inst's called computations (a fusion's body) only until the sum gets
+    there: a kernel over a large array is hot without its body being walked (opt_levels.Tiers)."""
+    op = inst.opcode
+    if op in ("while", "dot", "convolution", "sort", "reduce-window") or op in _PER_ELEMENT_CALLERS:
+        return _work(inst) * runs >= limit
+    base = max([_numel(inst.shape)] + [_numel(o.shape) for o in inst.operands])
+    if inst.info.is_expensive:
+        base *= EXPENSIVE_WEIGHT
+    total = base
+    if total * runs >= limit:
+        return True
+    for comp in inst.called_computations():
+        for sub in comp.instructions:
+            total += _work(sub)
+            if total * runs >= limit:
+                return True
+    return False
+
+
 def _calls(inst: Instruction) -> int:
     """Instructions run per element by the computations inst calls (a reducer, a comparator)."""
     return sum(len(c.instructions) for c in inst.called_computations())

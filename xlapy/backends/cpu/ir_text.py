@@ -11,6 +11,7 @@ the module later (`str(module)`) reuses it as it would have reused llvmlite's.
 from __future__ import annotations
 
 from llvmlite import ir
+from llvmlite.ir import _utils
 from llvmlite.ir import instructions as li
 
 _CACHE = "_StrCaching__cached_str"      # llvmlite's per-instruction text cache (ir/_utils.py _StrCaching)
@@ -20,18 +21,35 @@ _REF = "_StringReferenceCaching__cached_refstr"     # llvmlite's cached referenc
 # neither text is ever empty.
 
 
+# llvmlite fills its caches in `try: return self.__cached except AttributeError:`, and each miss raises an
+# AttributeError with a formatted message (2% of emission's machine instructions): a miss here computes the text
+# and fills llvmlite's cache directly, for the classes that use llvmlite's caching methods unchanged.
+_STR_CACHING = _utils._StrCaching.__str__
+_REF_CACHING = _utils._StringReferenceCaching.get_reference
+
+
 def _r(v) -> str:
-    return v.__dict__.get(_REF) or v.get_reference()
+    ref = v.__dict__.get(_REF)
+    if ref is None:
+        if type(v).get_reference is _REF_CACHING:
+            ref = v.__dict__[_REF] = v._get_reference()
+        else:
+            ref = v.get_reference()
+    return ref
 
 
 def _t(ty) -> str:
-    return ty.__dict__.get(_CACHE) or str(ty)
+    text = ty.__dict__.get(_CACHE)
+    if text is None:
+        if type(ty).__str__ is _STR_CACHING:
+            text = ty.__dict__[_CACHE] = ty._to_string()
+        else:
+            text = str(ty)
+    return text
 
 
 def _typed(v) -> str:
-    d = v.__dict__
-    ty = v.type
-    return f"{ty.__dict__.get(_CACHE) or str(ty)} {d.get(_REF) or v.get_reference()}"
+    return f"{_t(v.type)} {_r(v)}"
 
 
 def _flagged(inst) -> str:
@@ -39,7 +57,7 @@ def _flagged(inst) -> str:
 
 
 def _plain(inst) -> str:                    # binary ops and the like: `add nsw i64 %a, %b`
-    operands = ", ".join([v.__dict__.get(_REF) or v.get_reference() for v in inst.operands])
+    operands = ", ".join([_r(v) for v in inst.operands])
     return f"{_flagged(inst)} {_t(inst.type)} {operands}"
 
 
@@ -127,7 +145,10 @@ def instruction_text(inst: ir.Instruction) -> str:
         return text
     rule = RULES.get(type(inst))
     text = rule(inst) if rule is not None and not d.get("metadata") else None
-    if text is None:
+    if text is None:                        # llvmlite's own text, cached where its __str__ caches it
+        if type(inst).__str__ is _STR_CACHING:
+            text = d[_CACHE] = inst._to_string()
+            return text
         return str(inst)
     if type(inst.type) is not _VOID:
         ref = d.get(_REF)

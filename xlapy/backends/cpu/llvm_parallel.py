@@ -92,9 +92,7 @@ def _items(text: str) -> list[tuple[str, str]]:
     while i < len(lines):
         line = lines[i]
         if line.startswith("define "):
-            j = i
-            while lines[j] != "}":
-                j += 1
+            j = lines.index("}", i)              # the function's last line
             items.append(("define", "\n".join(lines[i:j + 1])))
             i = j + 1
             continue

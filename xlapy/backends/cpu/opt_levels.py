@@ -102,10 +102,10 @@ class Tiers:
             return HOT
         inst, runs = found
         try:
-            work = compile_plan._work(inst) * runs
+            hot = compile_plan.work_reaches(inst, LIGHT_WORK_LIMIT, runs)
         except Exception:            # a while inside (unbounded work), or an estimate that does not apply
             return HOT
-        return LIGHT if work < LIGHT_WORK_LIMIT else HOT
+        return HOT if hot else LIGHT
 
 
 __all__ = ["HOT", "LIGHT", "TIERS", "ENTRY", "LIGHT_WORK_LIMIT", "LOOP_TRIPS", "tuning", "codegen_level", "Tiers"]

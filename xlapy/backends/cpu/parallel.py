@@ -186,6 +186,9 @@ def _map_values(value, fn):
     return value
 
 
+_CACHED_TEXT = "_StrCaching__cached_str"      # llvmlite's per-instruction text cache (ir/_utils.py _StrCaching)
+
+
 def _foreign_uses(worker: ir.Function, fn, insts=None) -> None:
     """Call fn on every instruction operand of worker (any attribute holding values: operands, call args, gep
     indices, phi incomings) and store back what it returns. `insts`: only these instructions of worker."""
@@ -198,7 +201,7 @@ def _foreign_uses(worker: ir.Function, fn, insts=None) -> None:
             mapped = _map_values(value, fn)
             if mapped is not value:
                 setattr(inst, key, mapped)
-                inst._clear_string_cache()
+                inst.__dict__.pop(_CACHED_TEXT, None)    # llvmlite's _clear_string_cache, without its exception
 
 
 # llvmlite instruction classes whose every value operand is in `operands` (GEP's pointer and indices, extract- and
