@@ -130,3 +130,27 @@ def test_constant_folding_walks_no_computation_without_a_candidate(monkeypatch):
                                               "one0 = s32[] constant(1)\n  one = s32[] negate(one0)\n"))
     assert HloConstantFolding().run(module)
     assert walked == ["body0"]
+
+
+def test_control_edge_questions_scan_a_computation_without_python_calls():
+    """orders_others, has_control_edges and post_order_of ask about every loop, sort, conditional and computation
+    each run: on a computation with no control edges and no such op they run no Python code per instruction."""
+    import sys
+
+    from xlapy.passes.control_util import has_control_edges, orders_others
+    module = parse(_loops(1, chain=300))
+    body = module.computation("body0")
+    inst = body.root
+    calls = []
+
+    def count(frame, event, arg):
+        if event == "call":
+            calls.append(frame.f_code.co_name)
+    sys.setprofile(count)
+    try:
+        assert not orders_others(inst)
+        assert not has_control_edges(body)
+        assert body.post_order_of("while") == []
+    finally:
+        sys.setprofile(None)
+    assert len(calls) < 10, calls

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from operator import attrgetter
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -194,6 +195,10 @@ class Instruction:
 
 def _parameter_number(inst: Instruction) -> int:
     return inst.parameter_number
+
+
+_opcode_of = attrgetter("opcode")
+_control_predecessors_of = attrgetter("control_predecessors")
 
 
 class Computation:
@@ -406,10 +411,13 @@ class Computation:
         """The instructions of post_order() whose opcode is `opcodes` (or one of them), without the walk when the
         computation holds none (passes looking for a while or a sort in every computation)."""
         wanted = frozenset((opcodes,)) if isinstance(opcodes, str) else opcodes
-        for inst in self.instructions:
-            if inst.opcode in wanted:
-                return [i for i in self.post_order() if i.opcode in wanted]
-        return []
+        if wanted.isdisjoint(map(_opcode_of, self.instructions)):     # (a scan in C: asked of every computation)
+            return []
+        return [i for i in self.post_order() if i.opcode in wanted]
+
+    def has_control_edges(self) -> bool:
+        """Does any instruction have a control predecessor (a scan in C; most computations have none)."""
+        return any(map(_control_predecessors_of, self.instructions))
 
     def clone(self, suffix: str = "clone") -> "Computation":
         """A copy of this computation; called computations are shared, names get `.suffix`."""

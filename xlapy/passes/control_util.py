@@ -28,7 +28,7 @@ def has_side_effects(comp: Computation, _seen: set[int] | None = None) -> bool:
 
 
 def has_control_edges(comp: Computation) -> bool:
-    return any(inst.control_predecessors for inst in comp.instructions)
+    return comp.has_control_edges()
 
 
 def inline_computation(caller: Computation, callee: Computation, operands: Sequence[Instruction]) -> Instruction:
@@ -93,4 +93,5 @@ def drop_if_uncalled(module: Module, *comps: Computation) -> None:
 
 def orders_others(inst: Instruction) -> bool:
     """True if some instruction names `inst` as a control predecessor (then it must stay)."""
-    return inst.parent is not None and any(inst in u.control_predecessors for u in inst.parent.instructions)
+    return (inst.parent is not None and inst.parent.has_control_edges()
+            and any(inst in u.control_predecessors for u in inst.parent.instructions))

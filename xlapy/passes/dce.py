@@ -19,7 +19,8 @@ class HloDCE(Pass):
         changed = False
         for comp in module.computations:
             # Instructions named as control predecessors stay (their ordering edge is a use).
-            pinned = {id(p) for i in comp.instructions for p in i.control_predecessors}
+            pinned = ({id(p) for i in comp.instructions for p in i.control_predecessors}
+                      if comp.has_control_edges() else ())
             # A worklist from the unused instructions up through the operands whose users are all dead: the set a
             # sweep in reverse post order removes (each instruction after its users), without walking the graph;
             # then one removal of them all (a removal each searched the list for each one)
