@@ -108,32 +108,43 @@ def row_outputs(b: ir.IRBuilder, lo: int, hi: int, block: int, window, in_size: 
             emit(o, 1, valid_range_at(b, first, window.window_dilation, in_size, taps))
 
 
+def reads_outside(g: ConvGeometry) -> bool:
+    """Whether some output's tap reads outside the input (padding) in some spatial dim."""
+    for o, k, size, w in zip(g.out_sizes, g.kernel_sizes, g.in_sizes, g.window):
+        if w.padding_low > 0 or (o - 1) * w.stride + (k - 1) * w.window_dilation - w.padding_low >= size:
+            return True
+    return False
+
+
 def padded_input(em, g: ConvGeometry, pointer: ir.Value, elem_bytes: int) -> tuple[ir.Value, ConvGeometry]:
-    """A copy of the input with its padding as zeros (in scratch, [n, spatial..., c] dense), exactly as large as the
-    taps read, so that every output's taps read inside it: (i8* to the copy, the convolution's geometry over it, no
-    padding). The copy is one flat loop over its rows (n and every spatial position but the last): a memset, one
-    memcpy of the positions inside the input (one per position when they are not contiguous there) and a memset;
-    a row in another dim's padding is a memset. Needs the input's features unit-stride, no base dilation or window
-    reversal. Kernels over the copy have no edge code: every output takes the interior's blocks."""
+    """A copy of the input with its padding as zeros (in scratch, dense: the other of batch and features, the
+    spatial dims, then the unit-stride one of them), exactly as large as the taps read, so that every output's taps
+    read inside it: (i8* to the copy, the convolution's geometry over it, no padding). The copy is one flat loop over
+    its rows (the outer dim and every spatial position but the last): a memset, one memcpy of the positions inside
+    the input (one per position when they are not contiguous there) and a memset; a row in another dim's padding
+    is a memset. Needs the input's features (or its batch) unit-stride and no base dilation or window reversal.
+    Kernels over the copy have no edge code: every output takes the interior's code."""
     b = em.b
-    sb, _, *ssp = g.lhs_strides
-    channels, last = g.in_features, len(g.out_sizes) - 1
+    run_dim = 1 if g.lhs_strides[1] == 1 else 0
+    channels = g.in_features if run_dim == 1 else g.batch      # the unit-stride dim: copied in runs
+    outer, outer_stride = (g.batch if run_dim == 1 else g.in_features), g.lhs_strides[1 - run_dim]
+    ssp, last = g.lhs_strides[2:], len(g.out_sizes) - 1
     extents = [(o - 1) * w.stride + (k - 1) * w.window_dilation + 1
                for o, k, w in zip(g.out_sizes, g.kernel_sizes, g.window)]
     strides, at = [], channels
     for e in reversed(extents):
         strides.insert(0, at)
         at *= e
-    copy = b.bitcast(scratch(em, g.batch * at * elem_bytes), ir.IntType(8).as_pointer())
+    copy = b.bitcast(scratch(em, outer * at * elem_bytes), ir.IntType(8).as_pointer())
     src_base = b.bitcast(pointer, ir.IntType(8).as_pointer())
     w = g.window[last]
     first = min(max(w.padding_low, 0), extents[last])                 # the last dim's positions inside the input
     end = max(first, min(w.padding_low + g.in_sizes[last], extents[last]))
     run, row = channels * elem_bytes, extents[last] * channels * elem_bytes
-    row_sizes = [g.batch, *extents[:last]]
+    row_sizes = [outer, *extents[:last]]
     with for_range(b, math.prod(row_sizes), "pad") as r:
         n, *pos = unflatten(b, r, row_sizes)
-        src, inside = b.mul(n, i64(sb)), None
+        src, inside = b.mul(n, i64(outer_stride)), None
         for d, p in enumerate(pos):
             q = b.sub(p, i64(g.window[d].padding_low))
             src = b.add(src, scaled(b, q, ssp[d]))
@@ -152,12 +163,13 @@ def padded_input(em, g: ConvGeometry, pointer: ir.Value, elem_bytes: int) -> tup
             with for_range(b, count, "padp") as t:
                 at_src = b.add(src, scaled(b, t, ssp[last]))
                 copy_bytes(b, b.gep(dst, [b.mul(t, i64(run))]), b.gep(src_base, [b.mul(at_src, i64(elem_bytes))]),
-                        i64(run))
+                           i64(run))
             nbytes = b.mul(count, i64(run))
         zero_bytes(b, b.gep(dst, [nbytes]), b.sub(b.sub(i64(row), left), nbytes))
     window = tuple(dataclasses.replace(w, padding_low=0, padding_high=0) for w in g.window)
+    outer_strides = (at, 1) if run_dim == 1 else (1, at)
     return copy, dataclasses.replace(g, in_sizes=tuple(extents), window=window,
-                                     lhs_strides=(at, 1, *strides))
+                                     lhs_strides=(*outer_strides, *strides))
 
 
 def zero_bytes(b: ir.IRBuilder, dst: ir.Value, nbytes: ir.Value) -> None:
