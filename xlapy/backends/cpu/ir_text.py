@@ -128,13 +128,23 @@ def _call(inst) -> str | None:
     return f"call {_t(fnty.return_type)} {_r(inst.callee)}({args})"
 
 
+def _extract_value(inst) -> str:
+    agg = inst.aggregate
+    return f"extractvalue {_typed(agg)}, {', '.join([str(i) for i in inst.indices])}"
+
+
+def _insert_value(inst) -> str:
+    return (f"insertvalue {_typed(inst.aggregate)}, {_typed(inst.value)}, "
+            f"{', '.join([str(i) for i in inst.indices])}")
+
+
 # exact instruction class -> its text without the result name; llvmlite's descr() for each, less the metadata
 # (an instruction with metadata goes to llvmlite)
 RULES = {li.Instruction: _plain, li.CastInstr: _cast, li.LoadInstr: _load, li.StoreInstr: _store,
          li.GEPInstr: _gep, li.PhiInstr: _phi, li.Branch: _branch, li.ConditionalBranch: _branch, li.Ret: _ret,
          li.SelectInstr: _select, li.ICMPInstr: _compare, li.FCMPInstr: _compare, li.CallInstr: _call,
          li.ExtractElement: _typed_operands, li.InsertElement: _typed_operands, li.ShuffleVector: _typed_operands,
-         li.AllocaInstr: _alloca}
+         li.AllocaInstr: _alloca, li.ExtractValue: _extract_value, li.InsertValue: _insert_value}
 
 
 def instruction_text(inst: ir.Instruction) -> str:
@@ -147,6 +157,8 @@ def instruction_text(inst: ir.Instruction) -> str:
     text = rule(inst) if rule is not None and not d.get("metadata") else None
     if text is None:                        # llvmlite's own text, cached where its __str__ caches it
         if type(inst).__str__ is _STR_CACHING:
+            if type(inst.type) is not _VOID:
+                _r(inst)                    # its reference cached first (llvmlite's would raise to find it missing)
             text = d[_CACHE] = inst._to_string()
             return text
         return str(inst)
