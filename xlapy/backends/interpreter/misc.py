@@ -60,23 +60,31 @@ def _rng_bit_generator(inst: Instruction, args: list, ev):
     return new_state.astype(inst.shape.tuple_shapes[0].dtype), bits
 
 
-_RNG = np.random.default_rng()
+_GENERATOR: list = []      # numpy's Generator for `rng`, made on first use: importing numpy.random costs ~30-60 ms,
+                           # which the first constant folding of every compile in a process paid (it imports this)
+
+
+def _generator():
+    if not _GENERATOR:
+        _GENERATOR.append(np.random.default_rng())
+    return _GENERATOR[0]
 
 
 def _rng(inst: Instruction, args: list, ev):
     a, b = (np.asarray(v) for v in args)
     dims, dt = inst.shape.dims, inst.shape.dtype
+    rng = _generator()
     distribution = str(inst.attrs.get("distribution", "rng_uniform"))
     if distribution == "rng_uniform":
         if dt.kind in "iu":
             lo, hi = int(a), int(b)
-            return _RNG.integers(lo, max(hi, lo + 1), size=dims).astype(dt)
+            return rng.integers(lo, max(hi, lo + 1), size=dims).astype(dt)
         if dt == np.bool_:
-            return _RNG.integers(0, 2, size=dims).astype(dt)
-        out = _RNG.uniform(float(a), float(b), size=dims).astype(dt)
+            return rng.integers(0, 2, size=dims).astype(dt)
+        out = rng.uniform(float(a), float(b), size=dims).astype(dt)
         return np.where(out >= np.asarray(b, dt), np.asarray(a, dt), out)   # rounding must not reach b
     if distribution == "rng_normal":
-        return _RNG.normal(float(a), float(b), size=dims).astype(dt)
+        return rng.normal(float(a), float(b), size=dims).astype(dt)
     raise UnimplementedError(f"rng {inst.name}: unknown distribution {distribution!r}")
 
 
