@@ -34,11 +34,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "tools"))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-os.environ["XLAPY_CACHE_DIR"] = "off"
+
+
+def _environment() -> None:
+    """The benchmark's process settings (made by main and the workers, not on import: the tests import this file
+    into a process whose other tests need the compilation cache)."""
+    for path in (str(HERE), str(ROOT / "tools")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ["XLAPY_CACHE_DIR"] = "off"       # compile every module afresh (the children inherit it)
 
 
 def _load(name: str):
@@ -137,6 +143,7 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    _environment()
     if a.worker:
         worker(a.worker, a.draws)
         return 0

@@ -40,3 +40,10 @@ def test_draw_zero_is_the_corpus_inputs_and_later_draws_differ():
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
     floats = [(a, b) for a, b in zip(first, other) if a.dtype.kind == "f" and a.size > 1]
     assert floats and all(a.shape == b.shape and a.dtype == b.dtype and not np.array_equal(a, b) for a, b in floats)
+
+
+def test_importing_the_benchmark_leaves_the_environment_alone():
+    """The benchmark turns the compilation cache off in its own processes only (test_demo, run after this file in
+    the same worker, checks the cache's report)."""
+    import os
+    assert os.environ.get("XLAPY_CACHE_DIR") != "off"
