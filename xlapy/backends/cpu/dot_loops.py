@@ -17,7 +17,7 @@ from .dot_plan import (PACKED_HEADER, DotDims, Operand, batch_loop, DotShape, co
                        offset_of, row_major, vector_kernel_types)
 from .irhelpers import F16, F32, I8P, I16, I32, I64, alloca_once, i64, if_then, loop_nest
 from .llvm_jit import init_llvm
-from .types import load_element, storage_type, store_element, value_type
+from .types import call_math, load_element, storage_type, store_element, value_type
 
 ACC_ROW_MAX = 16384               # largest f32 accumulator row kept on the stack (narrow-float results)
 
@@ -282,7 +282,7 @@ def _emit_scalar_loops(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr,
 
     lanes_sum = _partial_sums(d, ct) if not ikj else None
     with batch_loop(b, d, span) as bivs, loop_nest(b, [lhs.dims[x] for x in d.lf], name="m") as mivs:
-        if lanes_sum is not None:     # k innermost over unit-stride runs: vector partial sums (_partial_sums)
+        if lanes_sum is not None:     # k innermost, as vector partial sums (_partial_sums)
             with loop_nest(b, n_dims, name="n") as nivs:
                 total = _emit_partial_sums(b, d, ct, lhs_ptr, rhs_ptr, bivs, mivs, nivs, *lanes_sum)
                 _, _, oi = _indices(d, bivs, mivs, [], nivs)
@@ -336,7 +336,7 @@ def _partial_sums(d: DotShape, ct: PrimitiveType) -> tuple[int, int] | None:
     other than 1 is read element by element into the vectors."""
     if ct.kind != "float" or len(d.dd.lhs_contracting) != 1 or not vector_kernel_types(d):
         return None
-    (lk,), (rk,) = d.dd.lhs_contracting, d.dd.rhs_contracting
+    (lk,) = d.dd.lhs_contracting
     if d.lhs.ptype.name != d.rhs.ptype.name:
         return None
     lanes = max(1, _vector_bytes() // elem_bytes(ct))
@@ -371,7 +371,7 @@ def _emit_partial_sums(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr,
         """acc + lhs[k..k+count) * rhs[k..k+count) lane by lane, fused where the target has FMA at every
         optimization level (llvm.fmuladd; fmul/fadd `contract` fuse only in the optimizing instruction selector)."""
         x, y = (vector(*operand, at, count) for operand in operands)
-        return b.call(_fmuladd(b.module, vty), [x, y, acc])
+        return call_math(b, "fmuladd", x, y, acc)
     accs = [alloca_once(b, vty) for _ in range(chains)]
     for acc in accs:
         b.store(ir.Constant(vty, None), acc)
@@ -397,14 +397,6 @@ def _emit_partial_sums(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr,
                   for at in (0, width)]
         v = add(b, *halves)
     return add(b, b.extract_element(v, ir.Constant(I32, 0)), b.extract_element(v, ir.Constant(I32, 1)))
-
-
-def _fmuladd(module: ir.Module, ty: ir.Type) -> ir.Function:
-    elem = ty.element if isinstance(ty, ir.VectorType) else ty
-    suffix = ("f64" if isinstance(elem, ir.DoubleType) else "f32")
-    name = f"llvm.fmuladd.{f'v{ty.count}{suffix}' if isinstance(ty, ir.VectorType) else suffix}"
-    fn = module.globals.get(name)
-    return fn if fn is not None else ir.Function(module, ir.FunctionType(ty, [ty] * 3), name)
 
 
 # -- a loop-invariant rhs, packed once per run of its loop ---------------------------------------------------

@@ -126,8 +126,11 @@ def float_bits_type(value_ty: ir.Type) -> ir.IntType:
 
 
 def call_math(b: ir.IRBuilder, name: str, x: ir.Value, *more: ir.Value) -> ir.Value:
-    """An LLVM math intrinsic (`llvm.NAME.f32/f64`) on float/double values."""
-    suffix = "f64" if isinstance(x.type, ir.DoubleType) else "f32"
+    """An LLVM math intrinsic (`llvm.NAME.f32/f64`, `llvm.NAME.vNf32/vNf64` on vectors) on float/double values."""
+    elem = x.type.element if isinstance(x.type, ir.VectorType) else x.type
+    suffix = "f64" if isinstance(elem, ir.DoubleType) else "f32"
+    if isinstance(x.type, ir.VectorType):
+        suffix = f"v{x.type.count}{suffix}"
     return intrinsic(b, f"llvm.{name}.{suffix}", x.type, [x, *more])
 
 
