@@ -101,26 +101,30 @@ def worker(module_id: str, draws: int) -> None:
     try:
         run_exact = xla_runner(re.sub(r"\bf32\[", "f64[", text))
     except Exception as e:
-        result["error"] = f"no f64 reference: {type(e).__name__}: {str(e).splitlines()[0][:90] if str(e) else ''}"
+        result["error"] = f"no f64 reference: {_why(e)}"
         print("RESULT " + json.dumps(result), flush=True)
         return
     try:
         run_xla = xla_runner(text)
     except Exception as e:
         run_xla = None
-        result["xla_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:90] if str(e) else ''}"
+        result["xla_error"] = _why(e)
     exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu")
-    pooled: dict = {"xla": [], "xlapy": []}
+    per_draw: dict = {"xla": [], "xlapy": []}
     for k in range(draws):
         args = draw(entry, k)
         exact = run_exact([a.astype(np.float64) if a.dtype == np.float32 else a for a in args])
         if run_xla is not None:
-            pooled["xla"].append(errors(run_xla(args), exact))
-        pooled["xlapy"].append(errors(npz.flatten(exe(*args)), exact))
-    for name, found in pooled.items():
+            per_draw["xla"].append(errors(run_xla(args), exact))
+        per_draw["xlapy"].append(errors(npz.flatten(exe(*args)), exact))
+    for name, found in per_draw.items():
         if found and all(f is not None for f in found):
             result[name] = (statistics.median(f[0] for f in found), statistics.median(f[1] for f in found))
     print("RESULT " + json.dumps(result), flush=True)
+
+
+def _why(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:90] if str(e) else ''}"
 
 
 def _ratio(a, b) -> str:
