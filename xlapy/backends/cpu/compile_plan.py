@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Iterator
 
 from ...errors import XlapyError
 from ...hlo import Computation, Instruction, Module
@@ -37,44 +38,49 @@ def _numel(shape) -> int:
 
 
 def _work(inst: Instruction) -> int:
+    return sum(_work_terms(inst))
+
+
+def _work_terms(inst: Instruction) -> Iterator[int]:
+    """_work(inst) as the terms it sums: the instruction's own work, then (a fusion, a call) each instruction of the
+    computations it calls; work_reaches stops at the term that reaches its limit."""
     op = inst.opcode
     base = max([_numel(inst.shape)] + [_numel(o.shape) for o in inst.operands])
     if op == "while":
         raise _Unbounded
     if op == "dot":
-        return _numel(inst.shape) * max(dot_contracted_size(inst), 1) + base
+        yield _numel(inst.shape) * max(dot_contracted_size(inst), 1) + base
+        return
     if op == "convolution":      # every kernel element per output: hlo.cost's multiply-adds times the output features
-        return _numel(inst.shape) * max(convolution_kernel_size(inst), 1) + base
+        yield _numel(inst.shape) * max(convolution_kernel_size(inst), 1) + base
+        return
     if op == "sort":
-        return base * max(1, math.ceil(math.log2(max(base, 2)))) * (1 + _calls(inst))
+        yield base * max(1, math.ceil(math.log2(max(base, 2)))) * (1 + _calls(inst))
+        return
     if op == "reduce-window":
         window = inst.attrs.get("window")
         size = math.prod(d.size for d in getattr(window, "dims", ()))
-        return max(base, _numel(inst.shape) * size) * (1 + _calls(inst))
+        yield max(base, _numel(inst.shape) * size) * (1 + _calls(inst))
+        return
     if op in _PER_ELEMENT_CALLERS:
-        return base * (1 + _calls(inst))
+        yield base * (1 + _calls(inst))
+        return
     if inst.info.is_expensive:                   # transcendentals: a polynomial of a few dozen ops per element
         base *= EXPENSIVE_WEIGHT
-    return base + sum(_computation_work(c) for c in inst.called_computations())
+    yield base
+    for comp in inst.called_computations():
+        for sub in comp.instructions:
+            yield _work(sub)
 
 
 def work_reaches(inst: Instruction, limit: float, runs: int = 1) -> bool:
     """_work(inst) * runs >= limit, walking inst's called computations (a fusion's body) only until the sum gets
     there: a kernel over a large array is hot without its body being walked (opt_levels.Tiers)."""
-    op = inst.opcode
-    if op in ("while", "dot", "convolution", "sort", "reduce-window") or op in _PER_ELEMENT_CALLERS:
-        return _work(inst) * runs >= limit
-    base = max([_numel(inst.shape)] + [_numel(o.shape) for o in inst.operands])
-    if inst.info.is_expensive:
-        base *= EXPENSIVE_WEIGHT
-    total = base
-    if total * runs >= limit:
-        return True
-    for comp in inst.called_computations():
-        for sub in comp.instructions:
-            total += _work(sub)
-            if total * runs >= limit:
-                return True
+    total = 0
+    for term in _work_terms(inst):
+        total += term
+        if total * runs >= limit:
+            return True
     return False
 
 
