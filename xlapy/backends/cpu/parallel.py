@@ -357,9 +357,9 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
 
 
 def _outline_body(b: ir.IRBuilder, worker: ir.Function, caller: ir.Function, values: list, users: list) -> None:
-    # users: the worker's instructions that use `values` or the worker's argument (the task record)
     """Move the worker's code into `<worker>.body(task, captures...)`, which takes the captured values as
-    arguments, and make the worker load its captures and call it. A captured pointer to a buffer the caller holds
+    arguments, and make the worker load its captures and call it (`users`: the worker's instructions that use
+    `values` or the worker's argument, the task record). A captured pointer to a buffer the caller holds
     `noalias` (a kernel's arguments, kernels.py), and that no other capture points into, is a `noalias` argument
     again: loaded from memory LLVM could not tell the buffers apart, and a loop reading several arrays through
     affine-less indices (a transposed or broadcast operand) stayed scalar ("cannot identify array bounds")."""
