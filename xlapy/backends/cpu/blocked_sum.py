@@ -21,11 +21,12 @@ loop's horizontal reduction and one wide add, so leaves are as long as accuracy 
 
 | innermost reduced loop                         | leaf size      | why                                          |
 |------------------------------------------------|----------------|----------------------------------------------|
-| unit stride, more than LEAF iterations         | long_leaf():   | vectorized, 64 partial sums (AVX-512) 32     |
+| unit stride, more than LEAF iterations         | long_leaf():   | vectorized, 64 partial sums (zmm vectors) 32 |
 |                                                | 2048 elements  | deep; a leaf costs about 2% of a sum whose   |
-|                                                | with AVX-512,  | data sit in L1/L2 (1024: 4-7%, 4096: none);  |
-|                                                | 512 without    | narrower vectors keep fewer partial sums, so |
-|                                                |                | their leaves are shorter (32 per chain)      |
+|                                                | with 512-bit   | data sit in L1/L2 (1024: 4-7%, 4096: none);  |
+|                                                | vectors (LLVM's| narrower vectors keep fewer partial sums, so |
+|                                                | choice), else  | their leaves are shorter (32 per chain)      |
+|                                                | 512            |                                              |
 | shorter, or strided (a column walked in place) | LEAF 1024      | vectorizes narrowly or not at all: its       |
 |                                                | elements       | chains are long, a leaf costs little beside  |
 
@@ -57,7 +58,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ...hlo import Instruction
@@ -65,8 +65,8 @@ from ...hlo.shape import primitive_type
 from .cascade import WIDE, Cascade
 from .indexing import delinearize, major_to_minor
 from .irhelpers import alloca_once, for_range, i64, loop_nest
-from .llvm_jit import init_llvm
 from .types import is_narrow_float, round_value, value_type
+from .vector_width import loop_vector_bytes
 
 LEAF = 1024                      # elements per leaf
 LONG_LEAF = 2048                 # elements per leaf of a long unit-stride run, with 512-bit vectors
@@ -74,13 +74,13 @@ LONG_LEAF = 2048                 # elements per leaf of a long unit-stride run, 
 
 @functools.cache
 def long_leaf() -> int:
-    """The leaf of a long unit-stride run on this host. LLVM keeps 64 partial sums with AVX-512 (LONG_LEAF, 32
-    elements per partial sum) and fewer with narrower vectors, where a 2048-element leaf's chains are longer and
-    cancelling sums lose accuracy. Measured on AVX2 (test_reduction_accuracy's mixed-sign rows, RMS in units of
-    2^-24 ||x||, XLA 1.52): leaves of 2048 give 2.86, 1024 give 2.23, 512 give 1.91, so a quarter of LONG_LEAF."""
-    init_llvm()
-    features = llvm.get_host_cpu_features()
-    return LONG_LEAF if features.get("avx512f", False) else LONG_LEAF // 4
+    """The leaf of a long unit-stride run on this host. LLVM keeps 64 partial sums with 512-bit vectors (LONG_LEAF,
+    32 elements per partial sum) and fewer with narrower ones, where a 2048-element leaf's chains are longer and
+    cancelling sums lose accuracy. Measured with 256-bit vectors (test_reduction_accuracy's mixed-sign rows, RMS
+    in units of 2^-24 ||x||, XLA 1.52): leaves of 2048 give 2.86, 1024 give 2.23, 512 give 1.91, so a quarter of
+    LONG_LEAF. The vectors are those LLVM uses (vector_width.py), not the widest the CPU has: on Intel's AVX-512
+    cores LLVM prefers 256-bit ones (2.86 there with 2048, as on AVX2)."""
+    return LONG_LEAF if loop_vector_bytes() == 64 else LONG_LEAF // 4
 _SUMMED = ("f32", "f64")         # and the narrow floats, which accumulate in f32
 
 
