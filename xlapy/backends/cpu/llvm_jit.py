@@ -54,6 +54,7 @@ LSR = os.environ.get("XLAPY_LLVM_LSR", "0") == "1"      # loop strength reductio
 
 _lock = threading.RLock()
 _shared_tm = None
+_host: tuple | None = None          # host_target()
 _quick: "QuickEngine | None" = None      # the engine quick modules go to now
 _names = itertools.count()
 _initialized = False
@@ -79,10 +80,23 @@ def init_llvm() -> None:
 
 def new_target_machine(opt: int = 3):
     """A fresh target machine for this host (an MCJIT engine takes ownership of the one it is given)."""
-    init_llvm()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(), opt=opt)
+    target, cpu, features = host_target()
+    return target.create_target_machine(cpu=cpu, features=features, opt=opt)
+
+
+def host_target() -> tuple:
+    """(llvm.Target, CPU name, feature string) of this host, looked up once per process. llvm_parallel's second
+    thread makes a target machine per part, and each call into LLVM waits for the GIL when it returns: the
+    lookups were 8 of a part's 32 calls (llvm_parallel.py, gil_handoff.py). The Target is LLVM's static
+    registry entry, never freed: any thread may use it."""
+    global _host
+    if _host is None:
+        init_llvm()
+        with _lock:
+            if _host is None:
+                _host = (llvm.Target.from_default_triple(), llvm.get_host_cpu_name(),
+                         llvm.get_host_cpu_features().flatten())
+    return _host
 
 
 def shared_target_machine():

@@ -42,14 +42,14 @@ import collections
 import itertools
 import re
 import threading
-from ctypes import string_at
+from ctypes import byref, c_char_p, c_size_t, string_at
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 from llvmlite.binding import ffi
 
-from . import opt_levels
+from . import gil_handoff, opt_levels
 from .ir_text import function_text, prototype_text
 from .llvm_jit import load_objects, new_target_machine
 
@@ -161,6 +161,7 @@ class Session:
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
         self._busy = False                     # thread 2 is compiling a part
+        self._handoff = False                  # this session holds gil_handoff's short interval
         self._closed = False                   # no more parts will come: thread 2 ends once the queue is empty
 
     # -- during emission -----------------------------------------------------------------------------
@@ -268,6 +269,8 @@ class Session:
             self._lock.notify()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._drain, daemon=True)
+                gil_handoff.acquire()            # released by close(), once the thread has ended
+                self._handoff = True
                 self._thread.start()
 
     def _next(self, wait: bool = False) -> int | None:
@@ -324,8 +327,11 @@ class Session:
             self._closed = True
             self._lock.notify_all()
             thread = self._thread
+            handoff, self._handoff = self._handoff, False
         if thread is not None:
             thread.join()
+        if handoff:
+            gil_handoff.release()
 
     def split_rest(self, text: str) -> str:
         """Ship the movable units not moved yet in parts of their tiers; returns the entry part's text (what is
@@ -423,18 +429,51 @@ def _target(text: str) -> tuple[str, str]:
     return (triple.group(1) if triple else llvm.get_process_triple(), layout.group(1) if layout else "")
 
 
-def _parse(text: str, context):
+# Parsing, verifying and writing bitcode go through the raw ctypes functions too, as the pipeline and the object
+# emission do: llvmlite's wrappers hold one process-wide lock for the whole call, so while thread 2 parsed a part
+# (about 5 ms for 2000 lines) the calling thread waited at its own next call into llvmlite (the thread pool's
+# function addresses during emission: 13-22 ms of vit/fwd's calling thread). Each part has its own context, so
+# nothing these calls touch is shared.
+def _raw(function: str, *args):
+    """ffi.lib.<function>(*args, char** message) without llvmlite's lock: (result, message or "")."""
+    message = c_char_p(None)
+    result = getattr(ffi.lib, function)._cfn(*args, byref(message))
+    if not message.value:
+        return result, ""
     try:
-        mod = llvm.parse_assembly(text, context=context)
-        mod.verify()
-    except RuntimeError as e:
-        raise InvalidIR(str(e)) from e
+        return result, message.value.decode("utf8", "replace")
+    finally:
+        ffi.lib.LLVMPY_DisposeString._cfn(message)
+
+
+def _parse(text: str, context):
+    pointer, error = _raw("LLVMPY_ParseAssembly", context, c_char_p(text.encode("utf8")))
+    mod = llvm.ModuleRef(pointer, context)
+    if error:
+        mod.close()
+        raise InvalidIR(f"LLVM IR parsing error\n{error}")
+    failed, error = _raw("LLVMPY_VerifyModule", mod)
+    if failed:
+        mod.close()
+        raise InvalidIR(error)
     return mod
 
 
+def _bitcode(mod) -> bytes:
+    pointer, size = c_char_p(None), c_size_t(-1)
+    ffi.lib.LLVMPY_WriteBitcodeToString._cfn(mod, byref(pointer), byref(size))
+    if not pointer:
+        raise MemoryError("LLVM could not write bitcode")
+    try:
+        return string_at(pointer, size.value)
+    finally:
+        ffi.lib.LLVMPY_DisposeString._cfn(pointer)
+
+
 def compile_part(part: Part) -> tuple[bytes, bytes]:
-    """Optimize and code-generate one part in a context of its own: (object file, optimized bitcode). The pass
-    pipeline and the object emission go through the raw ctypes functions (no llvmlite lock, GIL released)."""
+    """Optimize and code-generate one part in a context of its own: (object file, optimized bitcode). The parse,
+    the pass pipeline, the object emission and the bitcode go through the raw ctypes functions (no llvmlite lock,
+    GIL released)."""
     context = llvm.create_context()
     try:
         mod = _parse(part.text, context)
@@ -458,7 +497,7 @@ def compile_part(part: Part) -> tuple[bytes, bytes]:
             err.close()
         # the module is disposed here, before its context: left to the garbage collector, the two could be
         # freed in either order, and a module outliving its context crashes the process
-        bitcode = mod.as_bitcode()
+        bitcode = _bitcode(mod)
         mod.close()
     finally:
         context.close()

@@ -38,8 +38,20 @@ LOOP_TRIPS = 1000                # a while loop whose trip count is not known
 _SUFFIX = re.compile(r"\.\d+$")          # llvmlite's suffix for a name already taken
 
 
+_TUNING: dict = {}               # tier -> its options, made once (tuning)
+
+
 def tuning(tier: str):
-    """LLVM pipeline tuning options for `tier` (the O3 ones are compiler.pipeline_tuning)."""
+    """LLVM pipeline tuning options for `tier` (the O3 ones are compiler.pipeline_tuning), made once per process:
+    a pass builder only reads them, so both of llvm_parallel's threads may share them, and each part saved six
+    calls into LLVM (each one a wait for the GIL on thread 2: gil_handoff.py)."""
+    pto = _TUNING.get(tier)
+    if pto is None:
+        pto = _TUNING.setdefault(tier, _new_tuning(tier))
+    return pto
+
+
+def _new_tuning(tier: str):
     import llvmlite.binding as llvm
     if tier == HOT:
         from .compiler import pipeline_tuning
