@@ -157,7 +157,7 @@ NUMPY_CASES = [
      {"rtol": 1e-6}),
     ("np_nanquantile", lambda m, x: (m.numpy.nanquantile(x, 0.3, axis=1), m.numpy.nanmedian(x, axis=1),
                                      m.numpy.nanpercentile(x, np.array([20.0, 80.0], np.float32))), [NANX],
-     {"rtol": 1e-6}),
+     {"rtol": 1e-6, "atol": 1e-7}),     # a lerp between neighbours near 1 may cancel to ~0.02: an ulp of them apart
     ("np_nanvar_std", lambda m, x: (m.numpy.nanvar(x, axis=1), m.numpy.nanstd(x, axis=0, ddof=1),
                                     m.numpy.nanvar(x)), [NANX], {"rtol": 1e-5}),
     ("np_nanargmax", lambda m, x: (m.numpy.nanargmax(x, axis=1), m.numpy.nanargmin(x, axis=1),

@@ -17,7 +17,7 @@ from llvmlite import ir
 from ...errors import ExecutionError, UnimplementedError
 from ...hlo import ELIDED, Computation, Instruction, elided_constant_error
 from ...hlo.shape import primitive_type
-from . import f8, scalar_complex, scalar_ops
+from . import elemental_contract, f8, scalar_complex, scalar_ops
 from .abi import ENTRY_NAME
 from .indexing import delinearize, linear_index, major_to_minor, row_major_linear
 from .irhelpers import I1, I64, alloca_once, dominates, i64, if_else_value, is_x86, loop_nest
@@ -41,6 +41,7 @@ class ElementalEmitter:
         self.reassoc = False      # float add/multiply may be reassociated (inside reducers, as XLA allows)
         self.sum_groups: dict[int, int] = {}    # the fusion being emitted: elemental_reduce.sibling_sums
         self.sum_summers: dict = {}             # group -> the LeafSummer its first member made
+        self.multiplies: dict[int, tuple] = {}  # id(multiply) -> (its generator, its operands' generators)
 
     def generator(self, inst: Instruction, operands: Sequence[Generator]) -> Generator:
         make = TABLE.get(inst.opcode)
@@ -48,7 +49,10 @@ class ElementalEmitter:
             raise unsupported(inst)
         for leaf in inst.shape.leaves():
             value_type(leaf.ptype)    # raises UnimplementedError for element types not supported yet
-        return _memoized(self.b, make(self, inst, list(operands)))
+        gen = _memoized(self.b, make(self, inst, list(operands)))
+        if inst.opcode == "multiply":
+            self.multiplies[id(inst)] = (gen, list(operands))   # for elemental_contract
+        return gen
 
     def buffer_generator(self, pointer: ir.Value, shape) -> Generator:
         pt = shape.ptype
@@ -177,6 +181,11 @@ def _unary(em, inst, gens):
 
 def _binary(em, inst, gens):
     pt = inst.operands[0].shape.ptype
+    k = elemental_contract.contractible(inst, em.multiplies, gens) if inst.opcode in ("add", "subtract") else None
+    if k is not None:
+        factors, other = em.multiplies[id(inst.operands[k])][1], gens[1 - k]
+        return lambda index: elemental_contract.emit(em.b, inst.opcode, k, factors[0](index), factors[1](index),
+                                                     other(index))
     rule = _flushing(em, inst, pt, _approximated(inst, pt, _rule(scalar_ops.BINARY, inst, pt)))
     reassociable = inst.opcode in ("add", "multiply") and pt.kind == "float"
 
