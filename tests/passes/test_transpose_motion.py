@@ -217,7 +217,7 @@ def test_group_norm_between_nchw_convolutions():
         t2 = f32[2,4,4,4] transpose(s), dimensions={0,2,3,1}
         ROOT c2 = f32[2,4,4,4] convolution(t2, w2), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f""",
         ADD), [ReshapeMover, "algsimp", "dce"], "CHECK-NOT: transpose", fixed_point=True, corners=False,
-        rtol=1e-5, atol=1e-5)
+        rtol=2e-4, atol=1e-3)      # outputs up to ~2e4 from sums that cancel (-868 from terms of 1e4: 5e-5 apart)
     assert not [i for i in module.instructions() if i.opcode == "transpose"]
 
 
