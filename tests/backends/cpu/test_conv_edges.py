@@ -37,8 +37,10 @@ VECTOR = [
 # conv_depthwise_forward.py (one channel per group)
 DEPTHWISE = [
     ((1, 5, 7, 10), (3, 3, 1, 10), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 10),       # interior of 5, tail 2
-    ((1, 4, 17, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),         # 15: 2 blocks + 3
-    ((1, 2, 9, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),          # 7: a block, 1 left over
+    ((1, 4, 17, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),         # 15: 3 blocks of 5
+    ((1, 2, 9, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),          # 7: one block of 7
+    ((1, 4, 13, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),         # 11: a block of 6 + 5
+    ((1, 2, 15, 8), (3, 3, 1, 8), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 8),         # 13: 2 blocks, 1 left over
     ((1, 3, 2, 8), (3, 5, 1, 8), "b01f_01io->b01f", "{size=3x5 pad=1_1x2_2}", 8),          # no interior
     ((1, 9, 12, 16), (3, 3, 1, 16), "b01f_01io->b01f", "{size=3x3 stride=2x1 pad=0_3x2_1 rhs_dilate=2x2}", 16),
     ((2, 11, 8), (9, 1, 8), "b0f_0io->b0f", "{size=9 pad=4_-2}", 8),                        # a looped last dim
@@ -89,3 +91,11 @@ def test_row_loops_match_the_interpreter(cases, markers, dtype):
     got, want = exe(*args), xlapy.compile(module, backend="interpreter")(*args)
     for i, (g, w) in enumerate(zip(got, want)):
         assert_same(g, w, where=f"convolution {i}: {cases[i]}", rtol=1e-4 if dtype == "f32" else 1e-12)
+
+
+def test_depthwise_blocks_divide_the_interior_when_they_can():
+    """conv_depthwise_forward._block: whole blocks (one copy of the block code) when a divisor of the interior lies
+    in (O_BLOCK // 2, EXACT_BLOCK], else O_BLOCK with a remainder block or a leftover output."""
+    from xlapy.backends.cpu.conv_depthwise_forward import _block
+    assert {n: _block(n) for n in (14, 16, 30, 7, 15, 8)} == {14: 7, 16: 4, 30: 6, 7: 7, 15: 5, 8: 4}
+    assert _block(11) == 6 and _block(13) == 6
