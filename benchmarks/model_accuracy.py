@@ -13,10 +13,11 @@ is chaotic (one flipped gate moves a whole gradient element), and a module whose
 predictions) has an error of a few roundings: such errors measure luck as much as arithmetic. `--draws N` runs
 each module on N input draws (the corpus's inputs, then the same specs with other seeds) and reports the median
 over the draws of each error (gnn/train, 12 draws: 11 with errors near XLA's, one where a gate flipped in xlapy's
-run and moved its max error from 7e-6 to 3e-3). Modules XLA cannot read (TF's optimized dumps, `_opt`) and modules whose f64
+run and moved its max error from 7e-6 to 3e-3). A module whose float outputs are few gets more draws, until they
+hold `--min-values` numbers in all (4096; at most `--max-draws`, 64): the table's draws column. Modules XLA cannot read (TF's optimized dumps, `_opt`) and modules whose f64
 rewrite is not valid HLO are listed with the reason.
 
-    .venv-models/bin/python benchmarks/model_accuracy.py [--only REGEX] [--draws N] [--out FILE.md]
+    .venv-models/bin/python benchmarks/model_accuracy.py [--only REGEX] [--draws N] [--min-values N] [--out FILE.md]
 
 Needs jax (the models venv: tools/setup_models_env.sh); each module runs in a child process.
 """
@@ -81,10 +82,19 @@ def draw(entry: dict, k: int) -> list:
     return [inputs.make_input({**spec, "seed": spec["seed"] + 7919 * k}) for spec in entry["inputs"]]
 
 
-def worker(module_id: str, draws: int) -> None:
-    """Errors of XLA and xlapy over `draws` input draws: each executable is compiled once and run on every draw;
-    both errors are the median over the draws (one draw whose ReLU gate flips, in either compiler, does not decide
-    the row)."""
+def draws_for(values_per_draw: int, draws: int, min_values: int, max_draws: int) -> int:
+    """At least `draws` draws, more while the float outputs of all of them hold fewer than `min_values` numbers
+    (gnn/fwd's 16 predictions: an rms over 48 numbers moved its ratio between 0.94x and 1.57x from run to run),
+    at most `max_draws`."""
+    if values_per_draw <= 0:
+        return draws
+    return max(draws, min(max_draws, -(-min_values // values_per_draw)))
+
+
+def worker(module_id: str, draws: int, min_values: int = 0, max_draws: int = 0) -> None:
+    """Errors of XLA and xlapy over `draws` input draws (draws_for: more for modules with few output values): each
+    executable is compiled once and run on every draw; both errors are the median over the draws (one draw whose
+    ReLU gate flips, in either compiler, does not decide the row)."""
     import jax
     import numpy as np
     import xla_check
@@ -111,9 +121,15 @@ def worker(module_id: str, draws: int) -> None:
         result["xla_error"] = _why(e)
     exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu")
     per_draw: dict = {"xla": [], "xlapy": []}
-    for k in range(draws):
+    k = 0
+    while k < draws:
         args = draw(entry, k)
         exact = run_exact([a.astype(np.float64) if a.dtype == np.float32 else a for a in args])
+        if k == 0:
+            floats = sum(np.asarray(e).size for e in exact if np.asarray(e).dtype.kind == "f")
+            draws = draws_for(floats, draws, min_values, max_draws)
+            result["draws"] = draws
+        k += 1
         if run_xla is not None:
             per_draw["xla"].append(errors(run_xla(args), exact))
         per_draw["xlapy"].append(errors(npz.flatten(exe(*args)), exact))
@@ -144,32 +160,37 @@ def main(argv=None) -> int:
     p.add_argument("--only", help="regex over module ids (model/kind)")
     p.add_argument("--out", help="also write the table to this file")
     p.add_argument("--draws", type=int, default=1, help="input draws per module (1: the corpus's own inputs)")
+    p.add_argument("--min-values", type=int, default=4096,
+                   help="more draws for a module until its float outputs hold this many numbers in all")
+    p.add_argument("--max-draws", type=int, default=64)
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     _environment()
     if a.worker:
-        worker(a.worker, a.draws)
+        worker(a.worker, a.draws, a.min_values, a.max_draws)
         return 0
     inputs = _load("inputs")
     ids = [m for m in inputs.module_ids() if not a.only or re.search(a.only, m)]
-    rows = ["| module | XLA max error | xlapy max error | max xlapy/XLA | XLA rms error | xlapy rms error | "
-            "rms xlapy/XLA |", "|---|---|---|---|---|---|---|"]
+    rows = ["| module | draws | XLA max error | xlapy max error | max xlapy/XLA | XLA rms error | xlapy rms error | "
+            "rms xlapy/XLA |", "|---|---|---|---|---|---|---|---|"]
     logs = []
     for module_id in ids:
         try:
-            proc = subprocess.run([sys.executable, __file__, "--worker", module_id, "--draws", str(a.draws)], capture_output=True, text=True,
-                                  timeout=a.timeout)
+            proc = subprocess.run([sys.executable, __file__, "--worker", module_id, "--draws", str(a.draws),
+                                   "--min-values", str(a.min_values), "--max-draws", str(a.max_draws)],
+                                  capture_output=True, text=True, timeout=a.timeout)
             lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
             r = json.loads(lines[-1][7:]) if lines else {"error": f"worker died: {proc.stderr.strip()[-200:]}"}
         except subprocess.TimeoutExpired:
             r = {"error": f"timeout ({a.timeout:.0f} s)"}
         if "error" in r or r.get("xla") is None:
             why = r.get("error") or r.get("xla_error") or "no float output"
-            rows.append(f"| {module_id} | — | — | — | — | — | — | {why}")
+            rows.append(f"| {module_id} | — | — | — | — | — | — | — | {why}")
         else:
             (xm, xr), (ym, yr) = r["xla"], r["xlapy"]
-            rows.append(f"| {module_id} | {_fmt(xm)} | {_fmt(ym)} | {_ratio(ym, xm)} | {_fmt(xr)} | {_fmt(yr)} | "
+            rows.append(f"| {module_id} | {r.get('draws', a.draws)} | {_fmt(xm)} | {_fmt(ym)} | {_ratio(ym, xm)} | "
+                        f"{_fmt(xr)} | {_fmt(yr)} | "
                         f"{_ratio(yr, xr)} |")
         logs.append(r)
         print(rows[-1], file=sys.stderr, flush=True)

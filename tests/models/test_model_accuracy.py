@@ -47,3 +47,10 @@ def test_importing_the_benchmark_leaves_the_environment_alone():
     the same worker, checks the cache's report)."""
     import os
     assert os.environ.get("XLAPY_CACHE_DIR") != "off"
+
+
+def test_modules_with_few_outputs_get_more_draws():
+    assert accuracy.draws_for(16, 3, 4096, 64) == 64           # gnn/fwd's 16 predictions: capped
+    assert accuracy.draws_for(80, 3, 4096, 64) == 52           # mobilenetv2/fwd's 8 x 10 logits
+    assert accuracy.draws_for(100_000, 3, 4096, 64) == 3       # enough values in one draw
+    assert accuracy.draws_for(0, 3, 4096, 64) == 3             # no float output
