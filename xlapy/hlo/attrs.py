@@ -5,6 +5,7 @@ canonical text XLA prints. Parse failures raise ValueError; the text parser turn
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -98,7 +99,10 @@ class ConvDimensionNumbers:
         return "?" not in self.text
 
     @staticmethod
+    @functools.lru_cache(maxsize=512)
     def parse(text: str) -> "ConvDimensionNumbers":
+        # cached: the value is frozen, and conv_canonicalization asks for its five templates' labels per convolution
+        # on every compile (mobilenetv2/fwd: 260 parses, 5.9 ms of a pass that changed nothing)
         m = re.fullmatch(r"([0-9a-z?]+)_([0-9a-z?]+)->([0-9a-z?]+)", text)
         if not m:
             raise ValueError(f"malformed dim_labels {text!r}")
