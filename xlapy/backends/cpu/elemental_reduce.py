@@ -4,6 +4,8 @@
 |---------------------------------------------|-----------------------------------------------------------|
 | float max/min, minor-most reduced dim long  | `interleaved_reduce`: explicit vector code (below)        |
 | float add over more than blocked_sum.LEAF   | `leaf_sum_reduce`: leaves summed in f64 (blocked_sum.py)  |
+| float add, few long sums (MIN_SUM, MAX_SUMS)| `interleaved_reduce` with fadd: LANES x chains partial    |
+|                                             | sums whatever LLVM does with the loop (-0.0 identity)     |
 | anything else                               | None: the plain loop, which LLVM vectorizes if it can     |
 
 Float max/min reductions as explicit vector code: LANES elements of the minor-most reduced dimension at a time
@@ -49,7 +51,13 @@ from .types import value_type
 LANES = 8
 CHAINS = 4               # independent vector accumulators at most: llvm.maximum is ~5 cycles deep on x86
 MIN_LENGTH = 2 * LANES
-IDENTITY = {"maximum": float("-inf"), "minimum": float("inf")}
+# Float sums as vector chains: those of at least MIN_SUM elements each, at most MAX_SUMS of them (a loss, a
+# per-batch statistic: few long sums, in a light kernel whose plain loop LLVM leaves sequential, 1.5x XLA's
+# error on gpt2/train's loss). Many sums (LayerNorm rows) run in hot kernels that LLVM vectorizes itself, with as
+# many partial sums, and their code would cost compile time (vit/fwd: +7% IR).
+MIN_SUM = 128
+MAX_SUMS = 64
+IDENTITY = {"maximum": float("-inf"), "minimum": float("inf"), "add": -0.0}
 
 
 def special_reduce(em, inst, gens, op: str | None, wide_rule):
@@ -122,12 +130,16 @@ def chains_for(n: int) -> int:
 
 def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):
     """A generator for reduce `inst` as vector code, or None when it does not apply: not a single f32/f64
-    max/min, or a short minor-most reduced dimension."""
+    max/min/add, or a short minor-most reduced dimension; for add, a blocked sum (leaf_sum_reduce) or one that
+    shares its loop with siblings (sibling_sums)."""
     from .indexing import major_to_minor
     if op not in IDENTITY or wide_rule is not None or inst.shape.is_tuple or len(inst.operands) != 2:
         return None
     pt = inst.shape.ptype
     if pt.name not in ("f32", "f64"):
+        return None
+    if op == "add" and (is_blocked_sum(inst, op) or id(inst) in em.sum_groups or inst.shape.numel > MAX_SUMS
+                        or inst.operands[0].shape.numel < MIN_SUM * inst.shape.numel):
         return None
     in_shape = inst.operands[0].shape
     reduced = set(int(d) for d in inst.attrs["dimensions"])
@@ -170,7 +182,7 @@ def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):
                 for c in range(count // LANES):
                     lanes = b.gep(buf, [i64(0), i64(c * LANES)], inbounds=True)
                     v = b.load(b.bitcast(lanes, e.fty.as_pointer()), align=scalar_bytes)
-                    b.store(_ieee(b, op, b.load(accs[c]), v), accs[c])
+                    b.store(_combine(b, op, b.load(accs[c]), v), accs[c])
             with for_range(b, n // block, "lanes") as k:
                 chunk(b.mul(k, i64(block), flags=["nsw", "nuw"]), block)
             vectors = n % block - n % LANES
@@ -179,14 +191,26 @@ def interleaved_reduce(em, inst, gens, op: str | None, wide_rule):
             if n % LANES:                       # the last elements one at a time, each splat over two lanes
                 with for_range(b, n % LANES, "tail") as j:
                     full[inner] = b.add(i64(n - n % LANES), j, flags=["nsw", "nuw"])
-                    x = b.insert_element(ir.Constant(pair, ir.Undefined), source(list(full)), i64(0))
-                    x = b.shuffle_vector(x, x, ir.Constant(ir.VectorType(ir.IntType(32), 2), [0, 0]))
-                    b.store(_ieee(b, op, b.load(rest), x), rest)
+                    b.store(_combine(b, op, b.load(rest), _tail_pair(b, op, pair, source(list(full)))), rest)
         vec = b.load(accs[0])
         for acc in accs[1:]:
-            vec = _ieee(b, op, vec, b.load(acc))
+            vec = _combine(b, op, vec, b.load(acc))
         return em.emit_scalar(reducer, [init([]), _fold_lanes(b, op, vec, b.load(rest) if n % LANES else None)])
     return gen
+
+
+def _tail_pair(b, op: str, pair: ir.VectorType, x):
+    """A tail element as a two-lane vector: splat for max/min (x twice is x), in lane 0 beside -0.0 for a sum."""
+    if op == "add":
+        return b.insert_element(ir.Constant(pair, [IDENTITY[op]] * 2), x, i64(0))
+    x = b.insert_element(ir.Constant(pair, ir.Undefined), x, i64(0))
+    return b.shuffle_vector(x, x, ir.Constant(ir.VectorType(ir.IntType(32), 2), [0, 0]))
+
+
+def _combine(b, op: str, x, y):
+    """The reducer's operation on vectors: plain fadd for a sum (no reassoc: the order is this code's), IEEE
+    754-2019 maximum/minimum for max/min."""
+    return b.fadd(x, y) if op == "add" else _ieee(b, op, x, y)
 
 
 def _ieee(b, op: str, x, y):
@@ -199,14 +223,15 @@ def _ieee(b, op: str, x, y):
 
 def _fold_lanes(b, op: str, vec, pair):
     """The lanes of `vec` combined by halves down to two (lanes i and i + n/2, then again), then with `pair`
-    (the tail's two-lane accumulator, or None), then lane 0 with lane 1 by compares and selects (LLVM would
-    scalarize a last llvm.maximum, and x86 code branches on the sign for a scalar one)."""
+    (the tail's two-lane accumulator, or None), then lane 0 with lane 1: added, or for max/min by compares and
+    selects (LLVM would scalarize a last llvm.maximum, and x86 code branches on the sign for a scalar one)."""
     n = vec.type.count
     mask = lambda lanes: ir.Constant(ir.VectorType(ir.IntType(32), len(lanes)), lanes)
     while n > 2:
         half = n // 2
         lo, hi = (b.shuffle_vector(vec, vec, mask(list(range(first, first + half)))) for first in (0, half))
-        vec, n = _ieee(b, op, lo, hi), half
+        vec, n = _combine(b, op, lo, hi), half
     if pair is not None:
-        vec = _ieee(b, op, vec, pair)
-    return ieee_max_min(b, op, b.extract_element(vec, i64(0)), b.extract_element(vec, i64(1)))
+        vec = _combine(b, op, vec, pair)
+    lo, hi = b.extract_element(vec, i64(0)), b.extract_element(vec, i64(1))
+    return b.fadd(lo, hi) if op == "add" else ieee_max_min(b, op, lo, hi)
