@@ -334,3 +334,25 @@ ENTRY e {
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((8, 4, 4, 40), np.float32), rng.standard_normal((8, 4, 4, 48), np.float32)
     np.testing.assert_array_equal(two(a, b), one(a, b))
+
+
+def test_short_f32_gemm_runs_the_vector_kernel():
+    """At most SHORT_M rows (a classifier head, a sampling step's logits): the vector kernel, K in blocks, not
+    sgemm packing all of rhs; 16 rows or f64 stay with BLAS."""
+    from xlapy.backends.cpu.dot_plan import SHORT_REASON
+    assert plan_dot((8, 512), (512, 100), (8, 100), MATMUL, "f32").reason == SHORT_REASON
+    assert plan_dot((2, 192), (192, 2048), (2, 2048), MATMUL, "f32").reason == SHORT_REASON
+    if runtime.blas_function("gemm", "f32") is not None:
+        assert plan_dot((16, 768), (768, 2048), (16, 2048), MATMUL, "f32").strategy == "gemm"
+        assert plan_dot((8, 512), (512, 100), (8, 100), MATMUL, "f64").strategy == "gemm"
+    rng = np.random.default_rng(0)
+    a = np.maximum(rng.standard_normal((8, 512)), 0).astype(np.float32)
+    w = (rng.standard_normal((512, 100)) / 22.6).astype(np.float32)
+    call, _ = jit_dot((8, 512), (512, 100), (8, 100), MATMUL, "f32")
+    exact = a.astype(np.float64) @ w.astype(np.float64)
+    got = np.asarray(call(a, w), np.float64)
+    one_run = np.zeros((8, 100), np.float32)           # one run of K, as sgemm sums it
+    for k in range(512):
+        one_run = (one_run.astype(np.float64) + np.outer(a[:, k], w[k])).astype(np.float32)
+    err = lambda y: np.sqrt(((y - exact) ** 2).sum() / (exact ** 2).sum())   # noqa: E731
+    assert err(got) < 0.7 * err(one_run)

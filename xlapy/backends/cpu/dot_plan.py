@@ -253,8 +253,26 @@ NARROW_REASON = "narrow f32 GEMM: the vector kernel keeps rhs in L1"
 def narrow(d: DotShape) -> bool:
     """An f32 GEMM the emitted vector kernel runs faster than BLAS: N <= NARROW_N, rhs within NARROW_RHS_BYTES,
     N one unit-stride run of rhs and of the result, K one strided run of lhs."""
-    return (d.out.ptype.name == "f32" and d.n <= NARROW_N and d.k * d.n * 4 <= NARROW_RHS_BYTES
-            and group(d.rhs, d.rf) == (d.n, 1) and group(d.out, d.on) == (d.n, 1)
+    return d.n <= NARROW_N and d.k * d.n * 4 <= NARROW_RHS_BYTES and _vector_kernel_reads(d)
+
+
+SHORT_REASON = "short f32 GEMM: BLAS would pack all of rhs for a few rows"
+SHORT_M = 8
+
+
+def short(d: DotShape) -> bool:
+    """An f32 GEMM of at most SHORT_M rows (a classifier head on a batch of 8, a sampling step's logits): BLAS
+    packs the whole rhs for them; the vector kernel reads it once per ROWS rows, as fast or faster (one thread,
+    thread time, min of 7: 8x512x100 9.5 vs 8-11 us, 8x2048x1000 0.73-0.86 vs 0.82-0.89 ms, 4x192x2048 38-53 vs
+    106 us; 16x768x2048 was 1.6 vs 0.9 ms, hence 8), and sums K in blocks (dot_loops.k_block): ResNet-50's head
+    [8,512]x[512,100] had 1.27x XLA's rms error through OpenBLAS's one run of K."""
+    return d.m <= SHORT_M and _vector_kernel_reads(d)
+
+
+def _vector_kernel_reads(d: DotShape) -> bool:
+    """f32, N one unit-stride run of rhs and of the result, K one strided run of lhs: the vector kernel reads the
+    operands in place."""
+    return (d.out.ptype.name == "f32" and group(d.rhs, d.rf) == (d.n, 1) and group(d.out, d.on) == (d.n, 1)
             and group(d.lhs, d.dd.lhs_contracting) is not None and vector_kernel_types(d))
 
 
@@ -301,6 +319,8 @@ def make_plan(d: DotShape, invariant_rhs: bool = False) -> DotPlan:
         return _loop_plan(d, "small enough for emitted loops")
     if not vector and narrow(d):
         return DotPlan("loops", **dims, reason=NARROW_REASON)
+    if not vector and short(d):
+        return DotPlan("loops", **dims, reason=SHORT_REASON)
     routine = "gemv" if vector else "gemm"
     fn = runtime.blas_function(routine, out.ptype.name)
     if fn is None:
@@ -357,5 +377,5 @@ def _batch_span(b: ir.IRBuilder, dims: Sequence[int], start: ir.Value, end: ir.V
 
 
 __all__ = ["DotDims", "DotPlan", "Operand", "Matrix", "plan_dot", "dot_scratch_bytes", "GEMM_MIN_FLOPS",
-           "GEMV_MIN_ELEMENTS", "ALIGN", "NARROW_N", "NARROW_RHS_BYTES", "narrow", "PACKED_RHS", "packed_applies",
+           "GEMV_MIN_ELEMENTS", "ALIGN", "NARROW_N", "NARROW_RHS_BYTES", "narrow", "short", "SHORT_M", "PACKED_RHS", "packed_applies",
            "packed_bytes"]
