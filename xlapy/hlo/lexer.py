@@ -18,13 +18,15 @@ ATTR_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 INT = re.compile(r"[-+]?\d+")
 WORD = re.compile(r"[\w.\-+]+")
 FLOAT = re.compile(r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.S)      # possessive: runs in one step, never backtracks
 _TOKEN_FOR_ERROR = re.compile(r'"(?:[^"\\\n]|\\.)*"?|[\w.%\-+]+|\S')
 _RAW_SPECIAL = re.compile(r'["{}()\[\],\n]')     # what raw_value looks at (it passes over the rest)
 _RAW_GROUP = re.compile(r'\{[^"{}()\[\]]*\}|\([^"{}()\[\]]*\)|\[[^"{}()\[\]]*\]')    # innermost brackets
 # a whole `{...}` value on one line holding strings but no other brackets (metadata={op_type="..." op_name="..."}),
 # followed by what ends a value: raw_value takes it in one match
-_RAW_BRACED = re.compile(r'\{(?:[^"{}()\[\]\n]|"(?:[^"\\\n]|\\.)*")*\}(?=[ \t]*(?:[,})\]\n]|$))')
+# (possessive runs: a metadata value is one step per run of plain text, not per character; its match is unique, so
+# never backtracking changes nothing: mobilenetv2/fwd's 1115 metadata values 5.3 -> 1.3 ms)
+_RAW_BRACED = re.compile(r'\{(?:[^"{}()\[\]\n]++|"(?:[^"\\\n]++|\\.)*+")*+\}(?=[ \t]*(?:[,})\]\n]|$))')
 
 _ENDS_AT_NEWLINE = re.compile(r"[ \t]*(?:\n|$)")
 _OPEN = {"{": "}", "(": ")", "[": "]"}
