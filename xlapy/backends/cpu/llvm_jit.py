@@ -94,8 +94,10 @@ def host_target() -> tuple:
         init_llvm()
         with _lock:
             if _host is None:
-                _host = (llvm.Target.from_default_triple(), llvm.get_host_cpu_name(),
-                         llvm.get_host_cpu_features().flatten())
+                features = llvm.get_host_cpu_features()
+                if features.get("avx512f", False):
+                    features["prefer-256-bit"] = False      # 512-bit vectors where the host has them
+                _host = (llvm.Target.from_default_triple(), llvm.get_host_cpu_name(), features.flatten())
     return _host
 
 
