@@ -1,0 +1,29 @@
+"""benchmarks/run_models.py's bookkeeping (the benchmark itself needs jax; these need numpy only)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+from xlapy.testing import REPO
+
+_path = list(sys.path)
+_spec = importlib.util.spec_from_file_location("run_models", REPO / "benchmarks" / "run_models.py")
+run_models = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(run_models)
+sys.path[:] = _path
+
+
+def test_compile_times_are_medians_over_processes():
+    first = {"module": "m", "xla_compile_s": 1.0, "xlapy_compile_s": 0.9, "xla_run_s": 0.01, "xlapy_run_s": 0.005,
+             "xlapy": "ok"}
+    more = [{"xla_compile_s": 1.2, "xlapy_compile_s": 0.7}, {"xla_compile_s": 0.8, "xlapy_compile_s": 1.5}]
+    out = run_models.with_median_compiles(first, more)
+    assert (out["xla_compile_s"], out["xlapy_compile_s"], out["compiles"]) == (1.0, 0.9, 3)
+    assert (out["xla_run_s"], out["xlapy_run_s"]) == (0.01, 0.005)          # run times: the first worker's
+    assert "| m |" in run_models.table([out])
+
+
+def test_importing_the_benchmark_leaves_the_environment_alone():
+    """Cold compiles turn the persistent cache off in the benchmark's processes only (test_demo checks the cache)."""
+    assert os.environ.get("XLAPY_CACHE_DIR") != "off"
