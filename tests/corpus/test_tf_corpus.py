@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import xlapy
+from xlapy.backends.cpu.elemental_contract import fused_on_host
 from xlapy.errors import ExecutionError, UnimplementedError
 from xlapy.testing import CORPUS, assert_same, dynamic_prefix
 from xlapy.tools import npz
@@ -28,9 +29,10 @@ _FMA = ("XLA:CPU contracts a*b-c into an FMA in fused code, the interpreter eval
         "sample that lands on a pixel centre (5 -> 9 rows) the ceil of the source coordinate differs (XLA with "
         "--xla_cpu_max_isa=AVX gives the interpreter's numbers)")
 # (module: file name without .hlo, backend) -> why it differs from XLA today
-KNOWN = {(stem, "interpreter"): _FMA
+KNOWN = {(stem, backend): _FMA
          for name in ("resize_bilinear_up_halfpx", "resize_bilinear_grad_halfpx", "image_resize_bilinear")
-         for stem in (name, name + ".opt")}
+         for stem in (name, name + ".opt")
+         for backend in (("interpreter",) if fused_on_host() else ("interpreter", "cpu"))}   # no FMA: op by op
 
 
 def _cases():

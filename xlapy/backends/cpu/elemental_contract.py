@@ -38,6 +38,16 @@ RULES: dict[tuple[str, int], str | None] = {
 TYPES = frozenset({"f32", "f64"})
 
 
+def fused_on_host() -> bool:
+    """Does llvm.fmuladd become one fused multiply-add on this host (x86 with FMA3, every 64-bit ARM)? Elsewhere it is
+    the two operations, rounded twice, as without contraction."""
+    import llvmlite.binding as llvm
+    from .llvm_jit import init_llvm
+    init_llvm()
+    return llvm.get_process_triple().startswith(("aarch64", "arm64")) or \
+        bool(llvm.get_host_cpu_features().get("fma", False))
+
+
 def enabled() -> bool:
     return os.environ.get("XLAPY_FP_CONTRACT", "1").strip().lower() not in ("0", "false", "off", "no")
 
