@@ -9,6 +9,7 @@ import pytest
 
 import xlapy
 from xlapy.backends.cpu import dot_loops
+from xlapy.backends.cpu.vector_width import loop_vector_bytes
 
 CASES = [  # (lhs shape, rhs shape, dot attributes, dtype)
     ((16, 64), (64, 1), "lhs_contracting_dims={1}, rhs_contracting_dims={0}", "f32"),      # K = 8 vectors
@@ -92,7 +93,7 @@ def test_chains_follow_k():
                      DotDims((), (1,), (), (0,)))
         found = dot_loops._partial_sums(d, f32)
         return None if found is None else found[1]
-    lanes = dot_loops._vector_bytes() // 4
+    lanes = loop_vector_bytes() // 4
     assert chains(lanes - 1) is None
     assert chains(lanes) == 1 and chains(4 * lanes - 1) == 1
     assert chains(16 * lanes) == dot_loops.SUM_CHAINS

@@ -1,5 +1,6 @@
-"""vector_width.loop_vector_bytes: the vectors LLVM's loop vectorizer uses here, which blocked_sum's leaf length
-follows. The probe must agree with what a real sum kernel compiled by the backend holds."""
+"""vector_width.loop_vector_bytes: the host target's vector width, which LLVM's loop vectorizer uses too (llvm_jit.
+host_target turns prefer-256-bit off) and blocked_sum's leaf length follows. It must agree with the registers of a
+real sum kernel compiled by the backend."""
 from __future__ import annotations
 
 import llvmlite.binding as llvm
@@ -19,7 +20,7 @@ ENTRY e { p = f32[65536] parameter(0)
 """
 
 
-def test_probe_agrees_with_a_compiled_sum(monkeypatch):
+def test_width_agrees_with_a_compiled_sum(monkeypatch):
     monkeypatch.setenv("XLAPY_LLVM_LEVEL", "optimized")
     monkeypatch.setenv("XLAPY_CACHE_DIR", "off")
     exe = xlapy.compile(SUM, backend="cpu", pipeline="cpu")

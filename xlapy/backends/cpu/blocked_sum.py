@@ -83,8 +83,8 @@ def long_leaf() -> int:
     32 elements per partial sum) and fewer with narrower ones, where a 2048-element leaf's chains are longer and
     cancelling sums lose accuracy. Measured with 256-bit vectors (test_reduction_accuracy's mixed-sign rows, RMS
     in units of 2^-24 ||x||, XLA 1.52): leaves of 2048 give 2.86, 1024 give 2.23, 512 give 1.91, so a quarter of
-    LONG_LEAF. The vectors are those LLVM uses (vector_width.py), not the widest the CPU has: on Intel's AVX-512
-    cores LLVM prefers 256-bit ones (2.86 there with 2048, as on AVX2)."""
+    LONG_LEAF. The vectors are those LLVM's loop vectorizer uses (vector_width.py): on Intel's AVX-512 cores with
+    LLVM's own tuning (256-bit vectors) leaves of 2048 gave 2.86, as on AVX2."""
     return LONG_LEAF if loop_vector_bytes() == 64 else LONG_LEAF // 4
 _SUMMED = ("f32", "f64")         # and the narrow floats, which accumulate in f32
 

@@ -22,7 +22,7 @@ from typing import Iterator
 from llvmlite import ir
 
 from .conv_taps import ConvGeometry, scratch
-from .dot_loops import _vector_bytes
+from .vector_width import loop_vector_bytes
 from .irhelpers import I1, VOID, for_range, i64, intrinsic, loop_nest
 from .parallel import chunk_bounds, parallel_for
 from .types import storage_type
@@ -231,7 +231,7 @@ class Vectors:
         self.b = b
         self.st = storage_type(pt)
         self.elem_bytes = 4 if pt.name == "f32" else 8
-        self.lanes = max(1, _vector_bytes() // self.elem_bytes)
+        self.lanes = max(1, loop_vector_bytes() // self.elem_bytes)
 
     def typed(self, pointer: ir.Value) -> ir.Value:
         return self.b.bitcast(pointer, self.st.as_pointer())

@@ -20,8 +20,8 @@ from . import scalar_ops
 from .dot_plan import (PACKED_HEADER, DotDims, Operand, batch_loop, DotShape, compute_type, elem_bytes, group,
                        offset_of, row_major, vector_kernel_types)
 from .irhelpers import F16, F32, I8P, I16, I32, I64, alloca_once, i64, if_then, loop_nest
-from .llvm_jit import init_llvm
 from .types import call_math, load_element, storage_type, store_element, value_type
+from .vector_width import loop_vector_bytes
 
 ACC_ROW_MAX = 16384               # largest f32 accumulator row kept on the stack (narrow-float results)
 
@@ -44,18 +44,6 @@ def _zero(ct: PrimitiveType) -> ir.Constant:
     return ir.Constant(ty, 0.0 if ct.kind == "float" else 0)
 
 
-def _vector_bytes() -> int:
-    """The widest SIMD register of this CPU (the JIT compiles for the host)."""
-    global _VECTOR_BYTES
-    if _VECTOR_BYTES is None:
-        import llvmlite.binding as llvm
-        init_llvm()
-        features = llvm.get_host_cpu_features()
-        _VECTOR_BYTES = 64 if features.get("avx512f") else 32 if features.get("avx") else 16
-    return _VECTOR_BYTES
-
-
-_VECTOR_BYTES: int | None = None
 ROWS = 4          # register block of the vector kernel: ROWS output rows x VECS vectors of N
 VECS = 2
 PACKED_ROWS = 4
@@ -159,7 +147,7 @@ def _emit_vector_kernel(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr
     """for each block of rows and of columns: acc[r][c] = 0; for k: acc[r][c] += lhs[row r, k] * rhs[k, cols c];
     store. Columns come in chunks of full vectors, then a scalar tail; everything is unrolled at compile time
     except the loops over row blocks, column tiles and k."""
-    lanes = max(1, _vector_bytes() // elem_bytes(ct))
+    lanes = max(1, loop_vector_bytes() // elem_bytes(ct))
     vecs = PACKED_VECS if packed else VECS
     tile = lanes * vecs
     full_tiles, rest = divmod(d.n, tile)
@@ -393,7 +381,7 @@ def _partial_sums(d: DotShape, ct: PrimitiveType) -> tuple[int, int] | None:
     (lk,) = d.dd.lhs_contracting
     if d.lhs.ptype.name != d.rhs.ptype.name:
         return None
-    lanes = max(1, _vector_bytes() // elem_bytes(ct))
+    lanes = max(1, loop_vector_bytes() // elem_bytes(ct))
     k = d.lhs.dims[lk]
     if lanes == 1 or k < lanes:
         return None
@@ -456,7 +444,7 @@ def _emit_partial_sums(b: ir.IRBuilder, d: DotShape, ct: PrimitiveType, lhs_ptr,
 # -- a loop-invariant rhs, packed once per run of its loop ---------------------------------------------------
 def packed_tile() -> int:
     """Columns per tile of a packed rhs: the width of the packed kernel's register block."""
-    return _vector_bytes() // 4 * PACKED_VECS
+    return loop_vector_bytes() // 4 * PACKED_VECS
 
 
 def packed_floats(k: int, n: int) -> int:

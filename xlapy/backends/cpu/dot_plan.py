@@ -277,8 +277,8 @@ def _vector_kernel_reads(d: DotShape) -> bool:
 
 
 def packed_lanes() -> int:
-    from .dot_loops import _vector_bytes
-    return _vector_bytes() // 4
+    from .vector_width import loop_vector_bytes
+    return loop_vector_bytes() // 4
 
 
 def packed_bytes(dot) -> int:
@@ -377,5 +377,5 @@ def _batch_span(b: ir.IRBuilder, dims: Sequence[int], start: ir.Value, end: ir.V
 
 
 __all__ = ["DotDims", "DotPlan", "Operand", "Matrix", "plan_dot", "dot_scratch_bytes", "GEMM_MIN_FLOPS",
-           "GEMV_MIN_ELEMENTS", "ALIGN", "NARROW_N", "NARROW_RHS_BYTES", "narrow", "short", "SHORT_M", "PACKED_RHS", "packed_applies",
-           "packed_bytes"]
+           "GEMV_MIN_ELEMENTS", "ALIGN", "NARROW_N", "NARROW_RHS_BYTES", "narrow", "short", "SHORT_M", "PACKED_RHS",
+           "packed_applies", "packed_bytes"]

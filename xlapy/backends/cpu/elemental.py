@@ -49,9 +49,10 @@ class ElementalEmitter:
             raise unsupported(inst)
         for leaf in inst.shape.leaves():
             value_type(leaf.ptype)    # raises UnimplementedError for element types not supported yet
-        gen = _memoized(self.b, make(self, inst, list(operands)))
+        operands = list(operands)
+        gen = _memoized(self.b, make(self, inst, operands))
         if inst.opcode == "multiply":
-            self.multiplies[id(inst)] = (gen, list(operands))   # for elemental_contract
+            self.multiplies[id(inst)] = (gen, operands)   # for elemental_contract
         return gen
 
     def buffer_generator(self, pointer: ir.Value, shape) -> Generator:

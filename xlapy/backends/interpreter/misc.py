@@ -7,6 +7,8 @@ rng-bit-generator: bit-exact ThreeFry/Philox (prng.py). rng: nondeterministic in
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...errors import ExecutionError, UnimplementedError
@@ -60,14 +62,11 @@ def _rng_bit_generator(inst: Instruction, args: list, ev):
     return new_state.astype(inst.shape.tuple_shapes[0].dtype), bits
 
 
-_GENERATOR: list = []      # numpy's Generator for `rng`, made on first use: importing numpy.random costs ~30-60 ms,
-                           # which the first constant folding of every compile in a process paid (it imports this)
-
-
+@functools.cache
 def _generator():
-    if not _GENERATOR:
-        _GENERATOR.append(np.random.default_rng())
-    return _GENERATOR[0]
+    """numpy's Generator for `rng`, made on first use: importing numpy.random costs ~30-60 ms, which the first
+    constant folding of every compile in a process paid (it imports this module)."""
+    return np.random.default_rng()
 
 
 def _rng(inst: Instruction, args: list, ev):
