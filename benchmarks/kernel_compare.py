@@ -119,6 +119,8 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=15)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--one-core", action="store_true")
+    ap.add_argument("--class", dest="op_class", choices=("dot", "loop"),
+                    help="list only this class of op (the totals still cover both)")
     a = ap.parse_args(argv)
     if a.one_core:      # before jax, xlapy or the BLAS start their threads
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
@@ -150,10 +152,11 @@ def main(argv=None) -> int:
         print(f"  {cls:5s} XLA {_ms(x)}   xlapy {_ms(o)}   xlapy/XLA {o / x if x else float('nan'):.2f}")
     shapes = dict(re.findall(r"%([\w\-.]+) = (\S+) ", xla_hlo))
     print("\nXLA's slowest ops (not containers):")
-    for name, t in _slowest(xla_times, lambda n: op_class("xla", n) != "container", a.top):
+    listed = {a.op_class} if a.op_class else {"dot", "loop"}
+    for name, t in _slowest(xla_times, lambda n: op_class("xla", n) in listed, a.top):
         print(f"  {name:40s} {_ms(t)}  {shapes.get(name, '')[:60]}")
     print("\nxlapy's slowest kernels (not containers):")
-    for name, t in _slowest(ours, lambda n: op_class("xlapy", n, kinds[n]) != "container", a.top):
+    for name, t in _slowest(ours, lambda n: op_class("xlapy", n, kinds[n]) in listed, a.top):
         nbytes, flops = costs[name]
         print(f"  {name:40s} {_ms(t)}  {kinds[name]:12s} {nbytes / 1e3:9.1f} kB {flops / 1e6:9.2f} MFLOP")
     return 0

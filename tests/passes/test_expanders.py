@@ -141,6 +141,16 @@ t = f32[2,3,4] transpose(b), dimensions={0,2,1}
 ROOT d = f32[2,5,4] dot(a, t), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}"""),
      "CHECK-NOT: transpose\nCHECK: dot(f32[2,5,3] %a, f32[2,4,3] %b), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
      "rhs_batch_dims={0}, rhs_contracting_dims={2}"),
+    # DotDecomposer's transpose of a transpose (gpt2's tied embedding read as [K, N] by one dot, [N, K] by the
+    # other): both fold, and the embedding is read in place rather than copied
+    ("fold_dot_transpose_of_transpose", TransposeFolding, hlo_module("""
+e = f32[6,4] parameter(0)
+g = f32[5,6] parameter(1)
+t = f32[4,6] transpose(e), dimensions={1,0}
+tt = f32[6,4] transpose(t), dimensions={1,0}
+ROOT d = f32[5,4] dot(g, tt), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""),
+     "CHECK-NOT: transpose\nCHECK: ROOT %d.1 = f32[5,4] dot(f32[5,6] %g, f32[6,4] %e), lhs_contracting_dims={1}, "
+     "rhs_contracting_dims={0}"),
     ("fold_dot_two_free_dims_in_order", lambda: TransposeFolding(free_dims_in_order), hlo_module("""
 a = f32[4,5,3] parameter(0)
 b = f32[3,6] parameter(1)

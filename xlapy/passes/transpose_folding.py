@@ -98,6 +98,19 @@ class TransposeFolding(Pass):
             return [i for i in (0, 1) if inst.operands[i].opcode == "transpose"]
         return []
 
+    def fold_dot(self, dot: Instruction, sides: list[int]) -> tuple[Instruction, list[Instruction]]:
+        """The folded dot and the transposes it no longer reads. A folded operand that is itself a foldable
+        transpose folds too: DotDecomposer transposes an operand that was already a transpose (gpt2's tied
+        embedding: dot(g, transpose(transpose(E)))), and one fold would leave the inner transpose to be copied."""
+        transposes = [dot.operands[i] for i in sides]
+        new = fold_into_dot(dot, sides)
+        while more := self.foldable(new):
+            transposes += [new.operands[i] for i in more]
+            newer = fold_into_dot(new, more)
+            new.detach()        # never inserted: its operands keep no user
+            new = newer
+        return new, transposes
+
     def run(self, module: Module) -> bool:
         # Find every opportunity first, then fold (XLA's order: dots, then convolutions).
         found = [(inst, sides) for comp in non_fusion_computations(module) for inst in comp.post_order()
@@ -110,9 +123,11 @@ class TransposeFolding(Pass):
             comp = inst.parent
             if id(comp) not in edges:
                 edges[id(comp)] = has_control_edges(comp)
-            transposes = [inst.operands[i] for i in sides]
-            fold = fold_into_dot if inst.opcode == "dot" else fold_into_convolution
-            replace(comp, inst, fold(inst, sides), f"pass {self.name}", edges[id(comp)])
+            if inst.opcode == "dot":
+                new, transposes = self.fold_dot(inst, sides)
+            else:
+                new, transposes = fold_into_convolution(inst, sides), [inst.operands[i] for i in sides]
+            replace(comp, inst, new, f"pass {self.name}", edges[id(comp)])
             for t in transposes:
                 if t.parent is comp and not t.users and not t.is_root:
                     comp.remove_instruction(t)
