@@ -6,6 +6,7 @@ The semantics and the geometry (sizes and element strides, so any dim_labels and
 |------------------|-----------------------------------------------------------------------|-------------------|
 | depthwise filter gradient | batch_group_count = the input batch = the output features, f32/f64, channels unit-stride (conv_canonicalization's filter-gradient form) | conv_depthwise.py |
 | depthwise        | feature_group_count = the input features = the output features, f32/f64, channels unit-stride, no base dilation or window reversal | conv_depthwise_forward.py |
+| vectorized over sums | no groups, f32/f64, output features at most a quarter of a vector's lanes, a last kernel dim's taps x input features of at least a vector, windows of at most 64 taps | conv_sum_vector.py |
 | vectorized over features | no groups, f32/f64, at most 32 output features (64 when each sums at most 32 products), windows of at most 64 taps | conv_vector.py |
 | filter gradient, few features | no groups, f32/f64, at most 32 output features (unit-stride), windows of more than 64 taps | conv_filter_gradient.py |
 | im2col + GEMM    | no groups, f32/f64, big enough for BLAS (dot_emitter's plan)          | conv_gemm.py      |
@@ -24,7 +25,8 @@ from llvmlite import ir
 from ...errors import UnimplementedError
 from ...hlo import Instruction
 from ...hlo.shape import Shape
-from . import conv_depthwise, conv_depthwise_forward, conv_filter_gradient, conv_gemm, conv_vector, scalar_ops
+from . import (conv_depthwise, conv_depthwise_forward, conv_filter_gradient, conv_gemm, conv_sum_vector, conv_vector,
+               scalar_ops)
 from .buffers import BufferRef, element_size
 from .conv_simd import unflatten
 from .conv_taps import ConvGeometry, geometry, offset, scratch, taps, when
@@ -53,6 +55,8 @@ def convolution(em, inst: Instruction, operands) -> BufferRef:
         conv_depthwise.emit(em, inst, g, lhs, rhs, out)
     elif conv_depthwise_forward.applies(g, lhs, rhs, out):
         conv_depthwise_forward.emit(em, inst, g, lhs, rhs, out)
+    elif conv_sum_vector.applies(g, lhs, rhs, out):
+        conv_sum_vector.emit(em, inst, g, lhs, rhs, out)
     elif conv_vector.applies(g, lhs, rhs, out):
         conv_vector.emit(em, inst, g, lhs, rhs, out)
     elif conv_filter_gradient.applies(g, lhs, rhs, out):
