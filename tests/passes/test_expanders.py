@@ -99,6 +99,28 @@ ROOT d = f32[2,5,4] dot(a, b), lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs
 CHECK: f32[2,5,3] transpose(f32[5,2,3] %a), dimensions={1,0,2}
 CHECK-NOT: reshape
 CHECK: ROOT %d.1 = f32[2,5,4] dot(f32[2,5,3] %transpose, f32[2,3,4] %b), lhs_batch_dims={0}"""),
+    # a weight gradient x^T dy over [batch, time, features]: both operands contract their leading dims, so they
+    # are read as K x M / K x N (reshapes) rather than transposed copies
+    ("dot_weight_gradient_in_place", DotDecomposer, hlo_module("""
+x = f32[4,5,6] parameter(0)
+dy = f32[4,5,7] parameter(1)
+ROOT d = f32[6,7] dot(x, dy), lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}"""), """
+CHECK-NOT: transpose
+CHECK: f32[20,6] reshape(f32[4,5,6] %x)
+CHECK: f32[20,7] reshape(f32[4,5,7] %dy)
+CHECK: ROOT %d.1 = f32[6,7] dot(f32[20,6] %reshape, f32[20,7] %reshape.1), lhs_contracting_dims={0}, rhs_contracting_dims={0}"""),
+    ("dot_rhs_contracting_last_in_place", DotDecomposer, hlo_module("""
+a = f32[4,5,6] parameter(0)
+b = f32[3,5,6] parameter(1)
+ROOT d = f32[4,3] dot(a, b), lhs_contracting_dims={1,2}, rhs_contracting_dims={1,2}"""), """
+CHECK-NOT: transpose
+CHECK: ROOT %d.1 = f32[4,3] dot(f32[4,30] %reshape, f32[3,30] %reshape.1), lhs_contracting_dims={1}, rhs_contracting_dims={1}"""),
+    ("dot_weight_gradient_strict", lambda: DotDecomposer(strict=True), hlo_module("""
+x = f32[4,5,6] parameter(0)
+dy = f32[4,5,7] parameter(1)
+ROOT d = f32[6,7] dot(x, dy), lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}"""), """
+CHECK: f32[6,4,5] transpose(f32[4,5,6] %x), dimensions={2,0,1}
+CHECK: ROOT %d.1 = f32[6,7] dot(f32[6,20] %reshape, f32[20,7] %reshape.1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"""),
     ("dot_strict_transposes_kxm", lambda: DotDecomposer(strict=True), hlo_module("""
 a = f32[3,5] parameter(0)
 b = f32[4,3] parameter(1)

@@ -54,14 +54,31 @@ def _prod(xs) -> int:
     return n
 
 
+def _permutation(rank: int, batch: Sequence[int], contracting: Sequence[int], contracting_last: bool) -> tuple:
+    free = [d for d in range(rank) if d not in batch and d not in contracting]
+    groups = [list(free), list(contracting)] if contracting_last else [list(contracting), list(free)]
+    return tuple(batch) + tuple(groups[0]) + tuple(groups[1])
+
+
+def in_place_orientation(rank: int, batch: Sequence[int], contracting: Sequence[int], preferred: bool) -> bool:
+    """contracting_last for an operand: `preferred` ([M, K] for the lhs, [K, N] for the rhs), unless only the
+    other orientation reads the operand without a transpose. A weight gradient x^T dy contracts x's leading
+    dims: [b, t, d] -> [b*t, d] read as K x M is a reshape, where M x K would copy x transposed; the backend's
+    GEMM takes either orientation through its transpose flags."""
+    identity = tuple(range(rank))
+    if (_permutation(rank, batch, contracting, preferred) != identity
+            and _permutation(rank, batch, contracting, not preferred) == identity):
+        return not preferred
+    return preferred
+
+
 def canonical_operand(x: Instruction, batch: Sequence[int], contracting: Sequence[int],
                       contracting_last: bool) -> Instruction:
     """x transposed to (batch, free, contracting) or (batch, contracting, free), the free and contracting
     groups each merged into one dim (the free one dropped when its size is 1)."""
     dims = x.shape.dims
     free = [d for d in range(len(dims)) if d not in batch and d not in contracting]
-    groups = [list(free), list(contracting)] if contracting_last else [list(contracting), list(free)]
-    perm = tuple(batch) + tuple(groups[0]) + tuple(groups[1])
+    perm = _permutation(len(dims), batch, contracting, contracting_last)
     comp = x.parent
     if perm != tuple(range(len(dims))):
         x = emit(comp, "transpose", [x], {"dimensions": perm})
@@ -73,19 +90,27 @@ def canonical_operand(x: Instruction, batch: Sequence[int], contracting: Sequenc
     return x
 
 
-def canonicalize_dot(dot: Instruction) -> Instruction:
-    # dot(A, B) => reshape(dot([B.., M, K], [B.., K, N]))
+def canonicalize_dot(dot: Instruction, strict: bool = True) -> Instruction:
+    # dot(A, B) => reshape(dot([B.., M, K], [B.., K, N])); not strict: [B.., K, M] / [B.., N, K] where that
+    # orientation needs no transpose and the other would
     lb, lc, rb, rc = dot_dims(dot)
     lhs, rhs = dot.operands
-    new_lhs = canonical_operand(lhs, lb, lc, contracting_last=True)
-    new_rhs = canonical_operand(rhs, rb, rc, contracting_last=False)
+    lhs_last, rhs_last = True, False
+    if not strict:
+        lhs_last = in_place_orientation(lhs.shape.rank, lb, lc, True)
+        rhs_last = in_place_orientation(rhs.shape.rank, rb, rc, False)
+    new_lhs = canonical_operand(lhs, lb, lc, contracting_last=lhs_last)
+    new_rhs = canonical_operand(rhs, rb, rc, contracting_last=rhs_last)
     nb = len(lb)
+    lhs_k = new_lhs.shape.rank - 1 if lhs_last else nb
+    rhs_k = new_rhs.shape.rank - 1 if rhs_last else nb
     attrs = {k: v for k, v in dot.attrs.items() if k not in DIM_ATTRS}
-    dnums = {"lhs_batch_dims": tuple(range(nb)), "lhs_contracting_dims": (new_lhs.shape.rank - 1,),
-             "rhs_batch_dims": tuple(range(nb)), "rhs_contracting_dims": (nb,)}
+    dnums = {"lhs_batch_dims": tuple(range(nb)), "lhs_contracting_dims": (lhs_k,),
+             "rhs_batch_dims": tuple(range(nb)), "rhs_contracting_dims": (rhs_k,)}
     attrs = {**{k: v for k, v in dnums.items() if v}, **attrs}
     dims = list(new_lhs.shape.dims[:nb])
-    dims += list(new_lhs.shape.dims[nb:-1]) + list(new_rhs.shape.dims[nb + 1:])
+    dims += [n for d, n in enumerate(new_lhs.shape.dims) if d >= nb and d != lhs_k]
+    dims += [n for d, n in enumerate(new_rhs.shape.dims) if d >= nb and d != rhs_k]
     new_dot = emit(dot.parent, "dot", [new_lhs, new_rhs], attrs,
                    shape=Shape.array(dot.shape.element_type, dims), name=dot.name)
     if new_dot.shape.dims == dot.shape.dims:
@@ -105,4 +130,4 @@ class DotDecomposer(OpExpanderPass):
                 and not is_canonical(inst, self.strict))
 
     def expand(self, inst: Instruction) -> Instruction:
-        return canonicalize_dot(inst)
+        return canonicalize_dot(inst, self.strict)
