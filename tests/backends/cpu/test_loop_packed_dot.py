@@ -142,3 +142,23 @@ def test_an_inner_loop_run_again_copies_its_new_weight(monkeypatch):
     cpu, packed = _compile(NESTED, monkeypatch)
     assert packed == 2
     _check(cpu, NESTED, _args(2))
+
+
+def _transposed_weight(text: str) -> str:
+    """LOOP with w stored as [N, K] and read through rhs_contracting_dims={1} (an RNN's backward step reads its
+    weight this way): the packing copy reads it in that order."""
+    text = text.replace(f"f32[{K},{N}], f32[{T},{M},{K}]", f"f32[{N},{K}], f32[{T},{M},{K}]")
+    text = text.replace(f"w = f32[{K},{N}]", f"w = f32[{N},{K}]")
+    return text.replace("d1 = f32[{M},{N}] dot(x, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}"
+                        .format(M=M, N=N), f"d1 = f32[{M},{N}] dot(x, w), lhs_contracting_dims={{1}}, "
+                                            f"rhs_contracting_dims={{1}}")
+
+
+def test_a_weight_read_transposed_is_packed(monkeypatch):
+    text = _transposed_weight(LOOP)
+    assert "rhs_contracting_dims={1}" in text and f"w = f32[{N},{K}]" in text
+    cpu, packed = _compile(text, monkeypatch)
+    assert packed == 2
+    args = _args(3)
+    args[1] = np.ascontiguousarray(args[1].T)
+    _check(cpu, text, args)

@@ -294,12 +294,13 @@ def packed_bytes(dot) -> int:
 
 def packed_applies(d: DotShape) -> bool:
     """An f32 GEMM [M..., K] x [K, N] -> [M..., N] with few rows whose rhs the vector kernel can read packed: N a
-    multiple of the tile, one unit-stride run of rhs and of the result, K one dim and one run of lhs."""
+    multiple of the tile, one strided run of rhs (the copy reads it in any order: an RNN's backward step reads
+    its weight as [N, K]) and one unit-stride run of the result, K one dim and one run of lhs."""
     dd = d.dd
     return (d.out.ptype.name == d.lhs.ptype.name == d.rhs.ptype.name == "f32" and not dd.lhs_batch
             and len(dd.lhs_contracting) == 1 and len(d.rhs.dims) == 2 and 2 <= d.m <= PACKED_MAX_M
             and d.n % packed_lanes() == 0 and d.k * d.n * 4 <= PACKED_MAX_RHS_BYTES
-            and d.m * d.n * d.k >= PACKED_MIN_MNK and group(d.rhs, d.rf) == (d.n, 1)
+            and d.m * d.n * d.k >= PACKED_MIN_MNK and group(d.rhs, d.rf) is not None
             and group(d.out, d.on) == (d.n, 1) and group(d.lhs, d.lf) is not None)
 
 
