@@ -23,6 +23,7 @@ from ...hlo import Instruction, Module, gc_pause
 from .buffers import BufferRef, ValueTree, leaves
 from . import scalar_ops
 from . import buffer_assignment, cache_entry, compile_plan, ir_release, llvm_jit, llvm_parallel, opt_levels, profile_ir
+from . import kernel_generic
 from .. import compilation_cache
 from .abi import ENTRY_NAME, ENTRY_TYPE
 from .emitter import IrEmitter
@@ -85,8 +86,10 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
     entry = module.entry
     em = IrEmitter(b, scratch_arg)
     em.num_threads = num_threads
-    if on_kernel is not None:
-        _report_kernels(em.kernel_cache, on_kernel)
+    sharing = kernel_generic.Sharing(module, em.kernel_cache, opt_levels.Tiers(module).of) \
+        if kernel_generic.ENABLED and timer is None else None
+    if on_kernel is not None or sharing is not None:
+        _report_kernels(em.kernel_cache, on_kernel, sharing)
     if timer is not None:
         em.timer = timer
         timer.log_offset = em.scratch.allocate(profile_ir.LOG_BYTES)    # never released: lives for the call
@@ -117,6 +120,8 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
     token = profile_ir.activate(timer)
     try:
         value: ValueTree = em.emit_computation(entry, args, timed=True)
+        if sharing is not None:
+            sharing.finish()            # held kernels made generic (kernel_generic.py); llvm_parallel's end ships them
     finally:
         profile_ir.deactivate(token)
     for src, dst in zip(leaves(value), results):
@@ -131,12 +136,12 @@ def emit_module(module: Module, llvm_module: ir.Module, num_threads: int = 1,
     return fn, size
 
 
-def _report_kernels(cache, on_kernel) -> None:
+def _report_kernels(cache, on_kernel, sharing=None) -> None:
     share = cache.share
 
     def reporting(kernel, new_symbols):
         kept = share(kernel, new_symbols)
-        if kept is kernel:
+        if kept is kernel and not (sharing is not None and sharing.hold(kernel)) and on_kernel is not None:
             on_kernel(cache.module, kernel, cache.printed)
         return kept
     cache.share = reporting

@@ -28,6 +28,7 @@ from .buffers import BufferRef, ValueTree
 from .irhelpers import I8P, VOID, fast_names, mark_ftz
 from .ir_text import function_text
 from .parallel import ENCLOSING, _foreign_uses, _foreign_values, enclosing_functions
+from .threadpool_ir import RUN_SYMBOL
 
 # the instructions that stay inline: no loop of their own (value trees, aliases) or control flow whose
 # computations' instructions become kernels themselves
@@ -116,6 +117,7 @@ def _hoist_scratch_offsets(em, draft: ir.Function) -> dict[int, ir.Value]:
 
 
 KERNEL_PREFIX = "xlapy_kernel."          # a kernel's symbol: the prefix and its instruction's name (opt_levels.py)
+GENERIC_PREFIX = "xlapy_shared."         # a generic kernel's (kernel_generic.py): the prefix and a member's stem
 
 
 def kernel_stem(label: str) -> str:
@@ -147,7 +149,30 @@ def _finish(module: ir.Module, draft: ir.Function, keys: list[int], buffers: lis
     _foreign_uses(kernel, lambda v: rename.get(id(v), v), users)
     del module.globals[draft.name]
     draft.__dict__.clear()                  # its cycles (arguments <-> function) freed now (ir_release.py)
+    if _launch_only(kernel):
+        kernel.attributes.add("optnone")
     return kernel
+
+
+# What a kernel that only hands its loops to the thread pool is made of (parallel._emit_launch: the captures and
+# task records stored, xlapy_pool_run called). Such code runs once per call, so LLVM need not optimize it:
+# `optnone` skips the O3 pipeline and selects instructions fast (a launch kernel cost ~3 ms of LLVM time, O3
+# had nothing to do in it), as it does for the pool workers that only call their loop's body (parallel.py).
+_LAUNCH_OPS = frozenset({"alloca", "insertvalue", "store", "getelementptr", "bitcast", "load", "call", "ret void"})
+
+
+def _launch_only(kernel: ir.Function) -> bool:
+    if len(kernel.blocks) != 1:
+        return False
+    launches = 0
+    for inst in kernel.blocks[0].instructions:
+        if inst.opname not in _LAUNCH_OPS:
+            return False
+        if inst.opname == "call":
+            if getattr(inst.callee, "name", None) != RUN_SYMBOL:
+                return False
+            launches += 1
+    return launches > 0
 
 
 def _in_caller(em, value: ValueTree, hoisted: dict[int, ir.Value]) -> ValueTree:

@@ -51,6 +51,7 @@ from llvmlite.binding import ffi
 
 from . import gil_handoff, opt_levels
 from .ir_text import function_text, prototype_text
+from .kernels import GENERIC_PREFIX
 from .llvm_jit import load_objects, new_target_machine
 
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
@@ -61,7 +62,8 @@ END_PART_WEIGHT = 400          # the end's parts weigh at least this,
 MIN_PART_WEIGHT = 150          # and a tier's units left that weigh less stay in the entry part
 LIGHT_COST = 0.6               # LLVM time per weighted line of a light part relative to a hot one (queue order)
 WORKER_WEIGHT = 1.6            # LLVM time per line of a worker (vectorized loops) relative to the entry's
-_MOVABLE = re.compile(r"xlapy_(task|kernel)")        # pool workers (parallel.py) and kernels (kernels.py)
+# pool workers (parallel.py), kernels (kernels.py) and generic kernels (kernel_generic.py), which kernels call
+_MOVABLE = re.compile(r"xlapy_(task|kernel|shared)")
 _REF = re.compile(r'@"([^"]+)"')
 _DEFINED = re.compile(r'^define [^@]*@"([^"]+)"', re.M)
 _serial = itertools.count()
@@ -114,10 +116,11 @@ def _declaration(definition: str) -> str:
 
 
 def _units(defs: dict[str, str], pinned=frozenset()) -> list[tuple[float, str, list[str]]]:
-    """What can move to a part: a kernel (kernels.py) with the pool workers it calls, or a worker that the
-    entry calls directly. A unit moves whole and only when nothing outside it refers to its members (a function
-    every kernel calls, as the profiler's, keeps the kernels that call it in the entry part). A member that is
-    neither (a scatter's combiner) moves when it is internal and no global names it (`pinned`)."""
+    """What can move to a part: a kernel (kernels.py) with the pool workers it calls, a worker that the
+    entry calls directly, or a generic kernel (kernel_generic.py), a unit of its own that several kernels call (it
+    is external in its part, as roots are). A unit moves whole and only when nothing outside it refers to its
+    members (a function every kernel calls, as the profiler's, keeps the kernels that call it in the entry part).
+    A member that is neither (a scatter's combiner) moves when it is internal and no global names it (`pinned`)."""
     refs = {name: (set(_REF.findall(t)) - {name}) & defs.keys() for name, t in defs.items()}
     users: dict[str, set[str]] = {name: set() for name in defs}
     for name, targets in refs.items():
@@ -125,12 +128,13 @@ def _units(defs: dict[str, str], pinned=frozenset()) -> list[tuple[float, str, l
             users[target].add(name)
     units = []
     for name in defs:
-        if not _MOVABLE.match(name) or any(_MOVABLE.match(u) for u in users[name]):
+        generic = name.startswith(GENERIC_PREFIX)
+        if not _MOVABLE.match(name) or not generic and any(_MOVABLE.match(u) for u in users[name]):
             continue                         # not movable, or moves with the kernel that calls it
         members, stack = {name}, [name]
         while stack:
             for target in refs[stack.pop()]:
-                if target not in members:
+                if target not in members and not target.startswith(GENERIC_PREFIX):   # a unit of its own
                     members.add(target)
                     stack.append(target)
         if all(_MOVABLE.match(m) or (m not in pinned and defs[m].startswith("define internal ")) for m in members) \

@@ -27,7 +27,7 @@ import re
 
 from ...hlo import Computation, Instruction, Module
 from . import compile_plan
-from .kernels import KERNEL_PREFIX, kernel_stem
+from .kernels import GENERIC_PREFIX, KERNEL_PREFIX, kernel_stem
 
 HOT, LIGHT = "hot", "light"
 TIERS = (HOT, LIGHT)             # the kernels' tiers
@@ -107,6 +107,8 @@ class Tiers:
                 self._by_name[kernel_stem(inst.name)] = (inst, n)
 
     def of(self, function: str) -> str:
+        if function.startswith(GENERIC_PREFIX):        # a generic kernel has the tier of its first member's
+            function = KERNEL_PREFIX + function[len(GENERIC_PREFIX):]
         if not function.startswith(KERNEL_PREFIX):
             return HOT
         found = self._by_name.get(function) or self._by_name.get(_SUFFIX.sub("", function))

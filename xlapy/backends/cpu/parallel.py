@@ -392,6 +392,7 @@ def _outline_body(b: ir.IRBuilder, worker: ir.Function, caller: ir.Function, val
     every = b.load(typed, name="caps")      # one load and a field read per capture: half the lines of field loads
     loaded = [b.extract_value(every, k, name=f"cap{k}") for k in range(len(values))]
     b.ret(b.call(body, [worker.args[0]] + loaded))
+    worker.attributes.add("optnone")        # runs once per task: LLVM optimizes the body alone (kernels._launch_only)
 
 
 def _noalias_root(value: ir.Value, caller: ir.Function) -> ir.Value | None:
