@@ -17,7 +17,9 @@ How:
   expm1    same reduction; 2^n * expm1(r) + (2^n - 1), tiny x returned as is.
   log      x = 2^k (1+f), 1+f in [sqrt(1/2), sqrt(2)); log(1+f) from s = f/(2+f) (atanh series).
   log1p    Kahan: u = 1+x; log(u) * x / (u-1).
-  tanh     t = expm1(2|x|); t / (t+2) with x's sign.
+  tanh     f32: |x| < 0.625: x + x s R(s), s = x^2, R the next 8 terms of the Taylor series; above: t = exp(2|x|) - 1
+           (exact: exp >= 3.4), t / (t+2); max 1 ulp over the test's inputs, at the cost of a logistic plus a
+           polynomial (expm1 costed twice as much). f64: t = expm1(2|x|); t / (t+2). Both with x's sign.
   logistic e = exp(-|x|); 1/(1+e) or e/(1+e).
   rsqrt    1 / sqrt(x) (llvm.sqrt is one vsqrtps/pd instruction, the one intrinsic used).
   cbrt     exponent/3 bit trick, then Halley steps in f64.
@@ -39,7 +41,7 @@ from typing import Callable
 import numpy as np
 from llvmlite import ir
 
-from .math_approx_core import F64_FORMAT, LN2, Emit, split, taylor
+from .math_approx_core import F64_FORMAT, LN2, Emit, split, tanh_series, taylor
 
 # -- constants per format ------------------------------------------------------------------------------
 _LN2_SPLIT = {"f32": split(LN2, 16), "f64": split(LN2, 42)}     # n * hi exact for |n| < 2^8 / 2^11
@@ -48,6 +50,9 @@ _EXP_CLAMP = {"f32": (-104.0, 89.0), "f64": (-746.0, 710.0)}    # past these exp
 _EXP_DEGREE = {"f32": 7, "f64": 13}                             # Taylor on |r| <= ln2/2
 _EXPM1_CLAMP = {"f32": (-20.0, 89.0), "f64": (-40.0, 710.0)}    # below: expm1 rounds to -1
 _TANH_CLAMP = {"f32": 10.0, "f64": 22.0}                        # above: tanh rounds to 1
+# f32 tanh below this bound: its Taylor series to x^17. Above it tanh >= 0.55 (t / (t+2) rounds to within an ulp;
+# below tanh = 0.5 its ulp halves and exp's error would count twice); at it the series' next term is 2^-29 of tanh
+_TANH_SERIES = (0.625, 9)
 _LOG_TERMS = {"f32": 5, "f64": 10}                              # atanh series terms z^1 .. z^k
 
 
@@ -102,8 +107,15 @@ def logistic(e: Emit, x):
 
 def tanh(e: Emit, x):
     a = e.clamp(e.abs(x), 0.0, _TANH_CLAMP[e.fmt.name])
-    t = expm1(e, e.add(a, a))
-    return _finish(e, x, e.copysign(e.div(t, e.add(t, e.f(2.0))), x))
+    if e.fmt.name != "f32":
+        t = expm1(e, e.add(a, a))
+        return _finish(e, x, e.copysign(e.div(t, e.add(t, e.f(2.0))), x))
+    bound, terms = _TANH_SERIES
+    s = e.mul(a, a)
+    series = e.muladd(e.mul(a, s), e.poly(s, tanh_series(terms)[1:]), a)      # keeps a = 0 exact (and -0 by sign)
+    t = e.sub(exp(e, e.add(a, a)), e.f(1.0))
+    y = e.sel(e.cmp("<", a, e.f(bound)), series, e.div(t, e.add(t, e.f(2.0))))
+    return _finish(e, x, e.copysign(y, x))
 
 
 # -- log family ------------------------------------------------------------------------------------------
