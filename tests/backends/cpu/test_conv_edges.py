@@ -31,8 +31,8 @@ VECTOR = [
     ((2, 13, 5), (4, 5, 12), "b0f_0io->b0f", "{size=4 stride=2 pad=3_1 rhs_dilate=2}", 1),  # 1-D
     ((1, 3, 4, 6, 3), (1, 2, 3, 3, 8), "b012f_012io->b012f", "{size=1x2x3 pad=1_1x0_1x1_1}", 1),  # 1 tap, padded
     ((1, 8, 12, 5), (1, 1, 5, 24), "b01f_01io->b01f", "{size=1x1}", 1),                    # 1x1: no checks, no loops
-    ((1, 4, 3), (9, 3, 8), "b0f_0io->b0f", "{size=9 pad=12_12}", 1),                       # 5 edge blocks: padded copy
-    ((1, 5, 6, 3), (3, 3, 3, 16), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1),         # 6 outputs: 2 blocks of 3
+    ((1, 4, 3), (9, 3, 8), "b0f_0io->b0f", "{size=9 pad=30_30}", 1),                       # 7+ edge blocks: padded copy
+    ((1, 5, 6, 3), (3, 3, 3, 16), "b01f_01io->b01f", "{size=3x3 pad=1_1x1_1}", 1),         # 6 outputs: blocks dividing them
 ]
 # conv_depthwise_forward.py (one channel per group)
 DEPTHWISE = [
