@@ -95,16 +95,6 @@ def xlapy_samples(exe_maker, args, calls: int) -> tuple[dict[str, list[float]], 
     return samples, kinds, costs
 
 
-def _xla_run(exe, device, args, donates: bool):
-    """One call of XLA's executable on device buffers of `args` (fresh ones per call where it donates its
-    inputs, as run_models.py does)."""
-    import jax
-    buffers = [jax.device_put(a, device) for a in args]
-    if donates:
-        return lambda: [x.block_until_ready() for x in exe.execute([jax.device_put(a, device) for a in args])]
-    return lambda: [x.block_until_ready() for x in exe.execute(buffers)]
-
-
 def _slowest(times: dict[str, float], keep, top: int) -> list[tuple[str, float]]:
     return [kv for kv in sorted(times.items(), key=lambda kv: -kv[1]) if keep(kv[0])][:top]
 
@@ -126,7 +116,9 @@ def main(argv=None) -> int:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
         os.environ.update(XLAPY_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import run_models      # sets the persistent cache off and jax's platform; loads the corpus helpers
+    import model_harness
+    model_harness.environment()
+    import run_models      # the corpus helpers
     import xla_check
     import xlapy
     xla_check.ENABLE_X64 = True
@@ -136,7 +128,7 @@ def main(argv=None) -> int:
 
     exe, device = xla_check.compile_hlo_text(text)
     xla_hlo = exe.hlo_modules()[0].to_string()
-    run = _xla_run(exe, device, args, donates="input_output_alias" in text.split("\n", 1)[0])
+    run = model_harness.xla_call(exe, device, args, model_harness.donates(text))
     for _ in range(3):
         run()
     xla_times = per_call(xla_samples(run, a.calls), a.calls)

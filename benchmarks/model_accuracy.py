@@ -34,26 +34,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-
-
-def _environment() -> None:
-    """The benchmark's process settings (made by main and the workers, not on import: the tests import this file
-    into a process whose other tests need the compilation cache)."""
-    for path in (str(HERE), str(ROOT / "tools")):
-        if path not in sys.path:
-            sys.path.insert(0, path)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    os.environ["XLAPY_CACHE_DIR"] = "off"       # compile every module afresh (the children inherit it)
-
-
-def _load(name: str):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(f"model_corpus_{name}", HERE / "models" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+import model_harness  # noqa: E402
 
 
 def errors(got: list, exact: list) -> tuple[float, float] | None:
@@ -78,7 +61,7 @@ def errors(got: list, exact: list) -> tuple[float, float] | None:
 def draw(entry: dict, k: int) -> list:
     """The module's inputs for draw k: draw 0 is the corpus's own (inputs.make_inputs), draw k > 0 the same specs
     with every seed moved by k * 7919 (the same distributions, other values)."""
-    inputs = _load("inputs")
+    inputs = model_harness.corpus("inputs")
     return [inputs.make_input({**spec, "seed": spec["seed"] + 7919 * k}) for spec in entry["inputs"]]
 
 
@@ -95,19 +78,18 @@ def worker(module_id: str, draws: int, min_values: int = 0, max_draws: int = 0) 
     """Errors of XLA and xlapy over `draws` input draws (draws_for: more for modules with few output values): each
     executable is compiled once and run on every draw; both errors are the median over the draws (one draw whose
     ReLU gate flips, in either compiler, does not decide the row)."""
-    import jax
     import numpy as np
     import xla_check
     import xlapy
     from xlapy.tools import npz
     xla_check.ENABLE_X64 = True
-    entry = _load("inputs").load_entry(module_id)
+    entry = model_harness.corpus("inputs").load_entry(module_id)
     text = entry["hlo_path"].read_text()
     result: dict = {"module": module_id, "draws": draws}
 
     def xla_runner(hlo: str):
-        exe, device = xla_check.compile_hlo_text(hlo)
-        return lambda args: [np.asarray(x) for x in exe.execute([jax.device_put(np.asarray(a), device) for a in args])]
+        exe, device = model_harness.xla_compile(hlo)
+        return lambda args: model_harness.xla_outputs(exe, device, args)
     try:
         run_exact = xla_runner(re.sub(r"\bf32\[", "f64[", text))
     except Exception as e:
@@ -166,11 +148,11 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
-    _environment()
+    model_harness.environment()
     if a.worker:
         worker(a.worker, a.draws, a.min_values, a.max_draws)
         return 0
-    inputs = _load("inputs")
+    inputs = model_harness.corpus("inputs")
     ids = [m for m in inputs.module_ids() if not a.only or re.search(a.only, m)]
     rows = ["| module | draws | XLA max error | xlapy max error | max xlapy/XLA | XLA rms error | xlapy rms error | "
             "rms xlapy/XLA |", "|---|---|---|---|---|---|---|---|"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import math
 import os
@@ -39,26 +38,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tools"))
+import model_harness  # noqa: E402
 
-
-def _environment() -> None:
-    """The benchmark's process settings, made by main (so by every worker too, and inherited by its children), not
-    on import: compile times are cold compiles, so the persistent compilation cache (which would turn a second
-    run's compiles into loads) is off."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    os.environ["XLAPY_CACHE_DIR"] = "off"
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"model_corpus_{name}", HERE / "models" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-inputs = _load("inputs")
-outputs = _load("outputs")
+inputs = model_harness.corpus("inputs")
+outputs = model_harness.corpus("outputs")
 
 
 class CompileTimeout(BaseException):
@@ -71,16 +54,9 @@ def _emit(result: dict) -> None:
 
 
 def _xla_runner(text: str, args):
-    """Compile `text` with XLA:CPU; returns a function running it once on device buffers of `args`. A module
-    with input_output_alias (TF's training steps) donates its inputs, so it gets fresh buffers for each call
-    (a host copy of about 2 MB, about 1% of those modules' run time)."""
-    import jax
-    import xla_check
-    exe, device = xla_check.compile_hlo_text(text)
-    if "input_output_alias" in text.split("\n", 1)[0]:
-        return lambda: [x.block_until_ready() for x in exe.execute([jax.device_put(a, device) for a in args])]
-    buffers = [jax.device_put(a, device) for a in args]
-    return lambda: [x.block_until_ready() for x in exe.execute(buffers)]
+    """Compile `text` with XLA:CPU; returns a function running it once on device buffers of `args`."""
+    exe, device = model_harness.xla_compile(text)
+    return model_harness.xla_call(exe, device, args, model_harness.donates(text))
 
 
 _TINY = "HloModule warm_up\nENTRY e { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
@@ -248,7 +224,7 @@ def main(argv=None) -> int:
                    help="compile each module this many times, each in a fresh process, and report the medians")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
-    _environment()
+    model_harness.environment()
     if a.worker:
         return worker(a.worker, a.timeout, a.repeat, a.min_time)
     ids = [m for m in inputs.module_ids() if not a.only or re.search(a.only, m)]

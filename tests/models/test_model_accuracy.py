@@ -3,15 +3,18 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 
 import numpy as np
 import pytest
 
 from xlapy.testing import REPO
 
+_path = list(sys.path)
 _spec = importlib.util.spec_from_file_location("model_accuracy", REPO / "benchmarks" / "model_accuracy.py")
 accuracy = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(accuracy)
+sys.path[:] = _path
 
 
 def test_exact_outputs_have_no_error():
@@ -34,7 +37,7 @@ def test_integer_outputs_are_not_float_errors_and_nonfinite_are_skipped():
 
 
 def test_draw_zero_is_the_corpus_inputs_and_later_draws_differ():
-    inputs = accuracy._load("inputs")
+    inputs = accuracy.model_harness.corpus("inputs")
     entry = inputs.load_entry("gnn/fwd")
     first, again, other = accuracy.draw(entry, 0), inputs.make_inputs(entry), accuracy.draw(entry, 1)
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
