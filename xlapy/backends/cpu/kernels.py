@@ -28,7 +28,7 @@ from .buffers import BufferRef, ValueTree
 from .irhelpers import I8P, VOID, fast_names, mark_ftz
 from .ir_text import function_text
 from .parallel import ENCLOSING, _foreign_uses, _foreign_values, enclosing_functions
-from .threadpool_ir import RUN_SYMBOL
+from .threadpool_ir import RUN_SYMBOL, SERIAL_BLAS_SYMBOL
 
 # the instructions that stay inline: no loop of their own (value trees, aliases) or control flow whose
 # computations' instructions become kernels themselves
@@ -159,6 +159,7 @@ def _finish(module: ir.Module, draft: ir.Function, keys: list[int], buffers: lis
 # `optnone` skips the O3 pipeline and selects instructions fast (a launch kernel cost ~3 ms of LLVM time, O3
 # had nothing to do in it), as it does for the pool workers that only call their loop's body (parallel.py).
 _LAUNCH_OPS = frozenset({"alloca", "insertvalue", "store", "getelementptr", "bitcast", "load", "call", "ret void"})
+_LAUNCH_CALLS = frozenset({RUN_SYMBOL, SERIAL_BLAS_SYMBOL})     # the pool, and the BLAS's threads around it
 
 
 def _launch_only(kernel: ir.Function) -> bool:
@@ -169,9 +170,10 @@ def _launch_only(kernel: ir.Function) -> bool:
         if inst.opname not in _LAUNCH_OPS:
             return False
         if inst.opname == "call":
-            if getattr(inst.callee, "name", None) != RUN_SYMBOL:
+            callee = getattr(inst.callee, "name", None)
+            if callee not in _LAUNCH_CALLS:
                 return False
-            launches += 1
+            launches += callee == RUN_SYMBOL
     return launches > 0
 
 

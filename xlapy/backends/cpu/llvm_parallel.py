@@ -62,6 +62,7 @@ END_PART_WEIGHT = 400          # the end's parts weigh at least this,
 MIN_PART_WEIGHT = 150          # and a tier's units left that weigh less stay in the entry part
 LIGHT_COST = 0.6               # LLVM time per weighted line of a light part relative to a hot one (queue order)
 WORKER_WEIGHT = 1.6            # LLVM time per line of a worker (vectorized loops) relative to the entry's
+OPTNONE_WEIGHT = 0.2           # and of an optnone function (pool launches, kernels.py): no pipeline, fast isel
 # pool workers (parallel.py), kernels (kernels.py) and generic kernels (kernel_generic.py), which kernels call
 _MOVABLE = re.compile(r"xlapy_(task|kernel|shared)")
 _REF = re.compile(r'@"([^"]+)"')
@@ -106,6 +107,8 @@ def _items(text: str) -> list[tuple[str, str]]:
 
 
 def _weight(name: str, text: str) -> float:
+    if " optnone" in text[:text.find("\n")]:
+        return text.count("\n") * OPTNONE_WEIGHT
     return text.count("\n") * (WORKER_WEIGHT if _MOVABLE.match(name) else 1.0)
 
 
