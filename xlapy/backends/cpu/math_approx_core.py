@@ -109,21 +109,6 @@ def taylor(kind: str, degree: int) -> list[float]:
     return out
 
 
-def bernoulli(n: int) -> list[Fraction]:
-    """B_0 .. B_n (B_1 = -1/2), from sum_{k<=m} C(m+1, k) B_k = 0."""
-    out = [Fraction(1)]
-    for m in range(1, n + 1):
-        out.append(-sum(math.comb(m + 1, k) * out[k] for k in range(m)) / (m + 1))
-    return out
-
-
-def tanh_series(terms: int) -> list[float]:
-    """The coefficients of x, x^3, x^5, ... in tanh's Taylor series, 2^2n (2^2n - 1) B_2n / (2n)!, as exact
-    rationals rounded once."""
-    b = bernoulli(2 * terms)
-    return [float(Fraction(4 ** n * (4 ** n - 1)) * b[2 * n] / math.factorial(2 * n)) for n in range(1, terms + 1)]
-
-
 # -- the emitter -----------------------------------------------------------------------------------------
 class Emit:
     """Arithmetic on one float type (scalar or vector) and the integer type of the same width and lane count."""
