@@ -27,13 +27,15 @@ class ComputationAliasing:
     """The buffers of every value of `comp` and the positions that read them. `writable_params`: the caller
     owns the parameter buffers and lets the computation overwrite them (a while body's loop state)."""
 
-    def __init__(self, comp: Computation, writable_params: bool = False):
+    def __init__(self, comp: Computation, writable_params: bool = False, reorder=None):
         self.comp = comp
         self.writable_params = writable_params
         self.leaves: dict[int, list[Leaf]] = {}
         for inst in comp.post_order():
             self.leaves[id(inst)] = self._leaves_of(inst)
         self.order: list[Instruction] = _sink_in_place_updates(comp, self.leaves)
+        if reorder is not None:         # reorder(order) -> order: the entry's paired loops (concurrent_loops.py)
+            self.order = reorder(self.order)
         self.position = {id(inst): k for k, inst in enumerate(self.order)}
         self.reads: dict[tuple, list[int]] = {}
         for k, inst in enumerate(self.order):

@@ -98,14 +98,15 @@ class BufferAssignment:
             self.allocator.live.pop(offset, None)
 
     # -- the emission protocol ---------------------------------------------------------------------------
-    def analysis(self, comp, writable_params: bool) -> ComputationAliasing:
+    def analysis(self, comp, writable_params: bool, reorder=None) -> ComputationAliasing:
         key = (id(comp), writable_params)
         if key not in self._analyses:
-            self._analyses[key] = ComputationAliasing(comp, writable_params)
+            self._analyses[key] = ComputationAliasing(comp, writable_params, reorder)
         return self._analyses[key]
 
-    def enter(self, comp, writable_params: bool) -> ComputationAliasing:
-        self.frames.append(_Frame(self.analysis(comp, writable_params)))
+    def enter(self, comp, writable_params: bool, reorder=None) -> ComputationAliasing:
+        """reorder(order) -> order changes the emission order of comp (the entry's; ComputationAliasing)."""
+        self.frames.append(_Frame(self.analysis(comp, writable_params, reorder)))
         return self.frames[-1].aliasing
 
     @property
@@ -118,18 +119,30 @@ class BufferAssignment:
 
     def end(self, inst: Instruction, value_pointers: list) -> None:
         """inst (at the frame's position) has been emitted with a value whose array leaves are at these pointers."""
+        self.end_group([(inst, value_pointers)])
+
+    def end_group(self, emitted: list[tuple[Instruction, list]]) -> None:
+        """Instructions emitted together at the frame's position (concurrent_loops.py: two while loops running at
+        once; none: the position of one emitted earlier with its partner), each with its value's leaf pointers.
+        A slice of no value is released now, a value's after the value's last use."""
         frame = self.frames[-1]
         here = frame.position
         mine = self.pending.pop()
-        offsets = {self.pointers[id(p)][1] for p in value_pointers if id(p) in self.pointers}
-        last = frame.aliasing.last_use(inst)
-        where = f"{inst.name} ({self._where()})"
+        last_of: dict[int, int] = {}
+        for inst, value_pointers in emitted:
+            last = frame.aliasing.last_use(inst)
+            for p in value_pointers:
+                if id(p) in self.pointers:
+                    off = self.pointers[id(p)][1]
+                    last_of[off] = max(last_of.get(off, last), last)
+        where = ", ".join(inst.name for inst, _ in emitted) or "position"
+        where = f"{where} ({self._where()})"
         for off in mine:
-            if off in offsets:
-                frame.release_at[off] = last
+            if off in last_of:
+                frame.release_at[off] = last_of[off]
             else:
                 self._release(off, where)
-        for off in offsets:      # an alias or in-place update extends the life of the slice underneath
+        for off, last in last_of.items():   # an alias or in-place update extends the life of the slice underneath
             if off in frame.release_at:
                 frame.release_at[off] = max(frame.release_at[off], last)
         for off in [o for o, p in frame.release_at.items() if p <= here]:

@@ -7,8 +7,9 @@ and get-tuple-element are resolved at compile time, so no pointer tables exist a
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Union
+from typing import Iterator, Union
 
 from llvmlite import ir
 
@@ -84,10 +85,25 @@ class ScratchAllocator:
             self._free[best] = (off + size, n - size)
         return off
 
+    @contextmanager
+    def apart(self) -> Iterator[None]:
+        """Slices handed out inside overlap none that was free on entry: code emitted inside runs at the same
+        time as code emitted before, whose released slices are on the free list (concurrent_loops.py). Slices
+        released inside are reused inside; on exit both sets are free."""
+        held, self._free = self._free, []
+        try:
+            yield
+        finally:
+            for offset, size in held:
+                self._insert_free(offset, size)
+
     def release(self, offset: int) -> None:
         size = self.live.pop(offset)
         if not self.reuse:
             return
+        self._insert_free(offset, size)
+
+    def _insert_free(self, offset: int, size: int) -> None:
         free = self._free
         k = 0
         while k < len(free) and free[k][0] < offset:

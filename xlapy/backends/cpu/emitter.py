@@ -30,7 +30,7 @@ from .row_emitter import row_fusion
 from .column_reduce import column_reduction, is_column_reduction
 from .fused_cse import representatives
 from .elemental_reduce import sibling_sums
-from . import fft_emitter, loop_state, scan_emitter
+from . import concurrent_loops, fft_emitter, loop_state, scan_emitter
 from . import custom_call_emitter, linalg_emitter
 from . import scatter_emitter
 from . import collectives_emitter
@@ -71,6 +71,7 @@ class IrEmitter:
         self.replay = KernelReplay(self)          # kernels of a structure seen before are called, not emitted
         self.timer: KernelTimer | None = None     # set when the module is compiled for the profiler (profile_ir.py)
         self._timed_depth = 0
+        self.hoisted: dict[int, int] = {}         # id(while) -> its concurrent partner's position (concurrent_loops)
 
     def release(self) -> None:
         """Once the module is emitted: free the kernels KernelCache dropped and empty the emitter's own state
@@ -160,15 +161,34 @@ class IrEmitter:
         computations control flow runs; not a row fusion's inner computation)."""
         values: dict[int, ValueTree] = {}
         assignment = self.assignment
-        aliasing = assignment.enter(comp, writable_params)
         timer = self.timer if timed else None
         outline = timed and kernels.OUTLINE
+        # the entry's independent while loops run two at a time (concurrent_loops.py)
+        pairs: dict = {}
+        if not assignment.frames and outline:
+            def reorder(order):
+                order, found = concurrent_loops.schedule(order, self.num_threads)
+                pairs.update(found)
+                return order
+            aliasing = assignment.enter(comp, writable_params, reorder)
+        else:
+            aliasing = assignment.enter(comp, writable_params)
+        early: set[int] = set()
         self._timed_depth += timer is not None
         for k, inst in enumerate(aliasing.order):
             if inst.opcode == "parameter":
                 values[id(inst)] = args[inst.parameter_number]
                 continue
             assignment.begin(k)
+            if id(inst) in early:               # the second loop of a pair, emitted with the first
+                assignment.end_group([])
+                continue
+            if id(inst) in pairs:
+                second = pairs[id(inst)]
+                values[id(inst)], values[id(second)] = concurrent_loops.emit_pair(self, inst, second, values, k)
+                early.add(id(second))
+                assignment.end_group([(x, [leaf.pointer for leaf in leaves(values[id(x)])]) for x in (inst, second)])
+                continue
             operands = [values[id(o)] for o in inst.operands]
             if timer is not None and is_timed(inst):
                 value = self._emit_timed(timer, inst, operands, outline)
@@ -395,6 +415,11 @@ def _copy(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
 
 def _while(em: IrEmitter, inst: Instruction, operands) -> ValueTree:
     state, copies = loop_state.initial_state(em, inst, operands[0])
+    return run_while(em, inst, state, copies)
+
+
+def run_while(em: IrEmitter, inst: Instruction, state: ValueTree, copies: list) -> ValueTree:
+    """The loop of while `inst` over its state tree, after the initial state's copies."""
     em.copy_tree(tuple(s for s, _ in copies), tuple(d for _, d in copies))
     with loop_state.iterations(em, inst):         # a small body: on this thread, no pool jobs
         return _while_loop(em, inst, state)

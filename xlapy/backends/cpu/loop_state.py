@@ -164,6 +164,9 @@ def _ownable_leaves(em, inst: Instruction) -> set[int]:
     if not buffer_assignment.IN_PLACE_UPDATES or aliasing is None or id(inst) not in aliasing.position:
         return set()
     here = aliasing.position[id(inst)]
+    # the second loop of a concurrent pair (concurrent_loops.py) owns nothing the first one reads: that one runs
+    # at the same time, at position `partner`
+    partner = em.hoisted.get(id(inst))
     init_leaves = aliasing.leaves[id(inst.operands[0])]
     seen: dict[tuple, int] = {}
     for leaf in init_leaves:
@@ -174,7 +177,8 @@ def _ownable_leaves(em, inst: Instruction) -> set[int]:
         if len(leaf) != 1:
             continue
         (buf,) = leaf
-        if aliasing.writable(buf) and seen[buf] == 1 and all(p <= here for p in aliasing.reads.get(buf, ())):
+        reads = aliasing.reads.get(buf, ())
+        if aliasing.writable(buf) and seen[buf] == 1 and all(p <= here for p in reads) and partner not in reads:
             owned.add(k)
     return owned
 

@@ -283,7 +283,8 @@ def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function
 def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
                  body: Callable[[ir.IRBuilder, ir.Value, ir.Value, ir.Value], None],
                  shared: Sequence[ir.Value] = (), threads: int | None = None,
-                 quantum: int = CHUNK_QUANTUM, chunks_per_thread: int = CHUNKS_PER_TASK) -> bool:
+                 quantum: int = CHUNK_QUANTUM, chunks_per_thread: int = CHUNKS_PER_TASK,
+                 name: str = "xlapy_task") -> bool:
     """Run body(b, start, end, task) over the chunks [bounds[t], bounds[t+1]) on up to `threads` threads (by
     default len(bounds)-1, one per chunk).
 
@@ -295,6 +296,9 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     `quantum`: finer chunks keep their bounds multiples of it past the chunk's start (whole rows, say).
     `chunks_per_thread`: how finely; fewer where each chunk repeats work (a GEMM part packs the shared operand).
 
+    `name`: the worker's symbol (llvm_parallel moves `xlapy_task*` workers, with what they call, to its parts;
+    the entry's concurrent loops call kernels and stay in the entry's part: concurrent_loops.py).
+
     `shared`: allocas of the caller the body may use (each task must write its own part). Returns False, having
     emitted nothing into the caller, when threads cannot be used here: inside a worker already, inside
     on_calling_thread, or the body used a caller value that is not safe to share (another alloca: per-call
@@ -305,7 +309,7 @@ def parallel_for(b: ir.IRBuilder, bounds: Sequence[int],
     if threads < 2 or getattr(caller, _WORKER, False) or in_caller_region():
         return False
     old_block = b.block
-    worker = fast_names(ir.Function(module, ir.FunctionType(I8P, [I8P]), module.get_unique_name("xlapy_task")))
+    worker = fast_names(ir.Function(module, ir.FunctionType(I8P, [I8P]), module.get_unique_name(name)))
     setattr(worker, _WORKER, True)
     worker.linkage = "internal"
     worker.attributes.add("nounwind")
