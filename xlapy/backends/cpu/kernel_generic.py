@@ -16,7 +16,7 @@ bound becomes an argument vectorizes with a remainder; the divisions that index 
 When: LLVM parts are shipped while Python emits (llvm_parallel.py), so a kernel that may join a group is held back
 until the module is emitted. Which ones may is read off the optimized HLO before emission (`candidates`): an
 instruction whose structure with the sizes left out (`_signature`) another instruction of another shape shares.
-At the end (`Sharing.finish`) the held kernels are grouped by their text with integers erased and by tier (a
+At the end (`Sharing.finish`) the held kernels are grouped by their text with numbers erased and by tier (a
 generic function is compiled at one tier, its first member's: opt_levels.Tiers.of), checked instruction by
 instruction, and each group of two or more becomes one generic function (GENERIC_PREFIX, a unit of its own in
 llvm_parallel's parts) plus its callers. Every member is checked against the generic's text with its own
@@ -47,7 +47,7 @@ STATS = {"groups": 0, "members": 0}
 _I64 = ir.IntType(64)
 _BINARY = frozenset({"add", "sub", "mul"})
 _SUFFIX = re.compile(r"\.\d+$")                               # llvmlite's suffix for a name already taken
-_INTEGER = re.compile(r"(?<![\w.%\"@-])-?\d+(?![\w.])")      # an integer token of printed IR
+_NUMBER = re.compile(r"\d+")
 _FUNCTION_REF = re.compile(r'@"?xlapy_(task|kernel)')
 _SKIP_ATTRS = kernel_replay._SKIP_ATTRS
 
@@ -58,6 +58,10 @@ def _kind(shape) -> str:
         return "(" + ",".join([_kind(s) for s in shape.tuple_shapes]) + ")"
     layout = shape.layout
     return f"{shape.element_type}/{len(shape.dims)}{layout.minor_to_major if layout is not None else ''}"
+
+
+def _dims(inst) -> tuple:
+    return (inst.shape.dims, *[o.shape.dims for o in inst.operands])
 
 
 def _signature(inst, memo: dict) -> str | None:
@@ -119,7 +123,7 @@ def candidates(module: Module) -> set[str]:
     out: set[str] = set()
     memo: dict = {}
     for insts in coarse.values():
-        if len(insts) < 2 or len({(i.shape, *[o.shape for o in i.operands]) for i in insts}) < 2:
+        if len(insts) < 2 or len({_dims(i) for i in insts}) < 2:
             continue                     # alone, or every one the same shapes (kernel replay's business)
         groups: dict[str, list] = collections.defaultdict(list)
         for inst in insts:
@@ -127,7 +131,7 @@ def candidates(module: Module) -> set[str]:
             if line is not None:
                 groups[line].append(inst)
         for same in groups.values():
-            if len(same) > 1 and len({(i.shape, *[o.shape for o in i.operands]) for i in same}) > 1:
+            if len(same) > 1 and len({_dims(i) for i in same}) > 1:
                 out.update(kernel_stem(i.name) for i in same)
     return out
 
@@ -161,10 +165,8 @@ class Sharing:
     def finish(self) -> list[ir.Function]:
         """Group the held kernels and make each group generic; returns the generic functions made."""
         groups: dict[tuple, list[ir.Function]] = collections.defaultdict(list)
-        for kernel in self.held:
-            text = self._text(kernel)
-            body = text[text.index("\n"):]
-            groups[(_INTEGER.sub("#", body), self.tier_of(kernel.name))].append(kernel)
+        for kernel in self.held:     # numbers erased (in names and floats too: the checks below decide), by tier
+            groups[(_NUMBER.sub("#", _body(self._text(kernel))), self.tier_of(kernel.name))].append(kernel)
         made = []
         for members in groups.values():
             if len(members) >= MIN_GROUP:
