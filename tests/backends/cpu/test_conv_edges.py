@@ -4,7 +4,8 @@ there are many) against the interpreter: interiors shorter than a block, remaind
 output left over (it joins the edge loop), rows with no interior at all, taps whose range is computed at run time
 (stride, window dilation, negative and asymmetric padding, outputs that read nothing), kernel dims of one tap
 with and without padding, channel tails; and conv_filter_gradient's taps outside the unchecked middle swept in one
-checked loop, its full feature tiles in a loop (and a depthwise filter gradient beside them); conv_gemm's patch rows
+checked loop, its full feature tiles in a loop, blocks of pixels sharing one result position (and a depthwise
+filter gradient beside them); conv_gemm's patch rows
 (a memset, a copy of the range read inside, a memset; one copy per position when that range is not contiguous:
 window dilation, a strided filter gradient). Each table is one
 module (one compile), the convolutions side by side in a tuple."""
@@ -51,6 +52,8 @@ FILTER_GRADIENTS = [
     ((2, 11, 11, 3), (2, 9, 9, 32), "f01b_i01o->01bf", "{size=9x9 pad=1_1x0_2}", 1),       # 2 full tiles, edges
     ((3, 12, 10, 2), (3, 10, 8, 24), "f01b_i01o->01bf", "{size=10x8 pad=2_0x1_1 rhs_dilate=1x2}", 1),  # full + tail
     ((2, 8, 9, 12), (2, 6, 7, 12), "f01b_i01o->01bf", "{size=6x7 pad=1_2x0_1}", 1, 12),    # depthwise (batch groups)
+    ((2, 12, 11, 16), (2, 10, 9, 16), "f01b_i01o->01bf", "{size=10x9 pad=1_1x0_1}", 1),    # blocks of one q, edges
+    ((2, 9, 9, 48), (2, 9, 9, 16), "f01b_i01o->01bf", "{size=9x9}", 1),                    # two blocks per q
 ]
 
 # im2col rows (conv_gemm._emit_patch_rows): forward and filter-gradient arrangements, contiguous or not
