@@ -48,7 +48,8 @@ from .parallel import chunk_bounds, parallel_for, task_count
 from .vector_width import loop_vector_bytes
 
 MAX_TAPS = 64            # as conv_vector: larger windows are filter gradients (conv_filter_gradient, GEMM)
-MAX_ACCUMULATORS = 16    # P x F vector accumulators per block (24 measured no faster, F = 6 15% slower)
+MAX_ACCUMULATORS = 16    # P x F vector accumulators per block with AVX-512's 32 registers (24 measured no faster,
+                         # F = 6 15% slower); half as many with 16 registers (AVX2: not measured)
 MAX_EDGE_BLOCKS = 4      # blocks some of whose taps read the padding, with masked loads; more: the input padded
 MAX_BLOCK = 16           # outputs per block
 UNROLLED_VECTORS = 8     # a run of at most this many vectors is unrolled; longer ones loop
@@ -139,7 +140,8 @@ def emit(em, inst, g: ConvGeometry, lhs: BufferRef, rhs: BufferRef, out: BufferR
     v = Vectors(b, out.shape.ptype)
     lanes, last = v.lanes, len(g.out_sizes) - 1
     features = g.out_features
-    block = block_size(g.out_sizes[last], min(MAX_BLOCK, max(1, MAX_ACCUMULATORS // features)))
+    accumulators = MAX_ACCUMULATORS if loop_vector_bytes() >= 64 else MAX_ACCUMULATORS // 2
+    block = block_size(g.out_sizes[last], min(MAX_BLOCK, max(1, accumulators // features)))
     edges = edge_blocks(g, block)
     source = lhs.pointer
     ends = _row_ends(edges, g.out_sizes[last])
