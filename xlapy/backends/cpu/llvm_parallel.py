@@ -56,7 +56,7 @@ from .llvm_jit import load_objects, new_target_machine
 
 MIN_MOVED_LINES = 300          # below this, a second thread costs more than it saves
 PART_WEIGHT = 1500             # weighted lines: a tier's finished kernels ship once they weigh this much, or
-IDLE_PART_WEIGHT = 200         # this much while thread 2 has nothing to do (a part costs ~5 ms of setup)
+IDLE_PART_WEIGHT = 150         # this much while thread 2 has nothing to do (a part costs ~3 ms of setup)
 END_SHARE = 3                  # at the end a part takes about 1/END_SHARE of the weight left: parts shrink
 END_PART_WEIGHT = 400          # the end's parts weigh at least this,
 MIN_PART_WEIGHT = 150          # and a tier's units left that weigh less stay in the entry part
