@@ -1,6 +1,6 @@
 """Kernels shared across shapes: kernels whose code differs only in some i64 constants (the same fusion at
 different spatial sizes or channel counts: a loop bound, a stride) become one *generic* function that takes those
-constants as arguments, and each kernel a two-line function that calls it with its own.
+constants as arguments; each kernel's calls call it instead, with the kernel's own constants.
 
 Why: LLVM's cost is per function and per loop more than per line (a 12-line loop costs ~3 ms at O3, a 4-deep
 elementwise nest ~9 ms), and a network's repeated blocks at shrinking resolutions emit the same kernels at several
@@ -19,7 +19,7 @@ instruction whose structure with the sizes left out (`_signature`) another instr
 At the end (`Sharing.finish`) the held kernels are grouped by their text with numbers erased and by tier (a
 generic function is compiled at one tier, its first member's: opt_levels.Tiers.of), checked instruction by
 instruction, and each group of two or more becomes one generic function (GENERIC_PREFIX, a unit of its own in
-llvm_parallel's parts) plus its callers. Every member is checked against the generic's text with its own
+llvm_parallel's parts), the members' calls redirected to it. Every member is checked against the generic's text with its own
 constants put back: a member that differs anywhere else stays a kernel of its own. XLAPY_KERNEL_GENERIC=0 turns
 this off (for comparisons).
 """
@@ -283,12 +283,24 @@ class Sharing:
         del lead.module.globals[generic.name]
 
     def _call_generic(self, member: ir.Function, generic: ir.Function, values: list[int]) -> None:
-        """member's body becomes one call of `generic` with its arguments and its constants."""
+        """member's calls call `generic` instead, with member's constants; member leaves the module. (A member
+        whose calls were not all noted keeps a body of one call: llvmlite has no use lists to check.)"""
+        cache = self.cache
+        consts = [ir.Constant(_I64, v) for v in values]
+        calls = cache.calls.pop(member.name, None)
         old, member.blocks = member.blocks, []
-        b = ir.IRBuilder(member.append_basic_block("generic"))
-        b.call(generic, list(member.args) + [ir.Constant(_I64, v) for v in values])
-        b.ret_void()
-        self.cache.printed.pop(member.name, None)
+        if calls:
+            for call in calls:
+                call.operands = [generic, *call.operands[1:], *consts]
+                call.__dict__.pop(_CACHED_TEXT, None)
+            del member.module.globals[member.name]
+            cache.dropped.append(member)
+        else:
+            b = ir.IRBuilder(member.append_basic_block("generic"))
+            b.call(generic, list(member.args) + consts)
+            b.ret_void()
+            member.attributes.add("optnone")     # one call: nothing for LLVM to optimize (kernels._launch_only)
+        cache.printed.pop(member.name, None)
         for block in old:                        # nothing refers to them any more (ir_release.py)
             for inst in block.instructions:
                 inst.__dict__.clear()

@@ -192,7 +192,7 @@ class KernelReplay:
         for n, (_, what) in enumerate(recipe.allocs):
             if what is not None:
                 gep(n)                                  # named slices are registered (liveness, the dump)
-        b.call(recipe.kernel, [value_of(r) for r in recipe.args])
+        em.kernel_cache.called(recipe.kernel, b.call(recipe.kernel, [value_of(r) for r in recipe.args]))
         STATS["replayed"] += 1
         return _build(recipe.value, value_of)
 

@@ -88,7 +88,7 @@ def _emit_outlined(em, inst, emit: Callable[[], ValueTree]) -> tuple[ValueTree, 
     buffers = [hoisted[key] if key in hoisted else v for key, v in foreign.items()]
     kernel = _finish(module, draft, list(foreign), buffers, users, inst.name)
     kernel = em.kernel_cache.share(kernel, set(module.globals) - before)
-    b.call(kernel, buffers)
+    em.kernel_cache.called(kernel, b.call(kernel, buffers))
     return _in_caller(em, value, hoisted), kernel, buffers
 
 
@@ -214,6 +214,7 @@ class KernelCache:
         self.shared = 0              # kernels that reused an earlier one
         self.printed: dict[str, str] = {}    # name -> llvmlite's text of a function as `key` printed it
         self.dropped: list[ir.Function] = []  # the duplicates and their workers, out of the module (ir_release.py)
+        self.calls: dict[str, list] = {}     # kernel name -> the call instructions made of it (kernel_generic.py)
 
     def share(self, kernel: ir.Function, new_symbols: set[str]) -> ir.Function:
         """The kernel to call: an equal one emitted before (this one and the workers it made are dropped), or
@@ -230,6 +231,10 @@ class KernelCache:
                 self.printed.pop(name, None)
         self.shared += 1
         return first
+
+    def called(self, kernel: ir.Function, call: ir.CallInstr) -> None:
+        """Note a call of `kernel` (kernels are called only so: kernel_generic.py redirects them)."""
+        self.calls.setdefault(kernel.name, []).append(call)
 
     def key(self, name: str) -> str:
         """A digest of the definition of `name`, independent of the names of it and of what it refers to."""
