@@ -13,7 +13,9 @@ is chaotic (one flipped gate moves a whole gradient element), and a module whose
 predictions) has an error of a few roundings: such errors measure luck as much as arithmetic. `--draws N` runs
 each module on N input draws (the corpus's inputs, then the same specs with other seeds) and reports the median
 over the draws of each error (gnn/train, 12 draws: 11 with errors near XLA's, one where a gate flipped in xlapy's
-run and moved its max error from 7e-6 to 3e-3). A module whose float outputs are few gets more draws, until they
+run and moved its max error from 7e-6 to 3e-3); the last column counts each compiler's outlier draws (rms error above
+10x the lower of the two medians: a gate flipped), which decide the medians once half the draws have one (mobilenetv2/
+train). A module whose float outputs are few gets more draws, until they
 hold `--min-values` numbers in all (4096; at most `--max-draws`, 64): the table's draws column. Modules XLA cannot read (TF's optimized dumps, `_opt`) and modules whose f64
 rewrite is not valid HLO are listed with the reason.
 
@@ -118,7 +120,20 @@ def worker(module_id: str, draws: int, min_values: int = 0, max_draws: int = 0) 
     for name, found in per_draw.items():
         if found and all(f is not None for f in found):
             result[name] = (statistics.median(f[0] for f in found), statistics.median(f[1] for f in found))
+    if "xla" in result and "xlapy" in result:
+        result["outliers"] = outliers([f[1] for f in per_draw["xla"]], [f[1] for f in per_draw["xlapy"]])
     print("RESULT " + json.dumps(result), flush=True)
+
+
+OUTLIER = 10.0      # a draw whose rms error is this many times the lower of the two medians: a gate flipped
+
+
+def outliers(xla: list[float], xlapy: list[float], factor: float = OUTLIER) -> tuple[int, int]:
+    """How many draws of each compiler are outliers: rms error above `factor` times the lower of the two medians.
+    In a chaotic training step (a ReLU gate at rounding level) these are the draws where a gate flipped, in the
+    f32 run against the f64 one; the medians compare the rest only while fewer than half the draws flip."""
+    bound = factor * min(statistics.median(xla), statistics.median(xlapy))
+    return sum(e > bound for e in xla), sum(e > bound for e in xlapy)
 
 
 def _why(e: Exception) -> str:
@@ -155,7 +170,7 @@ def main(argv=None) -> int:
     inputs = model_harness.corpus("inputs")
     ids = [m for m in inputs.module_ids() if not a.only or re.search(a.only, m)]
     rows = ["| module | draws | XLA max error | xlapy max error | max xlapy/XLA | XLA rms error | xlapy rms error | "
-            "rms xlapy/XLA |", "|---|---|---|---|---|---|---|---|"]
+            "rms xlapy/XLA | outlier draws XLA / xlapy |", "|---|---|---|---|---|---|---|---|---|"]
     logs = []
     for module_id in ids:
         try:
@@ -168,12 +183,11 @@ def main(argv=None) -> int:
             r = {"error": f"timeout ({a.timeout:.0f} s)"}
         if "error" in r or r.get("xla") is None:
             why = r.get("error") or r.get("xla_error") or "no float output"
-            rows.append(f"| {module_id} | — | — | — | — | — | — | — | {why}")
+            rows.append(f"| {module_id} | — | — | — | — | — | — | — | — | {why}")
         else:
             (xm, xr), (ym, yr) = r["xla"], r["xlapy"]
             rows.append(f"| {module_id} | {r.get('draws', a.draws)} | {_fmt(xm)} | {_fmt(ym)} | {_ratio(ym, xm)} | "
-                        f"{_fmt(xr)} | {_fmt(yr)} | "
-                        f"{_ratio(yr, xr)} |")
+                        f"{_fmt(xr)} | {_fmt(yr)} | {_ratio(yr, xr)} | {' / '.join(map(str, r.get('outliers', ('—', '—'))))} |")
         logs.append(r)
         print(rows[-1], file=sys.stderr, flush=True)
     table = "\n".join(rows)

@@ -57,3 +57,10 @@ def test_modules_with_few_outputs_get_more_draws():
     assert accuracy.draws_for(80, 3, 4096, 64) == 52           # mobilenetv2/fwd's 8 x 10 logits
     assert accuracy.draws_for(100_000, 3, 4096, 64) == 3       # enough values in one draw
     assert accuracy.draws_for(0, 3, 4096, 64) == 3             # no float output
+
+
+def test_outlier_draws_are_counted_against_the_lower_median():
+    xla = [1e-7, 1.2e-7, 0.9e-7, 5e-4, 1.1e-7]          # one flipped draw
+    xlapy = [1e-7, 3e-4, 2e-4, 1.0e-7, 0.8e-7]          # two
+    assert accuracy.outliers(xla, xlapy) == (1, 2)
+    assert accuracy.outliers([1.0, 1.0], [1.0, 1.0]) == (0, 0)
