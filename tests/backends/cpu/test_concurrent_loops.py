@@ -135,8 +135,9 @@ def test_one_thread_pairs_nothing(monkeypatch):
     assert concurrent_loops.schedule(xlapy.hlo.parse(INDEPENDENT).entry.post_order(), 1)[1] == {}
 
 
-def test_a_loop_with_a_side_effect_stays_alone():
+@pytest.mark.parametrize("flag", [", custom_call_has_side_effect=true", ""], ids=["side_effect", "custom_call"])
+def test_a_loop_with_a_side_effect_or_a_callback_stays_alone(flag):
     text = INDEPENDENT.replace("  hn = f32[{N}] tanh(a)".format(N=N),
-                               f"  hn = f32[{N}] custom-call(a), custom_call_target=\"x\", custom_call_has_side_effect=true")
-    assert "custom_call_has_side_effect" in text
+                               f"  hn = f32[{N}] custom-call(a), custom_call_target=\"x\"{flag}")
+    assert "custom-call" in text
     assert _pairs(text) == 0

@@ -9,7 +9,7 @@ its share (issue 11: under load lstm/fwd ran 1.6x XLA's time, whose two loops ru
                           right after A (ComputationAliasing's order, so liveness follows the new order)
     which loops           both bodies small enough to run on their calling thread (loop_state.runs_on_caller:
                           their kernels publish no pool jobs of their own), nothing with a side effect in
-                          them (infeed, outfeed, collectives, callbacks, side-effecting custom calls)
+                          them (infeed, outfeed, collectives, rng) and no custom call (a host callback)
     how                   one pool job of two tasks (parallel.parallel_for), task 0 runs A, task 1 runs B;
                           both state trees are allocated before the job, in the entry function
     buffers               B is emitted with the scratch slices that were free at its start held back
@@ -41,7 +41,8 @@ def _side_effect_free(inst: Instruction, seen: set[int]) -> bool:
             continue
         seen.add(id(comp))
         for x in comp.instructions:
-            if x.has_side_effect or not _side_effect_free(x, seen):
+            # a custom call may call back into Python (a pure_callback is not marked side-effecting): kept alone
+            if x.has_side_effect or x.opcode == "custom-call" or not _side_effect_free(x, seen):
                 return False
     return True
 
