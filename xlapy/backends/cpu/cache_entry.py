@@ -45,7 +45,8 @@ import llvmlite.binding as llvm
 
 FORMAT = "xlapy-cpu-entry-1"
 _KEYED_ENV = ("XLAPY_OUTLINE_KERNELS", "XLAPY_LLVM_LEVEL", "XLAPY_TILED_TRANSPOSE", "XLAPY_KERNEL_REPLAY",
-              "XLAPY_LLVM_LSR", "XLAPY_PARALLEL_LLVM", "XLAPY_FP_CONTRACT")
+              "XLAPY_LLVM_LSR", "XLAPY_PARALLEL_LLVM", "XLAPY_FP_CONTRACT", "XLAPY_KERNEL_GENERIC",
+              "XLAPY_CONCURRENT_LOOPS")
 _DECLARE = re.compile(r'^declare [^@]*@"?([A-Za-z_.$][\w.$]*)"?\(', re.M)
 
 
