@@ -1,8 +1,10 @@
 """Independent while loops of the entry computation run at the same time, one on each of two pool threads, as
 XLA:CPU's thunk executor runs independent thunks: a bidirectional RNN's two directions (lstm/fwd: two 64-step
-loops of small kernels, each on one thread before). On a quiet machine the pair takes the longer loop's time
-instead of the sum; on a shared one the process has two threads that want the cores instead of one, so it keeps
-its share (issue 11: under load lstm/fwd ran 1.6x XLA's time, whose two loops run on two threads).
+loops of small kernels, each on one thread before). On a quiet machine the pair takes about the longer loop's time
+instead of the sum (each loop runs 25-45% slower while both cores work: lstm/fwd 0.93x, lstm/train 0.67x of the
+one-after-the-other build, interleaved in one process); on a shared one the process has two threads that want the
+cores instead of one (issue 11: under load lstm/fwd ran 1.6x XLA's time, whose two loops run on two threads),
+though a worker that wakes late leaves both loops to the caller.
 
     pair                  a while B later in the schedule than a while A, B not reading A's result (through any
                           path); the schedule moves what B reads (none of which depends on A) before A and B
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import os
 
-from ...hlo import Computation, Instruction
+from ...hlo import Instruction
 from . import loop_state
 from .parallel import ENCLOSING, parallel_for
 from .irhelpers import dominated_by, i64
