@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from ..errors import UnsupportedOpcodeError, XlapyError
 from ..hlo import Computation, Instruction, Module
+from ..hlo.ir import dependencies
 from ..hlo.shape import Shape
 from . import registry
 from .registry import Backend
@@ -75,17 +76,10 @@ class _Opcodes:
 
 def live_instructions(entry: Computation) -> list[Instruction]:
     """The entry's instructions the root depends on, and the side-effecting ones with theirs, in post order."""
-    live: set[int] = set()
-    stack = [i for i in entry.instructions if i.has_side_effect]
+    roots = [i for i in entry.instructions if i.has_side_effect]
     if entry.root is not None:
-        stack.append(entry.root)
-    while stack:
-        inst = stack.pop()
-        if id(inst) in live:
-            continue
-        live.add(id(inst))
-        stack.extend(inst.operands)
-        stack.extend(inst.control_predecessors)
+        roots.append(entry.root)
+    live = dependencies(roots)
     return [i for i in entry.post_order() if id(i) in live]
 
 

@@ -545,6 +545,21 @@ class Module:
         return f"<Module {self.name}: {len(self.computations)} computations>"
 
 
+# -- reachability -------------------------------------------------------------------------------------------
+def dependencies(roots: Iterable["Instruction"]) -> set[int]:
+    """ids of `roots` and of every instruction they depend on, through operands and control predecessors."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        inst = stack.pop()
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        stack.extend(inst.operands)
+        stack.extend(inst.control_predecessors)
+    return seen
+
+
 # -- structural clone ---------------------------------------------------------------------------------------
 def reachable_computations(roots: Iterable["Computation"]) -> Iterator["Computation"]:
     """`roots` and every computation their instructions call, directly or not, each once (depth first)."""

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Sequence
 
 from ..hlo import Computation, Instruction, Module
+from ..hlo.ir import dependencies
 
 
 def has_side_effects(comp: Computation, _seen: set[int] | None = None) -> bool:
@@ -50,15 +51,7 @@ def inline_computation(caller: Computation, callee: Computation, operands: Seque
 def prune_to_root(comp: Computation) -> None:
     """Delete every instruction the root does not reach (parameters included): for computations whose
     parameter was replaced, with no side effects."""
-    live: set[int] = set()
-    stack = [comp.root]
-    while stack:
-        inst = stack.pop()
-        if id(inst) in live:
-            continue
-        live.add(id(inst))
-        stack.extend(inst.operands)
-        stack.extend(inst.control_predecessors)
+    live = dependencies([comp.root])
     for inst in reversed(comp.post_order()):
         if id(inst) not in live:
             for user in list(inst.users):      # users are dead too, and come earlier in this order

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 
 from ...hlo import Instruction
+from ...hlo.ir import dependencies
 from . import loop_state
 from .parallel import ENCLOSING, parallel_for
 from .irhelpers import dominated_by, i64
@@ -56,18 +57,8 @@ def _eligible(inst: Instruction, num_threads: int) -> bool:
 
 def _ancestors(inst: Instruction, memo: dict[int, frozenset]) -> frozenset:
     """ids of every instruction inst depends on (operands and control predecessors, transitively)."""
-    if id(inst) in memo:
-        return memo[id(inst)]
-    out: set[int] = set()
-    stack = list(inst.operands) + list(inst.control_predecessors)
-    while stack:
-        x = stack.pop()
-        if id(x) in out:
-            continue
-        out.add(id(x))
-        stack.extend(x.operands)
-        stack.extend(x.control_predecessors)
-    memo[id(inst)] = frozenset(out)
+    if id(inst) not in memo:
+        memo[id(inst)] = frozenset(dependencies([*inst.operands, *inst.control_predecessors]))
     return memo[id(inst)]
 
 
@@ -111,11 +102,11 @@ def emit_pair(em, first: Instruction, second: Instruction, values: dict, positio
     init_a = values[id(first.operands[0])]
     init_b = values[id(second.operands[0])]
     state_a, copies_a = loop_state.initial_state(em, first, init_a)
-    em.hoisted[id(second)] = position           # first's position: second may not take what first reads
+    em.partner_position[id(second)] = position           # first's position: second may not take what first reads
     try:
         state_b, copies_b = loop_state.initial_state(em, second, init_b)
     finally:
-        del em.hoisted[id(second)]
+        del em.partner_position[id(second)]
 
     entry = em.b.function
 
