@@ -71,7 +71,7 @@ class IrEmitter:
         self.replay = KernelReplay(self)          # kernels of a structure seen before are called, not emitted
         self.timer: KernelTimer | None = None     # set when the module is compiled for the profiler (profile_ir.py)
         self._timed_depth = 0
-        self.hoisted: dict[int, int] = {}         # id(while) -> its concurrent partner's position (concurrent_loops)
+        self.partner_position: dict[int, int] = {}    # id(while) -> its concurrent partner's position (concurrent_loops)
 
     def release(self) -> None:
         """Once the module is emitted: free the kernels KernelCache dropped and empty the emitter's own state
@@ -165,28 +165,25 @@ class IrEmitter:
         outline = timed and kernels.OUTLINE
         # the entry's independent while loops run two at a time (concurrent_loops.py)
         pairs: dict = {}
-        if not assignment.frames and outline:
-            def reorder(order):
-                order, found = concurrent_loops.schedule(order, self.num_threads)
-                pairs.update(found)
-                return order
-            aliasing = assignment.enter(comp, writable_params, reorder)
-        else:
-            aliasing = assignment.enter(comp, writable_params)
-        early: set[int] = set()
+
+        def reorder(order):
+            order, found = concurrent_loops.schedule(order, self.num_threads)
+            pairs.update(found)
+            return order
+        aliasing = assignment.enter(comp, writable_params, reorder if not assignment.frames and outline else None)
+        seconds = {id(second) for second in pairs.values()}
         self._timed_depth += timer is not None
         for k, inst in enumerate(aliasing.order):
             if inst.opcode == "parameter":
                 values[id(inst)] = args[inst.parameter_number]
                 continue
             assignment.begin(k)
-            if id(inst) in early:               # the second loop of a pair, emitted with the first
+            if id(inst) in seconds:             # the second loop of a pair, emitted with the first
                 assignment.end_group([])
                 continue
             if id(inst) in pairs:
                 second = pairs[id(inst)]
                 values[id(inst)], values[id(second)] = concurrent_loops.emit_pair(self, inst, second, values, k)
-                early.add(id(second))
                 assignment.end_group([(x, [leaf.pointer for leaf in leaves(values[id(x)])]) for x in (inst, second)])
                 continue
             operands = [values[id(o)] for o in inst.operands]

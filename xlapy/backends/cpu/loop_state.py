@@ -166,7 +166,7 @@ def _ownable_leaves(em, inst: Instruction) -> set[int]:
     here = aliasing.position[id(inst)]
     # the second loop of a concurrent pair (concurrent_loops.py) owns nothing the first one reads: that one runs
     # at the same time, at position `partner`
-    partner = em.hoisted.get(id(inst))
+    partner = em.partner_position.get(id(inst))
     init_leaves = aliasing.leaves[id(inst.operands[0])]
     seen: dict[tuple, int] = {}
     for leaf in init_leaves:
