@@ -118,15 +118,15 @@ def main(argv=None) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import model_harness
     model_harness.environment()
-    import run_models      # the corpus helpers
     import xla_check
     import xlapy
     xla_check.ENABLE_X64 = True
-    entry = run_models.inputs.load_entry(a.module)
+    inputs = model_harness.corpus("inputs")
+    entry = inputs.load_entry(a.module)
     text = entry["hlo_path"].read_text()
-    args = run_models.inputs.make_inputs(entry)
+    args = inputs.make_inputs(entry)
 
-    exe, device = xla_check.compile_hlo_text(text)
+    exe, device = model_harness.xla_compile(text)
     xla_hlo = exe.hlo_modules()[0].to_string()
     run = model_harness.xla_call(exe, device, args, model_harness.donates(text))
     for _ in range(3):
