@@ -27,6 +27,22 @@ RTOL = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12,
         "complex64": 2e-5, "complex128": 1e-12}
 
 
+def load_file(path: str | Path, name: str):
+    """The Python file at `path` (absolute, or relative to the repository) run as a module named `name`: a benchmark
+    script or a table of another test file, which are not packages. sys.path is restored after (a script may put its
+    folder there on import)."""
+    import importlib.util
+    import sys
+    saved = list(sys.path)
+    spec = importlib.util.spec_from_file_location(name, REPO / path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
+    return module
+
+
 def shared_path(*parts: str) -> Path | None:
     """A path under ../shared, or None where ../shared is absent (tests then skip)."""
     p = SHARED.joinpath(*parts)

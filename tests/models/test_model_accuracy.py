@@ -1,20 +1,14 @@
 """benchmarks/model_accuracy.py's error measures (the benchmark itself needs jax; these need numpy only)."""
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 
 import numpy as np
 import pytest
 
-from xlapy.testing import REPO
+from xlapy.testing import load_file
 
-_path = list(sys.path)
-_spec = importlib.util.spec_from_file_location("model_accuracy", REPO / "benchmarks" / "model_accuracy.py")
-accuracy = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(accuracy)
-sys.path[:] = _path
+accuracy = load_file("benchmarks/model_accuracy.py", "model_accuracy")
 
 
 def test_exact_outputs_have_no_error():

@@ -23,14 +23,13 @@ Integer outputs (the sampled tokens) must match exactly.
 """
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 
 import pytest
 
 import xlapy
-from xlapy.testing import REPO
+from xlapy.testing import REPO, load_file
 from xlapy.tools import npz
 
 MODELS = REPO / "benchmarks" / "models"
@@ -42,15 +41,8 @@ MAX_INSTRUCTIONS = 2000          # today: every forward program, and the trainin
 KNOWN_FAILURES: dict[str, str] = {}
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"model_corpus_{name}", MODELS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-inputs = _load("inputs")
-outputs = _load("outputs")
+inputs = load_file(MODELS / "inputs.py", "model_corpus_inputs")
+outputs = load_file(MODELS / "outputs.py", "model_corpus_outputs")
 
 
 def _threshold() -> float:

@@ -1,17 +1,11 @@
 """benchmarks/run_models.py's bookkeeping (the benchmark itself needs jax; these need numpy only)."""
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 
-from xlapy.testing import REPO
+from xlapy.testing import load_file
 
-_path = list(sys.path)
-_spec = importlib.util.spec_from_file_location("run_models", REPO / "benchmarks" / "run_models.py")
-run_models = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(run_models)
-sys.path[:] = _path
+run_models = load_file("benchmarks/run_models.py", "run_models")
 
 
 def test_compile_times_are_medians_over_processes():

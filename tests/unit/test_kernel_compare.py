@@ -1,11 +1,7 @@
 """benchmarks/kernel_compare.py's bookkeeping (the tool itself needs jax: .venv-models)."""
-import importlib.util
-from pathlib import Path
+from xlapy.testing import load_file
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "kernel_compare.py"
-_spec = importlib.util.spec_from_file_location("kernel_compare", _PATH)
-kc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(kc)
+kc = load_file("benchmarks/kernel_compare.py", "kernel_compare")
 
 
 def test_classes_of_both_sides():

@@ -5,19 +5,13 @@ the forms XLA-optimized dumps hold: a scatter inside a kLoop fusion, in place in
 Every module runs as it is (run_pipeline=False: the emitter sees the scatter) and through the CPU pipeline."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import xlapy
-from xlapy.testing import assert_same
+from xlapy.testing import assert_same, load_file
 
-_SPEC = importlib.util.spec_from_file_location(
-    "interpreter_gather_scatter_cases", Path(__file__).parents[2] / "unit" / "interpreter" / "test_gather_scatter.py")
-cases = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(cases)
+cases = load_file("tests/unit/interpreter/test_gather_scatter.py", "interpreter_gather_scatter_cases")
 
 
 def check(text: str, *args, pipelines=(False, True)) -> None:
