@@ -176,3 +176,31 @@ def test_dumps_and_ir_text_cover_both_halves(warm, tmp_path, monkeypatch):
     asm = (next(tmp_path.glob("*step*.s"))).read_text()
     assert "xlapy_entry" in asm and "xlapy_p" in asm
     assert next(tmp_path.glob("*step*ir-with-opt.ll")).read_text() == text
+
+
+def test_parts_borrow_target_machines_one_thread_at_a_time():
+    """compile_part borrows a target machine per code generation level and gives it back (llvm_jit: a fresh one
+    cost ~1 ms per part); a machine is never lent to two borrowers at once, and the object is the one a fresh
+    machine makes."""
+    import threading
+    from xlapy.backends.cpu import llvm_jit
+    with llvm_jit.borrowed_target_machine(3) as first:
+        with llvm_jit.borrowed_target_machine(3) as second:
+            assert second is not first
+    with llvm_jit.borrowed_target_machine(3) as again:
+        assert again in (first, second)
+    held = llvm_jit.borrowed_target_machine(0)
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(held.__enter__()))
+    t.start()
+    t.join()
+    with llvm_jit.borrowed_target_machine(0) as other:
+        assert other is not seen[0]                # another thread holds it
+    held.__exit__(None, None, None)
+    with llvm_jit.borrowed_target_machine(0) as mine:
+        assert mine is seen[0]                     # given back last, lent first
+    text = 'define i32 @"f"(i32 %x) {\n  %y = mul i32 %x, 3\n  ret i32 %y\n}\n'
+    part = llvm_parallel.Part(text, opt_levels.HOT)
+    fresh = llvm_parallel._optimize_and_emit(llvm_parallel._parse(text, llvm_parallel.llvm.create_context()),
+                                             llvm_jit.new_target_machine(3), opt_levels.HOT)
+    assert llvm_parallel.compile_part(part)[0] == llvm_parallel.compile_part(part)[0] == fresh
