@@ -10,9 +10,9 @@ from __future__ import annotations
 from ...hlo import Module
 from ..pipeline import Pass
 from ..rewrite import apply_rules
-from . import arith, dot, logic, movement, reduce
+from . import arith, dot, dot_gather, logic, movement, reduce
 
-RULES = logic.RULES + arith.RULES + movement.RULES + reduce.RULES + dot.RULES
+RULES = logic.RULES + arith.RULES + movement.RULES + reduce.RULES + dot.RULES + dot_gather.RULES
 FAST_MATH_RULES = RULES + arith.FAST_MATH_RULES
 
 
