@@ -58,3 +58,11 @@ def test_outlier_draws_are_counted_against_the_lower_median():
     xlapy = [1e-7, 3e-4, 2e-4, 1.0e-7, 0.8e-7]          # two
     assert accuracy.outliers(xla, xlapy) == (1, 2)
     assert accuracy.outliers([1.0, 1.0], [1.0, 1.0]) == (0, 0)
+
+
+def test_clean_draws_compare_the_arithmetic_where_neither_flipped():
+    xla = [1e-7, 1.2e-7, 0.9e-7, 5e-4, 1.0e-7]          # draw 3 flipped in XLA
+    xlapy = [0.5e-7, 3e-4, 0.9e-7, 1.0e-7, 1.5e-7]      # draw 1 in xlapy
+    ratio, n = accuracy.clean_ratio(xla, xlapy)
+    assert n == 3 and ratio == 1.0                        # draws 0, 2, 4: 0.5, 1.0, 1.5
+    assert accuracy.clean_ratio([1e-3, 1e-3], [1e-3, 1e-3]) == (1.0, 2)
