@@ -13,6 +13,7 @@ from llvmlite import ir
 
 from .dot_blas import batch_tasks, emit_blas, set_serial_blas
 from .dot_loops import emit_loops, emit_packed
+from .dot_panels import emit_panels
 from .dot_plan import (ALIGN, GEMM_MIN_FLOPS, GEMV_MIN_ELEMENTS, NARROW_REASON, PACKED_RHS, DotDims, DotPlan,
                        DotShape, Matrix, Operand, dot_scratch_bytes, group, make_plan, offset_of, operand_bytes,
                        operands_of, plan_dot)
@@ -46,6 +47,12 @@ def emit_dot(builder: ir.IRBuilder, module: ir.Module | None, lhs_ptr: ir.Value,
     ptrs = {"lhs": b.bitcast(lhs_ptr, I8P), "rhs": b.bitcast(rhs_ptr, I8P), "out": b.bitcast(out_ptr, I8P)}
     ops = {"lhs": d.lhs, "rhs": d.rhs, "out": d.out}
     owned = None
+    if plan.strategy == "panels":
+        owned = None if scratch is not None else intrinsic(b, "malloc", I8P, [i64(plan.scratch_bytes)], [I64])
+        emit_panels(b, d, ops, ptrs, scratch if owned is None else owned, num_threads)
+        if owned is not None:
+            intrinsic(b, "free", VOID, [owned], [I8P])
+        return plan
     if plan.copies:
         if scratch is None:
             owned = intrinsic(b, "malloc", I8P, [i64(plan.scratch_bytes)], [I64])

@@ -10,6 +10,8 @@ through its element strides (from its layout), so transposed operands cost nothi
          batch element, batch dims looped in IR (dot_blas.py).
   gemv   the same when M or N is 1 (matrix-vector, vector-vector).
   loops  small products, and every other element type (dot_loops.py).
+  panels an f32 GEMM whose rhs BLAS would read transposed (out = lhs . W^T, W [N, K]) within an L2-sized window:
+         W packed by register transposes into column panels, an emitted register-blocked kernel (dot_panels.py).
   packed a GEMM with few rows in a small while body whose rhs the body passes through unchanged (an RNN step's
          weight): the rhs copied once per run of the loop into column tiles that the vector kernel reads in
          every iteration (loop_state.py registers such dots in PACKED_RHS, dot_loops.emit_packed emits them).
@@ -102,7 +104,7 @@ class Matrix:
 
 @dataclass(frozen=True)
 class DotPlan:
-    strategy: str                       # "gemm" | "gemv" | "loops" | "packed"
+    strategy: str                       # "gemm" | "gemv" | "loops" | "packed" | "panels"
     batch: int
     m: int
     n: int
@@ -276,6 +278,33 @@ def _vector_kernel_reads(d: DotShape) -> bool:
             and group(d.lhs, d.dd.lhs_contracting) is not None and vector_kernel_types(d))
 
 
+PANELS_REASON = "f32 GEMM with a transposed rhs: packed by register transposes, emitted kernel (dot_panels.py)"
+# The window where dot_panels' kernel (pack included) beats OpenBLAS's sgemm on a transposed rhs (M x N x K), one
+# thread, thread time, in-process A/B with the rule off, min of 25 interleaved rounds (AVX-512, emeraldrapids):
+#   M >= 16   16x128x128 0.52x, 16x512x512 0.65x, 32x128x512 0.54x, 32x112x1280 0.54x, 64x64x64 0.78x,
+#             128x256x128 0.73x, 128x256x512 0.87-0.95x, 512x128x256 0.84x, 520x256x128 0.83x, 256x768x192 0.93x
+#   M < 16    mixed: 8x256x256 0.38x, 4x512x512 0.47x, but 8x128x256 1.35x and 4x256x512 1.9x (OpenBLAS's
+#             small-matrix path), hence PANELS_MIN_M
+#   larger    about even where lhs or W outgrow L2's share (prototype: 512x512x512 0.97x, 2048x192x256 0.97x,
+#             4096x256x256 0.95x), hence the bounds on both
+PANELS_MIN_M = 16
+PANELS_MAX_LHS_BYTES = 512 << 10
+PANELS_MAX_RHS_BYTES = 1 << 20
+
+
+def panels(d: DotShape) -> bool:
+    """An f32 GEMM out = lhs . W^T for dot_panels: no batch, lhs M x K and the result M x N read row-major, rhs a
+    K x N view of a row-major [N, K] W (BLAS's 'T': its packing transposes), N and K multiples of the 16 lanes of
+    AVX-512 (the pack's register transposes), M, lhs and W within the measured window (PANELS_MIN_M ...)."""
+    from .vector_width import loop_vector_bytes
+    if loop_vector_bytes() != 64 or d.dd.lhs_batch or not d.out.ptype.name == d.lhs.ptype.name == d.rhs.ptype.name \
+            == "f32" or d.n % 16 or d.k % 16:
+        return False
+    a, w, c = d.lhs_matrix(d.lhs), d.rhs_matrix(d.rhs), d.out_matrix(d.out)
+    return (a is not None and w is not None and c is not None and (a.trans, w.trans, c.trans) == ("N", "T", "N")
+            and d.m >= PANELS_MIN_M and d.m * d.k * 4 <= PANELS_MAX_LHS_BYTES and d.n * d.k * 4 <= PANELS_MAX_RHS_BYTES)
+
+
 def packed_lanes() -> int:
     from .vector_width import loop_vector_bytes
     return loop_vector_bytes() // 4
@@ -322,6 +351,8 @@ def make_plan(d: DotShape, invariant_rhs: bool = False) -> DotPlan:
         return DotPlan("loops", **dims, reason=NARROW_REASON)
     if not vector and short(d):
         return DotPlan("loops", **dims, reason=SHORT_REASON)
+    if not vector and panels(d):
+        return DotPlan("panels", **dims, scratch_bytes=d.n * d.k * 4, reason=PANELS_REASON)
     routine = "gemv" if vector else "gemm"
     fn = runtime.blas_function(routine, out.ptype.name)
     if fn is None:

@@ -1,0 +1,151 @@
+"""An f32 GEMM with its rhs read transposed (out[M, N] = lhs[M, K] . W[N, K]^T: dense layers' and 1x1
+convolutions' input gradients) as an emitted kernel over a packed copy of W (dot_plan's "panels" plan).
+
+OpenBLAS's sgemm packs such a W with a transposing copy that costs about as much as 15% of the products
+(128 x 256 x 512, one thread: 270 us with W as [N, K], 232 us with W already [K, N]). Here:
+
+  pack    W into panels of PANEL_VECTORS vectors of columns, each panel [K][its columns] contiguous (the last one
+          narrower when N is not a multiple), by LANES x LANES blocks transposed in registers (shuffles): ~20 us
+          for that W, where an element-wise copy takes 40-50.
+  kernel  per block of ROWS rows x one panel: ROWS x PANEL_VECTORS vector accumulators, each k adding a broadcast
+          lhs element times the panel's row k (outer products: no lane sums). K runs in blocks of K_BLOCK (a panel's
+          block, K_BLOCK x 64 floats, stays in L1 across the row blocks) with the sums kept in the result between
+          blocks; rows in blocks of M_BLOCK (lhs's block stays in L2 across the panels).
+
+Each result element is a chain of fused multiply-adds per K block, the blocks' sums added in order.
+With threads, the rows are shared out over the pool after the pack (bounds multiples of ROWS). Measurements and
+the rule that picks it: dot_plan.panels.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .dot_plan import DotShape, Operand
+from .irhelpers import F32, I32, alloca_once, for_range, i64, if_then
+from .parallel import chunk_bounds, parallel_for
+from .types import call_math
+
+LANES = 16                  # f32 lanes of the AVX-512 vectors the plan requires
+ROWS = 4                    # register block: ROWS x PANEL_VECTORS accumulators (16 of the 32 vector registers)
+PANEL_VECTORS = 4
+PANEL = LANES * PANEL_VECTORS
+K_BLOCK = 256               # 128 x 256 x 512: 0.80-0.85x the time of K in one run, 128 and 64 slower
+M_BLOCK = 256               # 4096 x 256 x 256: 0.95x OpenBLAS's time, 1.13x without row blocks
+MIN_MNK_PER_TASK = 1 << 18  # as dot_blas's: 5-10 us of one core's products per pool task
+
+
+def emit_panels(b: ir.IRBuilder, d: DotShape, ops: dict[str, Operand], ptrs: dict[str, ir.Value], scratch: ir.Value,
+                num_threads: int) -> None:
+    """out = lhs . W^T through `scratch` (N x K floats, 64-byte aligned: the panels, the last one as narrow as its
+    columns): the pack, then the row blocks, shared out over the pool when num_threads > 1 and the products are
+    big enough."""
+    a, w, c = d.lhs_matrix(ops["lhs"]), d.rhs_matrix(ops["rhs"]), d.out_matrix(ops["out"])
+    fp = F32.as_pointer()
+    lhs, rhs, out, panels = (b.bitcast(p, fp) for p in (ptrs["lhs"], ptrs["rhs"], ptrs["out"], scratch))
+    m, n, k = d.m, d.n, d.k
+    _emit_pack(b, rhs, w.ld, panels, n, k)
+
+    def rows(b, start, end, task=None):
+        _emit_rows(b, lhs, a.ld, panels, out, c.ld, start, end, m, n, k)
+    tasks = min(num_threads, max(1, m * n * k // MIN_MNK_PER_TASK), max(1, m // (4 * ROWS)))
+    if tasks > 1 and parallel_for(b, chunk_bounds(m, tasks, ROWS), rows, quantum=ROWS):
+        return
+    rows(b, i64(0), i64(m))
+
+
+def _emit_pack(b: ir.IRBuilder, rhs: ir.Value, ld: int, panels: ir.Value, n: int, k: int) -> None:
+    """panels[p * K * PANEL + kk * width + j] = W[p * PANEL + j, kk], width = the panel's columns."""
+    vty = ir.VectorType(F32, LANES)
+    full = n // PANEL
+    with for_range(b, n // LANES, "pk.col") as jv:          # LANES columns of the result = LANES rows of W
+        p, v = b.udiv(jv, i64(PANEL_VECTORS)), b.urem(jv, i64(PANEL_VECTORS))
+        width = b.select(b.icmp_unsigned("<", p, i64(full)), i64(PANEL), i64(n % PANEL or PANEL))
+        base = b.add(b.mul(p, i64(k * PANEL)), b.mul(v, i64(LANES)))
+        src = b.mul(b.mul(jv, i64(LANES)), i64(ld))
+        with for_range(b, k // LANES, "pk.k") as kb:
+            k0 = b.mul(kb, i64(LANES))
+            rows = [b.load(b.bitcast(b.gep(rhs, [b.add(b.add(src, i64(r * ld)), k0)], inbounds=True),
+                                     vty.as_pointer()), align=4) for r in range(LANES)]
+            for kk, col in enumerate(_transpose(b, rows)):
+                at = b.add(base, b.mul(b.add(k0, i64(kk)), width))
+                b.store(col, b.bitcast(b.gep(panels, [at], inbounds=True), vty.as_pointer()), align=64)
+
+
+def _transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
+    """The LANES x LANES transpose of `rows`: for each bit s of the index, the pairs of rows (i, i + s) swap
+    their lanes' bit s with the rows' (log2(LANES) rounds of LANES two-source shuffles)."""
+    mask = lambda lanes: ir.Constant(ir.VectorType(I32, LANES), [ir.Constant(I32, x) for x in lanes])
+    s = LANES // 2
+    while s:
+        lo = mask([l if not l & s else LANES + l - s for l in range(LANES)])
+        hi = mask([l + s if not l & s else LANES + l for l in range(LANES)])
+        out = list(rows)
+        for i in range(LANES):
+            if not i & s:
+                out[i], out[i + s] = (b.shuffle_vector(rows[i], rows[i + s], half) for half in (lo, hi))
+        rows, s = out, s // 2
+    return rows
+
+
+def _emit_rows(b: ir.IRBuilder, lhs, lda: int, panels, out, ldc: int, start: ir.Value, end: ir.Value,
+               m: int, n: int, k: int) -> None:
+    """Result rows [start, end) (start a multiple of ROWS; end one too, or M): K blocks, row blocks, panels, register
+    blocks. The rows past the last whole block of ROWS (M % ROWS of them) are the chunk's that ends at M."""
+    full_panels, tail_vectors = n // PANEL, n % PANEL // LANES
+    left = m % ROWS
+    with for_range(b, -(-k // K_BLOCK), "pn.kb") as kb:
+        k0 = b.mul(kb, i64(K_BLOCK))
+        count = b.select(b.icmp_unsigned("<", b.sub(i64(k), k0), i64(K_BLOCK)), b.sub(i64(k), k0), i64(K_BLOCK))
+        first = b.icmp_unsigned("==", kb, i64(0))
+        span = b.sub(end, start)
+        with for_range(b, b.udiv(b.add(span, i64(M_BLOCK - 1)), i64(M_BLOCK)), "pn.mb") as mb:
+            m0 = b.add(start, b.mul(mb, i64(M_BLOCK)))
+            m1 = b.add(m0, i64(M_BLOCK))
+            m1 = b.select(b.icmp_unsigned("<", m1, end), m1, end)
+            blocks = b.udiv(b.sub(m1, m0), i64(ROWS))
+
+            def panel(p: ir.Value, width: int) -> None:
+                col = b.mul(p, i64(PANEL))
+                base = b.add(b.mul(p, i64(k * PANEL)), b.mul(k0, i64(width)))
+                with for_range(b, blocks, "pn.rb") as rb:
+                    _emit_block(b, lhs, lda, panels, out, ldc, b.add(m0, b.mul(rb, i64(ROWS))), ROWS, col, base,
+                                width, k0, count, first)
+                if left:
+                    with if_then(b, b.icmp_unsigned("==", m1, i64(m)), "pn.left"):
+                        _emit_block(b, lhs, lda, panels, out, ldc, i64(m - left), left, col, base, width, k0, count,
+                                    first)
+            if full_panels:
+                with for_range(b, full_panels, "pn.p") as p:
+                    panel(p, PANEL)
+            if tail_vectors:
+                panel(i64(full_panels), tail_vectors * LANES)
+
+
+def _emit_block(b: ir.IRBuilder, lhs, lda: int, panels, out, ldc: int, m0: ir.Value, rows: int, col: ir.Value,
+                base: ir.Value, width: int, k0: ir.Value, count: ir.Value, first: ir.Value) -> None:
+    """rows x width/LANES accumulators over k in [k0, k0 + count), from zero: stored to the result in the first K
+    block, added to it in the others (each block's sum its own chain: rounding errors grow with K_BLOCK, not K)."""
+    vty = ir.VectorType(F32, LANES)
+    vecs = width // LANES
+    outs = [[b.bitcast(b.gep(out, [b.add(b.add(b.mul(b.add(m0, i64(r)), i64(ldc)), col), i64(v * LANES))],
+                             inbounds=True), vty.as_pointer()) for v in range(vecs)] for r in range(rows)]
+    accs = [[alloca_once(b, vty) for _ in range(vecs)] for _ in range(rows)]
+    zero = ir.Constant(vty, None)
+    for r in range(rows):
+        for v in range(vecs):
+            b.store(zero, accs[r][v])
+    arow = [b.add(b.mul(b.add(m0, i64(r)), i64(lda)), k0) for r in range(rows)]
+    with for_range(b, count, "pn.k") as kk:
+        at = b.add(base, b.mul(kk, i64(width)))
+        ws = [b.load(b.bitcast(b.gep(panels, [b.add(at, i64(v * LANES))], inbounds=True), vty.as_pointer()), align=64)
+              for v in range(vecs)]
+        for r in range(rows):
+            x = b.load(b.gep(lhs, [b.add(arow[r], kk)], inbounds=True))
+            xs = b.shuffle_vector(b.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(I32, 0)),
+                                  ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(I32, LANES), None))
+            for v in range(vecs):
+                b.store(call_math(b, "fmuladd", xs, ws[v], b.load(accs[r][v])), accs[r][v])
+    for r in range(rows):
+        for v in range(vecs):
+            total = b.load(accs[r][v])
+            b.store(b.select(first, total, b.fadd(total, b.load(outs[r][v], align=4))), outs[r][v], align=4)
