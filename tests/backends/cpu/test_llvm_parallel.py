@@ -48,8 +48,13 @@ def test_split_moves_kernels_and_workers_and_declares_them(warm):
     declared = re.findall(r'^declare \S+ @"(xlapy_p\d+_[^"]*)"', entry, re.M)
     external = re.findall(r'^define \S+ @"(xlapy_p\d+_[^"]*)"', b, re.M)
     internal = re.findall(r'^define internal \S+ @"(xlapy_p\d+_[^"]*)"', b, re.M)
-    # only what the entry calls is external; the functions those call stay internal (LLVM inlines them freely)
-    assert declared and set(declared) == set(external)
+    # only what the entry calls is external, and the loop bodies that launch parts' workers call
+    # (_split_launch); the functions those call stay internal (LLVM inlines them freely)
+    bodies = {n for n in external if n.endswith(".body")}
+    assert declared and set(declared) == set(external) - bodies
+    launch = "\n".join(p.text for p in parts if p.tier == opt_levels.LAUNCH)
+    assert bodies and all(f'declare i8* @"{n}"(' in launch for n in bodies)
+    assert not re.search(r'^define (?!.*optnone)', launch, re.M)            # launch parts: optnone code alone
     assert len(external) + len(internal) == len(moved) and not set(external) & set(internal)
     assert all(re.search(rf'@"{re.escape(n)}"\(', entry) for n in declared)
 

@@ -146,6 +146,39 @@ def _units(defs: dict[str, str], pinned=frozenset()) -> list[tuple[float, str, l
     return units
 
 
+def _optnone(definition: str) -> bool:
+    return " optnone" in definition[:definition.find("\n")]
+
+
+def _split_launch(root: str, members: dict[str, str]) -> list[tuple[bool, str, dict[str, str]]]:
+    """A unit as pieces for parts of their own: [(launch?, root, {name: text})]. A pool kernel whose launch code
+    and workers are `optnone` (kernels._launch_only, parallel.py) gives a launch piece (those, for the launch tier's
+    O0 code generation: opt_levels.py) and a piece per loop body they call (with what only that body calls), each
+    body a root of its own (external: the worker calls it from another part; optnone code inlines nothing). Any
+    other unit, or one whose bodies share a helper or call back into launch code, is one piece."""
+    launch = {n: t for n, t in members.items() if _optnone(t)}
+    if root not in launch or len(launch) == len(members):
+        return [(root in launch, root, members)]
+    refs = {n: (set(_REF.findall(t)) - {n}) & members.keys() for n, t in members.items()}
+    bodies = sorted({r for n in launch for r in refs[n]} - launch.keys())
+    owner: dict[str, str] = {}
+    for body in bodies:
+        stack = [body]
+        owner[body] = body
+        while stack:
+            for target in refs[stack.pop()]:
+                if target in launch or owner.get(target, body) != body:
+                    return [(False, root, members)]            # calls launch code, or a helper two bodies share
+                if target not in owner:
+                    owner[target] = body
+                    stack.append(target)
+    if len(owner) + len(launch) != len(members) \
+            or any(owner.get(u, u) != owner[n] for n in owner if n not in bodies for u in members if n in refs[u]):
+        return [(False, root, members)]
+    return [(True, root, launch)] + [(False, b, {n: members[n] for n in members if owner.get(n) == b})
+                                     for b in bodies]
+
+
 class Session:
     """One module's LLVM parts: `add_kernel` during emission (parts of finished kernels go to thread 2 as they
     fill), `finish` with the whole text at the end. `tier_of(function name)` is opt_levels.Tiers.of."""
@@ -161,6 +194,8 @@ class Session:
         self._final: dict[str, str] = {}        # add_kernel's `printed`: texts of final functions not moved yet
         self._buckets = {tier: [] for tier in opt_levels.TIERS}    # units waiting: (weight, root, {name: text})
         self._weights = dict.fromkeys(opt_levels.TIERS, 0.0)
+        self._launch_roots: set[str] = set()   # roots of launch pieces waiting in a bucket with their bodies
+        self._launch_moved: list = []          # launch pieces moved with their bodies, in no part yet
         self._parts: list[Part] = []           # every part, in order; results by index
         self._queue: collections.deque[int] = collections.deque()
         self._results: dict[int, tuple[bytes, bytes]] = {}
@@ -193,9 +228,12 @@ class Session:
                     members[ref] = printed.get(ref) or function_text(g)
                     stack.append(ref)
         tier = self.tier_of(kernel.name)
-        weight = sum(_weight(n, t) for n, t in members.items())
-        self._buckets[tier].append((weight, kernel.name, members))
-        self._weights[tier] += weight
+        for launch, root, piece in _split_launch(kernel.name, members):
+            weight = sum(_weight(n, t) for n, t in piece.items())
+            if launch:
+                self._launch_roots.add(root)       # moved with its bodies (or alone, when it has none)
+            self._buckets[tier].append((weight, root, piece))
+            self._weights[tier] += weight
         idle = self.run and not self._busy and not self._queue
         if self._weights[tier] >= (IDLE_PART_WEIGHT if idle else PART_WEIGHT):
             self._ship(tier, self._header(module), module.globals)
@@ -205,8 +243,18 @@ class Session:
                 *[t.get_declaration() for t in module.get_identified_types().values()]]
 
     def _ship(self, tier: str, header: list[str], globals_: dict) -> None:
+        """A part of the tier's waiting units; their launch pieces, moved along, wait for a launch part."""
         units, self._buckets[tier], self._weights[tier] = self._buckets[tier], [], 0.0
-        self._submit(self._part(tier, self._move(units), header, globals_))
+        is_launch = [root in self._launch_roots for _, root, _ in units]
+        self._launch_roots.difference_update(root for _, root, _ in units)
+        moved = self._move(units)
+        self._launch_moved += [m for m, launch in zip(moved, is_launch) if launch]
+        rest = [m for m, launch in zip(moved, is_launch) if not launch]
+        if rest:
+            self._submit(self._part(tier, rest, header, globals_))
+        if sum(w for w, _ in self._launch_moved) >= PART_WEIGHT:
+            launch, self._launch_moved = self._launch_moved, []
+            self._submit(self._part(opt_levels.LAUNCH, launch, header, globals_))
 
     def _move(self, units: list) -> list[tuple[float, list[str]]]:
         """Units (weight, root, {name: text}) renamed for their parts: [(weight, [function texts])]."""
@@ -361,10 +409,17 @@ class Session:
                     globals_[m.group(1)] = t
         header = [t for kind, t in items if kind == "header" and t.startswith(("target ", "%"))]
         fresh = {tier: [] for tier in opt_levels.TIERS}            # units not moved yet: (weight, root, members)
+        bodies: dict[str, list[str]] = {}                          # a fresh launch piece's root -> its bodies
         pinned = {r for kind, t in items if kind == "global" for r in _REF.findall(t)}
-        for weight, root, members in _units(rest, pinned):
-            fresh[self.tier_of(root)].append((weight, root, {m: rest[m] for m in members}))
+        for _, root, members in _units(rest, pinned):
+            pieces = _split_launch(root, {m: rest[m] for m in members})
+            for launch, piece_root, piece in pieces:
+                fresh[opt_levels.LAUNCH if launch else self.tier_of(root)].append(
+                    (sum(_weight(n, t) for n, t in piece.items()), piece_root, piece))
+                if launch:
+                    bodies[piece_root] = [r for _, r, _ in pieces[1:]]
         shipped = {tier: [] for tier in opt_levels.TIERS}          # parts nobody started: cut again below
+        shipped[opt_levels.LAUNCH], self._launch_moved = self._launch_moved, []
         with self._lock:
             while self._queue:
                 part = self._parts[self._queue.pop()]
@@ -375,6 +430,8 @@ class Session:
         if left >= MIN_MOVED_LINES or self._parts:
             parts = []
             for tier in opt_levels.TIERS:
+                if tier == opt_levels.LAUNCH:                      # (last) a launch piece moves with its bodies
+                    fresh[tier] = [u for u in fresh[tier] if all(b in self.rename for b in bodies[u[1]])]
                 if sum(w for w, *_ in fresh[tier]) + sum(w for w, _ in shipped[tier]) < MIN_PART_WEIGHT \
                         and staying:                               # the entry part is hot anyway: stays there
                     fresh[tier] = []

@@ -10,11 +10,17 @@ gets a tier, and llvm_parallel.py compiles each tier's kernels in modules of the
 | hot | work >= LIGHT_WORK_LIMIT, or unknown | O3, vectorizers, interleaving, no unrolling (compiler.py) | O3 |
 | light | work < LIGHT_WORK_LIMIT | O1, no vectorizers | O1 |
 | entry | llvm_parallel's entry part when it holds the entry function alone | O1, no vectorizers | O0 (FastISel) |
+| launch | a pool kernel's `optnone` launch code and workers (kernels._launch_only, parallel.py) | O1 (skips them) | O0 |
 
 The entry function is straight-line code: loads of the parameters, scratch offsets and calls of the kernels (a while
 loop around calls at most), run once per call, so its code's speed does not matter, while O3 code generation of
 its 150-900 lines was the longest step the calling thread starts the end with (vit/fwd 43 -> 27 ms, resnet50/fwd
 127 -> 50 ms of thread time).
+
+An `optnone` function is selected by FastISel whatever the level, but an O3 target machine still runs its
+register allocator and machine passes over it: vit/fwd's 35 launch kernels and workers cost 28 ms of LLVM in
+one O3 module and 17 ms in one O0 one. So llvm_parallel gives them parts of the launch tier, and the loop bodies
+they call (the work) parts of their kernel's tier.
 
 The work of a kernel is compile_plan's element-operation estimate of its instruction (the largest array it
 touches, times the work of what it calls; dots their multiply-adds), times the trips of every while loop around
@@ -29,8 +35,8 @@ from ...hlo import Computation, Instruction, Module
 from . import compile_plan
 from .kernels import GENERIC_PREFIX, KERNEL_PREFIX, kernel_stem
 
-HOT, LIGHT = "hot", "light"
-TIERS = (HOT, LIGHT)             # the kernels' tiers
+HOT, LIGHT, LAUNCH = "hot", "light", "launch"
+TIERS = (HOT, LIGHT, LAUNCH)     # the tiers of llvm_parallel's parts of kernels (launch last: it calls the others)
 ENTRY = "entry"
 LIGHT_WORK_LIMIT = 100_000       # element operations per run of the module
 LOOP_TRIPS = 1000                # a while loop whose trip count is not known
@@ -65,7 +71,7 @@ def _new_tuning(tier: str):
 
 
 def codegen_level(tier: str) -> int:
-    return 3 if tier == HOT else 0 if tier == ENTRY else 1
+    return 3 if tier == HOT else 0 if tier in (ENTRY, LAUNCH) else 1
 
 
 def _trips(inst: Instruction) -> int:
@@ -122,4 +128,4 @@ class Tiers:
         return HOT if hot else LIGHT
 
 
-__all__ = ["HOT", "LIGHT", "TIERS", "ENTRY", "LIGHT_WORK_LIMIT", "LOOP_TRIPS", "tuning", "codegen_level", "Tiers"]
+__all__ = ["HOT", "LIGHT", "LAUNCH", "TIERS", "ENTRY", "LIGHT_WORK_LIMIT", "LOOP_TRIPS", "tuning", "codegen_level", "Tiers"]
