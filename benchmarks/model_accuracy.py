@@ -14,7 +14,7 @@ predictions) has an error of a few roundings: such errors measure luck as much a
 each module on N input draws (the corpus's inputs, then the same specs with other seeds) and reports the median
 over the draws of each error (gnn/train, 12 draws: 11 with errors near XLA's, one where a gate flipped in xlapy's
 run and moved its max error from 7e-6 to 3e-3); the next column counts each compiler's outlier draws (rms error above
-10x the lower of the two medians: a gate flipped), which decide the medians once half the draws have one (mobilenetv2/
+10x the lower quartile of all draws: a gate flipped), which decide the medians once half the draws have one (mobilenetv2/
 train), and the last compares the arithmetic alone: the median of xlapy's rms error over XLA's on the draws where
 neither flipped (how many in brackets). A module whose float outputs are few gets more draws, until they
 hold `--min-values` numbers in all (4096; at most `--max-draws`, 64): the table's draws column. Modules XLA cannot read (TF's optimized dumps, `_opt`) and modules whose f64
@@ -128,14 +128,22 @@ def worker(module_id: str, draws: int, min_values: int = 0, max_draws: int = 0) 
     print("RESULT " + json.dumps(result), flush=True)
 
 
-OUTLIER = 10.0      # a draw whose rms error is this many times the lower of the two medians: a gate flipped
+OUTLIER = 10.0      # a draw whose rms error is this many times a typical unflipped draw's: a gate flipped
+
+
+def flip_bound(xla: list[float], xlapy: list[float], factor: float = OUTLIER) -> float:
+    """The rms error above which a draw is an outlier: `factor` times the lower quartile of both compilers' draws
+    together, a draw where no gate flipped as long as fewer than three quarters of all draws flipped one (the
+    lower of the two medians is not: mobilenetv2/train flips a gate in about half the draws of each)."""
+    pooled = sorted([*xla, *xlapy])
+    return factor * (statistics.quantiles(pooled, n=4)[0] if len(pooled) > 1 else pooled[0])
 
 
 def outliers(xla: list[float], xlapy: list[float], factor: float = OUTLIER) -> tuple[int, int]:
-    """How many draws of each compiler are outliers: rms error above `factor` times the lower of the two medians.
-    In a chaotic training step (a ReLU gate at rounding level) these are the draws where a gate flipped, in the
-    f32 run against the f64 one; the medians compare the rest only while fewer than half the draws flip."""
-    bound = factor * min(statistics.median(xla), statistics.median(xlapy))
+    """How many draws of each compiler are outliers (above flip_bound). In a chaotic training step (a ReLU gate at
+    rounding level) these are the draws where a gate flipped, in the f32 run against the f64 one; the medians
+    compare the rest only while fewer than half the draws flip."""
+    bound = flip_bound(xla, xlapy, factor)
     return sum(e > bound for e in xla), sum(e > bound for e in xlapy)
 
 
@@ -144,7 +152,7 @@ def clean_ratio(xla: list[float], xlapy: list[float], factor: float = OUTLIER) -
     draws). Where about half the draws flip a gate in each compiler (mobilenetv2/train: 57 and 61 of 120), which
     compiler's median is a flipped draw is a coin toss; the paired ratio on the draws neither flipped compares the
     arithmetic, and the outlier counts compare how often each flips."""
-    bound = factor * min(statistics.median(xla), statistics.median(xlapy))
+    bound = flip_bound(xla, xlapy, factor)
     pairs = [(x, y) for x, y in zip(xla, xlapy) if x <= bound and y <= bound and x > 0]
     return (statistics.median(y / x for x, y in pairs) if pairs else None), len(pairs)
 

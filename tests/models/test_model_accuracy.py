@@ -53,7 +53,7 @@ def test_modules_with_few_outputs_get_more_draws():
     assert accuracy.draws_for(0, 3, 4096, 64) == 3             # no float output
 
 
-def test_outlier_draws_are_counted_against_the_lower_median():
+def test_outlier_draws_are_counted_against_the_lower_quartile():
     xla = [1e-7, 1.2e-7, 0.9e-7, 5e-4, 1.1e-7]          # one flipped draw
     xlapy = [1e-7, 3e-4, 2e-4, 1.0e-7, 0.8e-7]          # two
     assert accuracy.outliers(xla, xlapy) == (1, 2)
@@ -66,3 +66,11 @@ def test_clean_draws_compare_the_arithmetic_where_neither_flipped():
     ratio, n = accuracy.clean_ratio(xla, xlapy)
     assert n == 3 and ratio == 1.0                        # draws 0, 2, 4: 0.5, 1.0, 1.5
     assert accuracy.clean_ratio([1e-3, 1e-3], [1e-3, 1e-3]) == (1.0, 2)
+
+
+def test_outliers_are_found_when_most_draws_of_both_flip():
+    # 3 of 5 draws flipped in each compiler: both medians are flipped draws, the pooled lower quartile is not
+    xla = [1e-7, 4e-4, 5e-4, 1.1e-7, 3e-4]
+    xlapy = [0.9e-7, 2e-4, 6e-4, 7e-4, 1.2e-7]
+    assert accuracy.outliers(xla, xlapy) == (3, 3)
+    assert accuracy.clean_ratio(xla, xlapy) == (0.9, 1)     # draw 0 alone: neither flipped
