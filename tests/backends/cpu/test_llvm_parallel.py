@@ -206,6 +206,23 @@ def test_parts_borrow_target_machines_one_thread_at_a_time():
         assert mine is seen[0]                     # given back last, lent first
     text = 'define i32 @"f"(i32 %x) {\n  %y = mul i32 %x, 3\n  ret i32 %y\n}\n'
     part = llvm_parallel.Part(text, opt_levels.HOT)
-    fresh = llvm_parallel._optimize_and_emit(llvm_parallel._parse(text, llvm_parallel.llvm.create_context()),
-                                             llvm_jit.new_target_machine(3), opt_levels.HOT)
+    context = llvm_parallel.llvm.create_context()
+    mod, tm = llvm_parallel._parse(text, context), llvm_jit.new_target_machine(3)
+    llvm_parallel._optimize(mod, tm, opt_levels.HOT)
+    fresh = llvm_parallel._emit(mod, tm)
     assert llvm_parallel.compile_part(part)[0] == llvm_parallel.compile_part(part)[0] == fresh
+    mod.close()
+    context.close()
+
+
+def test_a_parts_optimized_ir_is_made_when_printed():
+    """compile_part writes no bitcode: the optimized IR of a part is its pipeline run again on its text when
+    someone prints it (Executable.llvm_ir_optimized), once."""
+    loop = ('define void @"f"(float* noalias %p) {\nentry:\n  br label %l\nl:\n'
+            '  %i = phi i64 [0, %entry], [%n, %l]\n  %q = getelementptr float, float* %p, i64 %i\n'
+            '  %v = load float, float* %q\n  %w = fmul float %v, 2.0\n  store float %w, float* %q\n'
+            '  %n = add i64 %i, 1\n  %c = icmp ult i64 %n, 1024\n  br i1 %c, label %l, label %e\ne:\n  ret void\n}\n')
+    obj, optimized = llvm_parallel.compile_part(llvm_parallel.Part(loop, opt_levels.HOT))
+    assert obj and "x float>" in str(optimized) and str(optimized) is str(optimized)   # vectorized, printed once
+    light = llvm_parallel.compile_part(llvm_parallel.Part(loop, opt_levels.LIGHT))[1]
+    assert "x float>" not in str(light)                                    # the light tier does not vectorize
