@@ -2,8 +2,9 @@
 
 The module's kernels (kernels.py's `xlapy_kernel*` functions, each with the parallel-loop workers it calls) and
 the workers the entry calls directly are compiled in *parts*: LLVM modules of their own, each in its own LLVM
-context, with the pipeline of their tier (hot: O3; light: O1 without vectorizers). A second thread compiles the
-parts as they come; the calling thread compiles the entry part (the entry and whatever could not move), then
+context, with the pipeline of their tier (hot: O3; light: O1 without vectorizers; launch: a pool kernel's optnone
+launch code and workers, O0 code generation, apart from the loop bodies they call: _split_launch). A second thread
+compiles the parts as they come; the calling thread compiles the entry part (the entry and whatever could not move), then
 takes the parts nobody started; the objects are loaded into one MCJIT engine, which links the entry's calls.
 
     emission ── kernel final ──> add_kernel ── a tier's units reach PART_WEIGHT ──> part ──> thread 2 ──────┐
