@@ -68,7 +68,7 @@ def test_a_session_without_thread_2_leaves_the_interval(default_interval):
 
 def test_host_target_and_pipeline_options_are_made_once():
     assert llvm_jit.host_target() is llvm_jit.host_target()
-    for tier in (*opt_levels.TIERS, opt_levels.ENTRY):
+    for tier in (*opt_levels.TIERS, opt_levels.ENTRY, opt_levels.STRAIGHT):
         assert opt_levels.tuning(tier) is opt_levels.tuning(tier)
     hot, light = opt_levels.tuning(opt_levels.HOT), opt_levels.tuning(opt_levels.LIGHT)
     assert hot.loop_vectorization and hot.slp_vectorization and hot.speed_level == 3

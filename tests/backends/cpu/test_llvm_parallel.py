@@ -106,10 +106,14 @@ def test_parts_nobody_started_are_cut_again_at_the_end(warm, monkeypatch):
 def test_the_entry_alone_compiles_at_the_entry_tier():
     alone = 'define void @"xlapy_entry"()\n{\nentry:\n  ret void\n}\n'
     kept = alone + 'define internal void @"xlapy_kernel.k"()\n{\nentry:\n  ret void\n}\n'
-    assert llvm_parallel._entry_tier(alone, "xlapy_entry") == opt_levels.ENTRY
+    assert llvm_parallel._entry_tier(alone, "xlapy_entry") == opt_levels.STRAIGHT       # no branch: O0 throughout
     assert llvm_parallel._entry_tier(kept, "xlapy_entry") == opt_levels.HOT
     helper = alone + 'define internal float @"scatter.combine"(float %a)\n{\nentry:\n  ret float %a\n}\n'
-    assert llvm_parallel._entry_tier(helper, "xlapy_entry") == opt_levels.ENTRY
+    assert llvm_parallel._entry_tier(helper, "xlapy_entry") == opt_levels.STRAIGHT
+    looping = 'define void @"xlapy_entry"()\n{\nentry:\n  br label %l\nl:\n  br label %l\n}\n'
+    assert llvm_parallel._entry_tier(looping, "xlapy_entry") == opt_levels.ENTRY
+    assert opt_levels.tuning(opt_levels.STRAIGHT).speed_level == opt_levels.tuning(opt_levels.LAUNCH).speed_level == 0
+    assert opt_levels.tuning(opt_levels.ENTRY).speed_level == 1
 
 
 def test_a_kernel_moves_with_its_own_internal_helper():

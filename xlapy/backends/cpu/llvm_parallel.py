@@ -16,7 +16,7 @@ Balance (both threads should end together; a part costs ~5 ms of setup, so parts
 gets a part as soon as it has nothing to do, and at the end the parts nobody started are taken apart again and
 cut with the units left into parts that shrink (each about 1/END_SHARE of the weight left, the heaviest first,
 so the last ones are small), queued heaviest first. The entry part holding the entry function alone is compiled
-at opt_levels.ENTRY (O0 code generation: it is straight-line calls); when kernels that cannot move keep it hot
+at opt_levels.ENTRY (O0 code generation: it is calls), or STRAIGHT (O0 throughout) when it has no branch; when kernels that cannot move keep it hot
 anyway, a tier's last units weighing less than MIN_PART_WEIGHT stay in it (O3 costs them less than a part's
 setup). On vit/fwd the old cut left thread 2 idle (~170 ms simulated) while the calling thread compiled one
 2000-line part alone.
@@ -68,6 +68,7 @@ OPTNONE_WEIGHT = 0.2           # and of an optnone function (pool launches, kern
 _MOVABLE = re.compile(r"xlapy_(task|kernel|shared)")
 _REF = re.compile(r'@"([^"]+)"')
 _DEFINED = re.compile(r'^define [^@]*@"([^"]+)"', re.M)
+_BRANCH = re.compile(r"^\s+(br|switch|indirectbr|callbr|invoke) ", re.M)
 _serial = itertools.count()
 
 
@@ -455,9 +456,12 @@ class Session:
 
 def _entry_tier(text: str, entry: str) -> str:
     """The entry part's tier: opt_levels.ENTRY when it defines no kernel or pool worker (the entry function, maybe
-    a helper nothing moved calls), else hot (kernels that could not move, light rests kept there)."""
+    a helper nothing moved calls), STRAIGHT when that code has no branch either, else hot (kernels that could not
+    move, light rests kept there)."""
     defined = _DEFINED.findall(text)
-    return opt_levels.ENTRY if entry in defined and not any(_MOVABLE.match(n) for n in defined) else opt_levels.HOT
+    if entry not in defined or any(_MOVABLE.match(n) for n in defined):
+        return opt_levels.HOT
+    return opt_levels.ENTRY if _BRANCH.search(text) else opt_levels.STRAIGHT
 
 
 def _cut(units: list, left: float) -> list[list]:

@@ -10,7 +10,8 @@ gets a tier, and llvm_parallel.py compiles each tier's kernels in modules of the
 | hot | work >= LIGHT_WORK_LIMIT, or unknown | O3, vectorizers, interleaving, no unrolling (compiler.py) | O3 |
 | light | work < LIGHT_WORK_LIMIT | O1, no vectorizers | O1 |
 | entry | llvm_parallel's entry part when it holds the entry function alone | O1, no vectorizers | O0 (FastISel) |
-| launch | a pool kernel's `optnone` launch code and workers (kernels._launch_only, parallel.py) | O1 (skips them) | O0 |
+| straight | the same, when its code is straight-line (no branch: no while loop or conditional in the entry) | O0 | O0 |
+| launch | a pool kernel's `optnone` launch code and workers (kernels._launch_only, parallel.py) | O0 | O0 |
 
 The entry function is straight-line code: loads of the parameters, scratch offsets and calls of the kernels (a while
 loop around calls at most), run once per call, so its code's speed does not matter, while O3 code generation of
@@ -21,6 +22,11 @@ An `optnone` function is selected by FastISel whatever the level, but an O3 targ
 register allocator and machine passes over it: vit/fwd's 35 launch kernels and workers cost 28 ms of LLVM in
 one O3 module and 17 ms in one O0 one. So llvm_parallel gives them parts of the launch tier, and the loop bodies
 they call (the work) parts of their kernel's tier.
+
+Straight-line entry code (vit/fwd: 551 lines, 144 calls, one block) runs once per call, and O1 did nothing for it
+that is worth its time: 13.9 -> 8.0 ms of thread CPU at O0, the object 13.1 -> 14.6 KB. An entry with a loop keeps
+O1 (a recurrent model's step loop runs its calls thousands of times). The launch tier's code is all optnone, which
+O1's function passes skip; its module passes cost 15.1 -> 13.4 ms of vit/fwd's launch part for the same object.
 
 The work of a kernel is compile_plan's element-operation estimate of its instruction (the largest array it
 touches, times the work of what it calls; dots their multiply-adds), times the trips of every while loop around
@@ -37,7 +43,7 @@ from .kernels import GENERIC_PREFIX, KERNEL_PREFIX, kernel_stem
 
 HOT, LIGHT, LAUNCH = "hot", "light", "launch"
 TIERS = (HOT, LIGHT, LAUNCH)     # the tiers of llvm_parallel's parts of kernels (launch last: it calls the others)
-ENTRY = "entry"
+ENTRY, STRAIGHT = "entry", "straight"     # llvm_parallel's entry part (straight: no branch in it)
 LIGHT_WORK_LIMIT = 100_000       # element operations per run of the module
 LOOP_TRIPS = 1000                # a while loop whose trip count is not known
 
@@ -62,7 +68,7 @@ def _new_tuning(tier: str):
     if tier == HOT:
         from .compiler import pipeline_tuning
         return pipeline_tuning()
-    pto = llvm.create_pipeline_tuning_options(speed_level=1)
+    pto = llvm.create_pipeline_tuning_options(speed_level=0 if tier in (STRAIGHT, LAUNCH) else 1)
     pto.loop_vectorization = False
     pto.slp_vectorization = False
     pto.loop_interleaving = False
@@ -71,7 +77,7 @@ def _new_tuning(tier: str):
 
 
 def codegen_level(tier: str) -> int:
-    return 3 if tier == HOT else 0 if tier in (ENTRY, LAUNCH) else 1
+    return 3 if tier == HOT else 0 if tier in (ENTRY, STRAIGHT, LAUNCH) else 1
 
 
 def _trips(inst: Instruction) -> int:
@@ -128,4 +134,4 @@ class Tiers:
         return HOT if hot else LIGHT
 
 
-__all__ = ["HOT", "LIGHT", "LAUNCH", "TIERS", "ENTRY", "LIGHT_WORK_LIMIT", "LOOP_TRIPS", "tuning", "codegen_level", "Tiers"]
+__all__ = ["HOT", "LIGHT", "LAUNCH", "TIERS", "ENTRY", "STRAIGHT", "LIGHT_WORK_LIMIT", "LOOP_TRIPS", "tuning", "codegen_level", "Tiers"]
