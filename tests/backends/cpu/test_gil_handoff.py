@@ -80,7 +80,7 @@ def test_host_target_and_pipeline_options_are_made_once():
 
 
 def test_parts_are_parsed_without_llvmlites_lock():
-    """A part is parsed and verified through the raw ctypes functions (llvm_parallel._parse): they run while
+    """A part is parsed and compiled through the raw ctypes functions (llvm_parallel._parse, _held): they run while
     another thread holds llvmlite's lock, so the calling thread's calls into llvmlite never wait for thread 2's
     parse. Invalid IR is still InvalidIR."""
     from llvmlite.binding import ffi
@@ -95,12 +95,14 @@ def test_parts_are_parsed_without_llvmlites_lock():
     holder = threading.Thread(target=hold)
     holder.start()
     held.wait()
+    llvm_parallel.compile_part(llvm_parallel.Part(PART, opt_levels.HOT))   # a target machine to borrow
     try:
         mod = llvm_parallel._parse(PART, context)
+        obj, _ = llvm_parallel.compile_part(llvm_parallel.Part(PART, opt_levels.HOT))   # every call of a part too
     finally:
         done.set()
         holder.join()
-    assert parsed == [True]
+    assert parsed == [True] and obj
     mod.close()
     context.close()
     with pytest.raises(llvm_parallel.InvalidIR, match="parsing error"):
