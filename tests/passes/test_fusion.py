@@ -146,6 +146,29 @@ ROOT r = f32[4] add(d, bias)""", "", """
 CHECK: dot(
 CHECK: ROOT %r = f32[4] add(
 CHECK: ROOT %dot_add_fusion = f32[4] fusion(%bias, %a, %v), kind=kOutput""", None),
+    ("segment_sum_updates_fuse_into_the_scatter", """
+h = f32[6,4] parameter(0)
+src = s32[16,1] parameter(1)
+dst = s32[16,1] parameter(2)
+bias = f32[4] parameter(3)
+g = f32[16,4] gather(h, src), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}
+bb = f32[16,4] broadcast(bias), dimensions={1}
+m = f32[16,4] add(g, bb)
+z = f32[] constant(0)
+zb = f32[6,4] broadcast(z), dimensions={}
+ROOT s = f32[6,4] scatter(zb, dst, m), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add""", ADD, """
+CHECK: gather(
+CHECK: add(
+CHECK: ROOT %s = f32[6,4] scatter(
+CHECK: ENTRY
+CHECK: ROOT %{{.*}}scatter_fusion = f32[6,4] fusion(""", None),
+    ("scatter_operand_is_not_fused_into_the_scatter", """
+p = f32[6,4] parameter(0)
+dst = s32[16,1] parameter(1)
+u = f32[16,4] parameter(2)
+n = f32[6,4] negate(p)
+ROOT s = f32[6,4] scatter(n, dst, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add""", ADD, None,
+     "consumer is not loop-fusible"),
 ]
 
 

@@ -19,6 +19,10 @@ RSUM = ("rsum {\n  p0 = f32[8,16] parameter(0)\n  z = f32[] constant(0)\n"
 DUS, DUS2 = (f"{name} {{\n  p0 = f32[64,16] parameter(0)\n  p1 = f32[16] parameter(1)\n  i = s32[] parameter(2)\n"
               f"  r = f32[1,16] reshape(p1)\n  z = s32[] constant(0)\n"
               f"  ROOT d = f32[64,16] dynamic-update-slice(p0, r, i, z)\n}}\n" for name in ("dus_c", "dus_d"))
+SCAT = ("scat_c {\n  p0 = s32[16,1] parameter(0)\n  p1 = f32[16,16] parameter(1)\n  z = f32[] constant(0)\n"
+        "  zb = f32[8,16] broadcast(z), dimensions={}\n  n = f32[16,16] negate(p1)\n"
+        "  ROOT s = f32[8,16] scatter(zb, p0, n), update_window_dims={1}, inserted_window_dims={0}, "
+        "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n")
 RMAX = ("rmax {\n  p0 = f32[8,16] parameter(0)\n  z = f32[] constant(-inf)\n"
         "  ROOT r = f32[8] reduce(p0, z), dimensions={1}, to_apply=max\n}\n")
 
@@ -83,6 +87,12 @@ i = s32[] parameter(3)
 u = f32[64,16] fusion(a, h, i), kind=kLoop, calls=dus_c
 v = f32[64,16] fusion(b, h, i), kind=kLoop, calls=dus_d
 ROOT t = (f32[64,16], f32[64,16]) tuple(u, v)""", None),
+    # a scatter fusion (a segment sum, its updates fused) is not computed per element of its users
+    ("scatter_fusion_is_not_merged", FusionMerger, [SUM, SCAT, NEG], """
+i = s32[16,1] parameter(0)
+u = f32[16,16] parameter(1)
+f = f32[8,16] fusion(i, u), kind=kLoop, calls=scat_c
+ROOT a = f32[8,16] fusion(f), kind=kLoop, calls=neg_c""", None),
     ("producer_consumer_exports_the_producer", MultiOutputFusion, [NEG, ADD2], """
 p = f32[8,16] parameter(0)
 q = f32[8,16] parameter(1)

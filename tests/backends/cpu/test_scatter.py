@@ -213,3 +213,42 @@ ENTRY e {
 }
 """
     check(text, np.arange(8, dtype=np.float32))
+
+
+SEGMENT_MEAN = """HloModule seg
+add { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b) }
+ENTRY e {
+  h = f32[6,4] parameter(0)
+  src = s32[16,1] parameter(1)
+  dst = s32[16,1] parameter(2)
+  bias = f32[4] parameter(3)
+  g = f32[16,4] gather(h, src), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}
+  bb = f32[16,4] broadcast(bias), dimensions={1}
+  m = f32[16,4] add(g, bb)
+  z = f32[] constant(0)
+  zb = f32[6,4] broadcast(z), dimensions={}
+  s = f32[6,4] scatter(zb, dst, m), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  ROOT n = f32[6,4] negate(s)
+}
+"""
+
+
+def test_segment_sum_of_gathered_messages_is_one_scatter_fusion():
+    """gather + bias into a segment sum (a GNN's message step): the pipeline fuses the messages into the scatter,
+    which computes each update where it adds it; indices out of range clamp (gather) or are skipped (scatter)."""
+    rng = np.random.default_rng(7)
+    h = rng.standard_normal((6, 4)).astype(np.float32)
+    src = rng.integers(-2, 8, (16, 1)).astype(np.int32)
+    dst = rng.integers(-1, 7, (16, 1)).astype(np.int32)
+    bias = rng.standard_normal(4).astype(np.float32)
+    exe = xlapy.compile(xlapy.hlo.parse(SEGMENT_MEAN), backend="cpu")
+    fused = [i for i in exe.module.entry.instructions if i.opcode == "fusion"]
+    assert any(f.attrs["calls"].root.opcode == "scatter" for f in fused), exe.as_text()
+    assert not any(i.opcode == "gather" for i in exe.module.entry.instructions)
+    want = np.zeros((6, 4), np.float32)
+    for k in range(16):
+        if 0 <= dst[k, 0] < 6:
+            want[dst[k, 0]] += h[np.clip(src[k, 0], 0, 5)] + bias
+    np.testing.assert_array_equal(np.asarray(exe(h, src, dst, bias)), -want)

@@ -43,6 +43,7 @@ _READ_ONCE_SLOTS = {
     "reshape": (0,), "transpose": (0,), "reverse": (0,), "slice": (0,), "bitcast": (0,), "copy": (0,),
     "pad": (0,), "reduce": "first_half", "concatenate": "all", "dynamic-slice": (0,),
     "dynamic-update-slice": (0, 1),
+    "scatter": (1, 2),      # a one-operand scatter's indices and updates, once per update (instruction_fusion)
 }
 
 

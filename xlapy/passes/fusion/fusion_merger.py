@@ -3,6 +3,7 @@ fusions, so that its result is never written to memory. XLA:CPU's InstructionFus
 this pass does, when it is a clear win. A merge is refused (first matching row) when:
 
     not a loop fusion                     kOutput/kInput/multi-output fusions keep their shape
+    it is a scatter                       a scatter fusion (its updates fused) is not computed per element
     its result is needed anyway           it is the computation's root, or has no users
     a user is not a loop fusion           the value must be materialized for that user
     it would duplicate expensive work     several users, and an exp/divide/reduce... inside
@@ -47,6 +48,7 @@ def _too_large(f: Instruction) -> bool:
 
 REFUSALS: list[tuple[str, Callable[[Instruction], bool]]] = [
     ("not a loop fusion", lambda f: not _loop_fusion(f)),
+    ("it is a scatter", lambda f: fused_computation(f).root.opcode == "scatter"),
     ("its result is needed anyway", lambda f: f.is_root or not f.users),
     ("a user is not a loop fusion", lambda f: not all(_loop_fusion(u) for u in f.users)),
     ("it would duplicate expensive work",

@@ -18,7 +18,8 @@ matching row of REFUSALS (a reason why not) or, when none matches, a fusion:
     constant into a non-fusion            a fusion of a constant and one op gains nothing
     producer is a fusion                  XLA:CPU does not fuse fusions; FusionMerger does it, with care
     too many reductions / too large       caps below
-    consumer is not loop-fusible          the consumer cannot be emitted elementally
+    consumer is not loop-fusible          the consumer cannot be emitted elementally (a scatter's indices and
+                                          updates can: scatter fusions)
 """
 from __future__ import annotations
 
@@ -72,6 +73,12 @@ def _is_minor_dim_concatenate(inst: Instruction) -> bool:
 def _inefficient_concatenate(inst: Instruction) -> bool:
     return inst.opcode == "concatenate" and (len(inst.operands) > MAX_CONCATENATE_ARGUMENTS
                                              or _is_minor_dim_concatenate(inst))
+
+
+def _scatter_input(consumer: Instruction, index: int) -> bool:
+    """The indices or updates of a one-operand scatter: computed per update element where the scatter reads them
+    (scatter_emitter.scatter_fusion), instead of written out and read back (a segment sum's messages)."""
+    return consumer.opcode == "scatter" and len(consumer.operands) == 3 and index in (1, 2)
 
 
 def _would_duplicate(producer: Instruction, consumer: Instruction) -> bool:
@@ -148,7 +155,7 @@ REFUSALS: list[tuple[str, Rule]] = [
     ("constant into a non-fusion", lambda p, c, i, ctx: p.opcode == "constant" and not is_fusion(c)),
     ("fusion would be too large", lambda p, c, i, ctx: _too_large(p, c)),
     ("consumer is not loop-fusible",
-     lambda p, c, i, ctx: not (_loop_fusion(c) if is_fusion(c) else F.loop_fusible_kind(c))),
+     lambda p, c, i, ctx: not (_loop_fusion(c) if is_fusion(c) else F.loop_fusible_kind(c) or _scatter_input(c, i))),
 ]
 
 
