@@ -520,15 +520,16 @@ def _raw(function: str, *args):
 # releases the GIL three times (parse, pipeline, object emission) instead of 15. A one-function part, 60 in a row,
 # medians of 5 interleaved rounds on the loaded machine: 1.30 -> 1.05 ms alone, 2.61 -> 2.37 ms beside a thread
 # running Python (a short call rarely lost the GIL: it returned before the other thread woke to take it).
-_HELD: dict = {}
+_HELD: dict = {}                # function name -> its PyDLL function (llvmlite's argument and result types)
 
 
 def _held(function: str, *args):
     """ffi.lib.<function>(*args) keeping the GIL (ctypes' PyDLL convention) and without llvmlite's lock."""
     fn = _HELD.get(function)
     if fn is None:
+        library = _HELD.get(None) or _HELD.setdefault(None, PyDLL(ffi.lib._name, handle=ffi.lib._lib._handle))
         cfn = getattr(ffi.lib, function)._cfn
-        fn = PyDLL(ffi.lib._name, handle=ffi.lib._lib._handle)[function]
+        fn = library[function]
         fn.argtypes, fn.restype = cfn.argtypes, cfn.restype
         _HELD[function] = fn
     return fn(*args)
