@@ -1,6 +1,7 @@
 """One convolution case of benchmarks/conv.py, xlapy with a backend rule on and switched off, and PyTorch, in one
 process: rounds alternate between the three, each timing ~20 ms of the calling thread's CPU time; min and median
 per implementation. On a loaded machine this is the comparison that holds (the slow phases hit all three).
+`--wall`: wall time instead, for several threads.
 
     OMP_NUM_THREADS=1 XLAPY_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python benchmarks/conv_ab.py \\
         "256->512" "input grad" --off dot_plan.panels
@@ -26,6 +27,7 @@ def main(argv=None) -> int:
     p.add_argument("kind", choices=conv.KINDS)
     p.add_argument("--off", default="dot_plan.panels", help="MODULE.FUNCTION of xlapy.backends.cpu to switch off")
     p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--wall", action="store_true", help="wall time (several threads) instead of thread time")
     args = p.parse_args(argv)
     shape = next(s for s in conv.SHAPES if args.shape in s[0])
     arrays = conv._data(*shape[1:])
@@ -42,14 +44,15 @@ def main(argv=None) -> int:
         setattr(module, attr, rule)
     fns["PyTorch"] = conv.torch_fns(shape, arrays)[args.kind]
     fns["PyTorch"]()
+    clock = time.perf_counter if args.wall else time.thread_time
     times = {name: [] for name in fns}
     for _ in range(args.rounds):
         for name, fn in fns.items():
-            count, t0 = 0, time.thread_time()
-            while time.thread_time() - t0 < 0.02:
+            count, t0 = 0, clock()
+            while clock() - t0 < 0.02:
                 fn()
                 count += 1
-            times[name].append((time.thread_time() - t0) / count * 1e6)
+            times[name].append((clock() - t0) / count * 1e6)
     cells = [f"{name} min {min(v):.0f} us, median {sorted(v)[len(v) // 2]:.0f} us" for name, v in times.items()]
     print(f"{shape[0]} {args.kind} ({args.off} on/off): " + "; ".join(cells))
     return 0

@@ -1,6 +1,6 @@
-"""dot_panels: an f32 GEMM with a transposed rhs (out = lhs . W^T) as the emitted packed kernel instead of sgemm,
-with the tails of every loop (rows past the last register block, a narrower last panel, a short last K block)
-and the rows shared out over two threads."""
+"""dot_panels: f32 GEMMs as the emitted panel kernel instead of sgemm: W stored [N, K] (transposing pack), with the
+tails of every loop (rows past the last register block, a narrower last panel, a short last K block) and the rows
+shared out over two threads; W stored [K, N] as one panel, read in place when aligned and copied when not."""
 import numpy as np
 import pytest
 
@@ -50,8 +50,28 @@ def test_transposed_rhs_runs_the_panel_kernel(m, n, k, threads):
     assert np.abs(got - exact).max() <= 2 * np.abs(a @ w.T - exact).max() + 1e-6
 
 
+@pytest.mark.parametrize("m,n,threads", [(128, 64, 1), (130, 48, 2)])
+def test_one_panel_w_read_in_place_or_copied(m, n, threads):
+    """W [K, N], N <= 64: the kernel reads it where it is 64-byte aligned, else a copy in scratch (same results)."""
+    k = 576
+    assert _plan(m, n, k, rhs_contracting=0).strategy == "panels"
+    exe = xlapy.compile(xlapy.hlo.parse(_text(m, n, k, rhs_contracting=0)), backend="cpu", num_threads=threads)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k), np.float32)
+    buf = np.empty(k * n + 32, np.float32)
+    first = (-buf.ctypes.data % 64) // 4
+    exact = None
+    for offset in (first, first + 4):           # aligned, then 16 bytes off
+        w = buf[offset:offset + k * n].reshape(k, n)
+        w[...] = rng.standard_normal((k, n), np.float32) if exact is None else w_values
+        w_values = w.copy()
+        got = np.asarray(exe(a, w))
+        exact = a.astype(np.float64) @ w_values.astype(np.float64)
+        assert np.abs(got - exact).max() <= 2 * np.abs(a @ w_values - exact).max() + 1e-6
+
+
 def test_rule_keeps_blas_outside_the_window():
-    assert _plan(128, 256, 512, rhs_contracting=0).strategy == "gemm"        # W already [K, N]: no transpose
+    assert _plan(128, 256, 512, rhs_contracting=0).strategy == "gemm"        # W [K, N] wider than one panel
     assert _plan(128, 200, 512).strategy != "panels"                         # N not a multiple of 16
     assert _plan(2048, 256, 512).strategy == "gemm"                          # lhs past PANELS_MAX_LHS_BYTES
     assert _plan(128, 1024, 512).strategy == "gemm"                          # W past PANELS_MAX_RHS_BYTES

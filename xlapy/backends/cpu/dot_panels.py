@@ -1,16 +1,18 @@
-"""An f32 GEMM with its rhs read transposed (out[M, N] = lhs[M, K] . W[N, K]^T: dense layers' and 1x1
-convolutions' input gradients) as an emitted kernel over a packed copy of W (dot_plan's "panels" plan).
+"""An f32 GEMM out[M, N] = lhs[M, K] . W as an emitted kernel over W in column panels (dot_plan's "panels" plan):
+W stored [N, K] (read transposed: dense layers' and 1x1 convolutions' input gradients), or [K, N] when it is one
+panel already (N <= 64: a 3x3 64->64 convolution's kernel).
 
-OpenBLAS's sgemm packs such a W with a transposing copy that costs about as much as 15% of the products
-(128 x 256 x 512, one thread: 270 us with W as [N, K], 232 us with W already [K, N]). Here:
+OpenBLAS's sgemm packs a W stored [N, K] with a transposing copy that costs about as much as 15% of the products
+(128 x 256 x 512, one thread: 270 us with W as [N, K], 232 us with W as [K, N]). Here:
 
   pack    W into panels of PANEL_VECTORS vectors of columns, each panel [K][its columns] contiguous (the last one
           narrower when N is not a multiple), by LANES x LANES blocks transposed in registers (shuffles): ~20 us
-          for that W, where an element-wise copy takes 40-50.
+          for that W, where an element-wise copy takes 40-50. A [K, N] W is read in place where it is aligned to a
+          cache line, else copied (unaligned vector loads split lines: ~25% slower).
   kernel  per block of ROWS rows x one panel: ROWS x PANEL_VECTORS vector accumulators, each k adding a broadcast
           lhs element times the panel's row k (outer products: no lane sums). K runs in blocks of K_BLOCK (a panel's
-          block, K_BLOCK x 64 floats, stays in L1 across the row blocks) with the sums kept in the result between
-          blocks; rows in blocks of M_BLOCK (lhs's block stays in L2 across the panels).
+          block, K_BLOCK x 64 floats, stays in L1 across the row blocks) with each block's sum added to the result;
+          rows in blocks of M_BLOCK (lhs's block stays in L2 across the panels).
 
 Each result element is a chain of fused multiply-adds per K block, the blocks' sums added in order.
 With threads, the rows are shared out over the pool after the pack (bounds multiples of ROWS). Measurements and
@@ -21,7 +23,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .dot_plan import DotShape, Operand
-from .irhelpers import F32, I32, alloca_once, for_range, i64, if_then
+from .irhelpers import F32, I32, I64, alloca_once, for_range, i64, if_then
 from .parallel import chunk_bounds, parallel_for
 from .types import call_math
 
@@ -36,14 +38,17 @@ MIN_MNK_PER_TASK = 1 << 18  # as dot_blas's: 5-10 us of one core's products per 
 
 def emit_panels(b: ir.IRBuilder, d: DotShape, ops: dict[str, Operand], ptrs: dict[str, ir.Value], scratch: ir.Value,
                 num_threads: int) -> None:
-    """out = lhs . W^T through `scratch` (N x K floats, 64-byte aligned: the panels, the last one as narrow as its
+    """out = lhs . W through `scratch` (N x K floats, 64-byte aligned: the panels, the last one as narrow as its
     columns): the pack, then the row blocks, shared out over the pool when num_threads > 1 and the products are
     big enough."""
     a, w, c = d.lhs_matrix(ops["lhs"]), d.rhs_matrix(ops["rhs"]), d.out_matrix(ops["out"])
     fp = F32.as_pointer()
     lhs, rhs, out, panels = (b.bitcast(p, fp) for p in (ptrs["lhs"], ptrs["rhs"], ptrs["out"], scratch))
     m, n, k = d.m, d.n, d.k
-    _emit_pack(b, rhs, w.ld, panels, n, k)
+    if w.trans == "T":
+        _emit_pack(b, rhs, w.ld, panels, n, k)
+    else:
+        panels = _aligned_panel(b, rhs, panels, n, k)
 
     def rows(b, start, end, task=None):
         _emit_rows(b, lhs, a.ld, panels, out, c.ld, start, end, m, n, k)
@@ -69,6 +74,18 @@ def _emit_pack(b: ir.IRBuilder, rhs: ir.Value, ld: int, panels: ir.Value, n: int
             for kk, col in enumerate(_transpose(b, rows)):
                 at = b.add(base, b.mul(b.add(k0, i64(kk)), width))
                 b.store(col, b.bitcast(b.gep(panels, [at], inbounds=True), vty.as_pointer()), align=64)
+
+
+def _aligned_panel(b: ir.IRBuilder, rhs: ir.Value, scratch: ir.Value, n: int, k: int) -> ir.Value:
+    """A W stored [K, N] as one dense panel: itself where it is aligned to a cache line, else its copy in scratch."""
+    vp = ir.VectorType(F32, LANES).as_pointer()
+    aligned = b.icmp_unsigned("==", b.and_(b.ptrtoint(rhs, I64), i64(63)), i64(0))
+    with if_then(b, b.not_(aligned), "pc.copy"):
+        with for_range(b, k * n // LANES, "pc.v") as v:
+            at = b.mul(v, i64(LANES))
+            x = b.load(b.bitcast(b.gep(rhs, [at], inbounds=True), vp), align=4)
+            b.store(x, b.bitcast(b.gep(scratch, [at], inbounds=True), vp), align=64)
+    return b.select(aligned, rhs, scratch)
 
 
 def _transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:

@@ -278,31 +278,36 @@ def _vector_kernel_reads(d: DotShape) -> bool:
             and group(d.lhs, d.dd.lhs_contracting) is not None and vector_kernel_types(d))
 
 
-PANELS_REASON = "f32 GEMM with a transposed rhs: packed by register transposes, emitted kernel (dot_panels.py)"
-# The window where dot_panels' kernel (pack included) beats OpenBLAS's sgemm on a transposed rhs (M x N x K), one
-# thread, thread time, in-process A/B with the rule off, min of 25 interleaved rounds (AVX-512, emeraldrapids):
+PANELS_REASON = "f32 GEMM over W in column panels, emitted kernel (dot_panels.py)"
+# The window where dot_panels' kernel (pack included) beats OpenBLAS's sgemm (M x N x K), one thread, thread time,
+# in-process A/B with the rule off, min of 25 interleaved rounds (AVX-512, emeraldrapids). W stored [N, K] (BLAS 'T':
+# its pack transposes; here 16x16 register transposes):
 #   M >= 16   16x128x128 0.52x, 16x512x512 0.65x, 32x128x512 0.54x, 32x112x1280 0.54x, 64x64x64 0.78x,
 #             128x256x128 0.73x, 128x256x512 0.87-0.95x, 512x128x256 0.84x, 520x256x128 0.83x, 256x768x192 0.93x
 #   M < 16    mixed: 8x256x256 0.38x, 4x512x512 0.47x, but 8x128x256 1.35x and 4x256x512 1.9x (OpenBLAS's
 #             small-matrix path), hence PANELS_MIN_M
 #   larger    about even where lhs or W outgrow L2's share (prototype: 512x512x512 0.97x, 2048x192x256 0.97x,
 #             4096x256x256 0.95x), hence the bounds on both
+# W stored [K, N] with N <= 64, dense (one panel already: read in place, or copied where it is not 64-byte aligned:
+# a W 16 bytes off a cache line ran ~25% slower), M >= 16: 128x64x576 0.80x (the 3x3 64->64 convolutions'),
+# 128x64x256 0.83x, 256x64x256 0.82x. Wider [K, N] Ws stay with BLAS: copied into panels they won 0.79-0.97x from
+# 64 rows up, but lost 1.14-1.19x below and 1.6x with two threads at 64x1024x256 (the copy is serial).
 PANELS_MIN_M = 16
 PANELS_MAX_LHS_BYTES = 512 << 10
 PANELS_MAX_RHS_BYTES = 1 << 20
 
 
 def panels(d: DotShape) -> bool:
-    """An f32 GEMM out = lhs . W^T for dot_panels: no batch, lhs M x K and the result M x N read row-major, rhs a
-    K x N view of a row-major [N, K] W (BLAS's 'T': its packing transposes), N and K multiples of the 16 lanes of
-    AVX-512 (the pack's register transposes), M, lhs and W within the measured window (PANELS_MIN_M ...)."""
+    """An f32 GEMM for dot_panels: no batch, lhs M x K and the result M x N read row-major, W stored [N, K] (BLAS's
+    'T': its packing transposes) or [K, N] as one dense panel (N <= 64), N and K multiples of the 16 lanes of AVX-512
+    (the pack's register transposes), M, lhs and W within the measured window (above)."""
     from .vector_width import loop_vector_bytes
     if loop_vector_bytes() != 64 or d.dd.lhs_batch or not d.out.ptype.name == d.lhs.ptype.name == d.rhs.ptype.name \
             == "f32" or d.n % 16 or d.k % 16:
         return False
     a, w, c = d.lhs_matrix(d.lhs), d.rhs_matrix(d.rhs), d.out_matrix(d.out)
-    return (a is not None and w is not None and c is not None and (a.trans, w.trans, c.trans) == ("N", "T", "N")
-            and d.m >= PANELS_MIN_M and d.m * d.k * 4 <= PANELS_MAX_LHS_BYTES and d.n * d.k * 4 <= PANELS_MAX_RHS_BYTES)
+    return (a is not None and w is not None and c is not None and a.trans == c.trans == "N"
+            and (w.trans == "T" or d.n <= 64 and w.ld == d.n) and d.m >= PANELS_MIN_M and d.m * d.k * 4 <= PANELS_MAX_LHS_BYTES and d.n * d.k * 4 <= PANELS_MAX_RHS_BYTES)
 
 
 def packed_lanes() -> int:
