@@ -49,6 +49,22 @@ x = f32[128,784] parameter(1)
 d = f32[512,784] dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
 ROOT t = f32[784,512] transpose(d), dimensions={1,0}"""),
      "CHECK-NOT: transpose\nCHECK: ROOT\nCHECK: dot(f32[128,784] %x, f32[128,512] %g), lhs_contracting_dims={0}, rhs_contracting_dims={0}"),
+    ("dot_of_free_concat_splits", hlo_module("""
+a = f32[2048,32] parameter(0)
+b = f32[2048,32] parameter(1)
+c = f32[2048,64] concatenate(a, b), dimensions={1}
+g = f32[2048,16] parameter(2)
+ROOT d = f32[64,16] dot(c, g), lhs_contracting_dims={0}, rhs_contracting_dims={0}"""),
+     "CHECK-NOT: f32[2048,64]\nCHECK-DAG: f32[32,16] dot(f32[2048,32] %a, f32[2048,16] %g)\n"
+     "CHECK-DAG: f32[32,16] dot(f32[2048,32] %b, f32[2048,16] %g)\nCHECK: ROOT\nCHECK-SAME: concatenate("),
+    ("dot_of_free_concat_on_the_rhs", hlo_module("""
+a = f32[2048,32] parameter(0)
+b = f32[2048,32] parameter(1)
+c = f32[2048,64] concatenate(a, b), dimensions={1}
+g = f32[2048,16] parameter(2)
+ROOT d = f32[16,64] dot(g, c), lhs_contracting_dims={0}, rhs_contracting_dims={0}"""),
+     "CHECK-NOT: f32[2048,64]\nCHECK-DAG: f32[16,32] dot(f32[2048,16] %g, f32[2048,32] %a)\n"
+     "CHECK-DAG: f32[16,32] dot(f32[2048,16] %g, f32[2048,32] %b)\nCHECK: ROOT\nCHECK-SAME: dimensions={1}"),
     ("reshape_reshape", hlo_module("""
 p = f32[2,6] parameter(0)
 r = f32[12] reshape(p)
@@ -134,13 +150,22 @@ a = f32[2,4,5] parameter(0)
 b = f32[2,5,3] parameter(1)
 d = f32[2,4,3] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
 ROOT t = f32[2,3,4] transpose(d), dimensions={0,2,1}""")),
+    # an LSTM's gate weights concatenated: four small GEMMs would cost more than the one concatenate
+    ("dot_of_small_free_concat", hlo_module("""
+w0 = f32[128,128] parameter(0)
+w1 = f32[128,128] parameter(1)
+w = f32[128,256] concatenate(w0, w1), dimensions={1}
+h = f32[16,128] parameter(2)
+ROOT d = f32[16,256] dot(h, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}""")),
 ]
 
 
 # Rewrites exact in real arithmetic whose float results may round differently: the reference dot is numpy's BLAS,
 # whose order of the contracted sum depends on the operands' orientation and the machine's kernel (bit for bit
 # on AVX-512, not on AVX2). These compare within a tolerance instead of bit for bit.
-REASSOCIATING = {"transpose_of_dot_swaps_operands": dict(rtol=1e-5, atol=1e-4)}    # 128 terms of ~1 each
+REASSOCIATING = {"transpose_of_dot_swaps_operands": dict(rtol=1e-5, atol=1e-4),
+                 "dot_of_free_concat_splits": dict(rtol=1e-5, atol=1e-3),
+                 "dot_of_free_concat_on_the_rhs": dict(rtol=1e-5, atol=1e-3)}    # 128 terms of ~1 each
 
 
 @pytest.mark.parametrize("name, text, checks", CASES, ids=[c[0] for c in CASES])
