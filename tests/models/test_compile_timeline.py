@@ -1,0 +1,32 @@
+"""benchmarks/compile_timeline.py: one compile's phases and LLVM parts, on a small module (no jax needed)."""
+from __future__ import annotations
+
+from xlapy.testing import load_file
+
+timeline = load_file("benchmarks/compile_timeline.py", "compile_timeline")
+
+MODULE = """HloModule t
+ENTRY e {
+  p = f32[64,64] parameter(0)
+  q = f32[64,64] parameter(1)
+  d = f32[64,64] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = f32[64,64] exponential(d)
+  ROOT t = f32[64,64] transpose(e), dimensions={1,0}
+}
+"""
+
+
+def test_prints_the_phases_and_the_parts(tmp_path, capsys):
+    path = tmp_path / "t.hlo"
+    path.write_text(MODULE)
+    assert timeline.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "HLO passes" in out and "emission" in out and "LLVM parts:" in out
+    import os
+    assert os.environ.get("XLAPY_CACHE_DIR") != "off"          # the cold compile left the test's cache setting
+
+
+def test_a_missing_module_is_one_line_and_exit_2(capsys):
+    assert timeline.main(["no/such"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no module 'no/such'" in err[0]
