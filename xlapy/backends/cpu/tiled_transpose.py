@@ -478,6 +478,32 @@ def _group_index(b: ir.IRBuilder, linear: ir.Value, vs: list[int], vdims, index:
         index[d] = term if index[d] is None else b.add(index[d], term, flags=["nsw", "nuw"])
 
 
+def _group_index_at(b: ir.IRBuilder, start: ir.Value, local: ir.Value, edge: int, vs: list[int], vdims, index: list,
+                    ivs: dict) -> None:
+    """_group_index of start + local, where start (a tile's corner) is a multiple of `edge` and 0 <= local < edge.
+    A minor vdim whose size is a multiple of the edge takes start % n + local, and those above it depend on start
+    alone (the same for the whole tile: LLVM hoists them); one the edge is a multiple of takes local % n, and the
+    split goes on with edge / n. Per element there are adds, not divisions of a loop variable's sum, which LLVM's
+    loop passes spent most of a small transpose kernel's compile on without removing them all."""
+    k = len(vs) - 1
+    while k > 0 and local is not None:
+        d, n, step = vdims[vs[k]]
+        if n % edge == 0:                      # start % n + local < n
+            iv = b.add(b.urem(start, i64(n)), local, flags=["nsw", "nuw"])
+            start, local = b.udiv(start, i64(n)), None
+        elif edge % n == 0:                    # start % n == 0
+            iv = b.urem(local, i64(n))
+            start, local, edge = b.udiv(start, i64(n)), b.udiv(local, i64(n)), edge // n
+        else:
+            break
+        ivs[vs[k]] = iv
+        term = iv if step == 1 else b.mul(iv, i64(step), flags=["nsw", "nuw"])
+        index[d] = term if index[d] is None else b.add(index[d], term, flags=["nsw", "nuw"])
+        k -= 1
+    rest = start if local is None else b.add(start, local, flags=["nsw", "nuw"])
+    _group_index(b, rest, vs[:k + 1], vdims, index, ivs)
+
+
 def _hero_at(b: ir.IRBuilder, radix: list[list[int]], coeffs: list[list[int]], ivs: dict) -> list[ir.Value]:
     """The hero's index (Part.hero) from the vdims' indices ivs: each split in its radix, the digits combined."""
     digits = []
@@ -545,8 +571,8 @@ def emit_tiled(b: ir.IRBuilder, parts: Sequence[Part], bufs: Sequence[BufferRef]
         def at(wl, rl, ivs: dict | None = None) -> list:
             index, ivs = list(base), ivs if ivs is not None else {}
             ivs.update(base_ivs)
-            _group_index(b, b.add(w0, wl, flags=["nsw", "nuw"]), p.groups[p.w], p.vdims, index, ivs)
-            _group_index(b, b.add(r0, rl, flags=["nsw", "nuw"]), p.groups[p.r], p.vdims, index, ivs)
+            _group_index_at(b, w0, wl, tw, p.groups[p.w], p.vdims, index, ivs)
+            _group_index_at(b, r0, rl, tr, p.groups[p.r], p.vdims, index, ivs)
             return [i64(0) if i is None else i for i in index]
         with for_range(b, wn, "tile.w") as wl:              # compute: along R, contiguous reads
             with for_range(b, rn, "tile.r") as rl:
