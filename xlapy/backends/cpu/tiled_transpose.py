@@ -474,8 +474,13 @@ def _group_index(b: ir.IRBuilder, linear: ir.Value, vs: list[int], vdims, index:
         if k:
             rest = b.udiv(rest, i64(n))
         ivs[vs[k]] = iv
-        term = iv if step == 1 else b.mul(iv, i64(step), flags=["nsw", "nuw"])
-        index[d] = term if index[d] is None else b.add(index[d], term, flags=["nsw", "nuw"])
+        _add_term(b, index, d, iv, step)
+
+
+def _add_term(b: ir.IRBuilder, index: list, d: int, iv: ir.Value, step: int) -> None:
+    """index[d] += iv * step (index[d] None: nothing yet)."""
+    term = iv if step == 1 else b.mul(iv, i64(step), flags=["nsw", "nuw"])
+    index[d] = term if index[d] is None else b.add(index[d], term, flags=["nsw", "nuw"])
 
 
 def _group_index_at(b: ir.IRBuilder, start: ir.Value, local: ir.Value, edge: int, vs: list[int], vdims, index: list,
@@ -497,8 +502,7 @@ def _group_index_at(b: ir.IRBuilder, start: ir.Value, local: ir.Value, edge: int
         else:
             break
         ivs[vs[k]] = iv
-        term = iv if step == 1 else b.mul(iv, i64(step), flags=["nsw", "nuw"])
-        index[d] = term if index[d] is None else b.add(index[d], term, flags=["nsw", "nuw"])
+        _add_term(b, index, d, iv, step)
         k -= 1
     rest = start if local is None else b.add(start, local, flags=["nsw", "nuw"])
     _group_index(b, rest, vs[:k + 1], vdims, index, ivs)

@@ -1,9 +1,8 @@
 """Dot algebra."""
 from __future__ import annotations
 
-import math
-
 from ...hlo import Instruction
+from ...hlo.cost import dot_multiply_adds
 from ..build import make
 from ..pattern import Op
 from ..rewrite import RuleSet, rule
@@ -23,8 +22,6 @@ def transpose_of_dot(inst, dot):
     if "operand_precision" in attrs:
         attrs["operand_precision"] = tuple(reversed(attrs["operand_precision"]))
     return make("dot", [dot.operands[1], dot.operands[0]], attrs, shape=inst.shape.without_layout())
-
-
 
 
 def _free_dims(dot: Instruction, side: int) -> list[int]:
@@ -53,9 +50,8 @@ def dot_of_free_concat(inst):
             continue
         (dim,) = cat.attrs["dimensions"]
         free = _free_dims(inst, side)
-        contracted = math.prod(inst.operands[0].shape.dims[d] for d in inst.attrs.get("lhs_contracting_dims", ()))
-        if dim not in free or min(p.shape.dims[dim] for p in cat.operands) * (
-                inst.shape.numel // cat.shape.dims[dim]) * contracted < MIN_PIECE_MNK:
+        smallest = min(p.shape.dims[dim] for p in cat.operands)
+        if dim not in free or dot_multiply_adds(inst) // cat.shape.dims[dim] * smallest < MIN_PIECE_MNK:
             continue
         nb = len(inst.attrs.get("lhs_batch_dims", ()))
         out_dim = nb + (free.index(dim) if side == 0 else len(_free_dims(inst, 0)) + free.index(dim))

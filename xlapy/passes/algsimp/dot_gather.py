@@ -79,8 +79,9 @@ def _plain_dot(dot: Instruction) -> bool:
             and not a.get("lhs_batch_dims") and not a.get("rhs_batch_dims"))
 
 
-def _gathered_product(dot: Instruction, lhs: Instruction, rhs: Instruction) -> Instruction | None:
-    """dot(lhs, rhs) rewritten as the gather of the table's product (with its NaN fill), or None."""
+def _gathered_product(dot: Instruction) -> Instruction | None:
+    """`dot` rewritten as the gather of its lhs table's product (with its NaN fill), or None."""
+    lhs, rhs = dot.operands
     found = _pieces(lhs)
     if found is None:
         return None
@@ -106,7 +107,7 @@ def dot_of_gathered_rows(inst):
     # dot(gather(X, i), W) => gather(dot(X, W), i)   (whole rows of X, fewer rows than gathered; NaN fill too)
     if not _plain_dot(inst):
         return None
-    return _gathered_product(inst, inst.operands[0], inst.operands[1])
+    return _gathered_product(inst)
 
 
 @rule(Op("dot", Op("concatenate", name="cat"), Any()))

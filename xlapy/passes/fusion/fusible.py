@@ -43,7 +43,7 @@ _READ_ONCE_SLOTS = {
     "reshape": (0,), "transpose": (0,), "reverse": (0,), "slice": (0,), "bitcast": (0,), "copy": (0,),
     "pad": (0,), "reduce": "first_half", "concatenate": "all", "dynamic-slice": (0,),
     "dynamic-update-slice": (0, 1),
-    "scatter": (1, 2),      # a one-operand scatter's indices and updates, once per update (instruction_fusion)
+    "scatter": "second_half",   # the indices and the updates, once per update (instruction_fusion._scatter_input)
 }
 
 
@@ -136,6 +136,8 @@ def element_use(consumer: Instruction, index: int, known_use: set | None = None)
         return "use"
     if slots == "first_half":
         return "use" if index < len(consumer.operands) // 2 else "reuse"
+    if slots == "second_half":      # n operands, then what they are updated from
+        return "use" if index >= len(consumer.operands) // 2 else "reuse"
     if slots is not None and index in slots:
         return "use"
     return "reuse"
