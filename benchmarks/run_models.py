@@ -15,7 +15,8 @@ pays it, in a process where each compiler has already compiled a 2-instruction m
 about 0.9 s, which the figures before 2026-11-28 18:20 UTC counted in XLA's compile time), checks xlapy's outputs against XLA's recorded ones (benchmarks/models/outputs.py, the test's
 tolerance), and times both executables with benchmarks/run.py's interleaved_medians (rounds that time each
 implementation in turn, so the machine's slow phases hit both alike). `--busy` starts one competing
-busy-loop process for the whole run, the contended figure issue 11 asks for. Ratios are xlapy / XLA: above 1
+busy-loop process for the whole run, the contended figure issue 11 asks for; one worker's busy run ratio swings
++-15% on unchanged code, so `--runs N` times each module in N worker processes and reports the medians. Ratios are xlapy / XLA: above 1
 means xlapy is slower. Besides each compile's wall time, its process CPU time (every thread: xlapy's LLVM threads,
 XLA's): with another process busy, the kernel shares the cores out by session, so a compile's wall time follows
 its CPU time, and the CPU ratio is the one that holds from run to run on a loaded machine.
@@ -164,16 +165,22 @@ def run_worker(module_id: str, a, repeat: int | None = None, min_time: float | N
     return result
 
 
-def with_median_compiles(first: dict, more: list[dict]) -> dict:
+_COMPILE_KEYS = ("xla_compile_s", "xlapy_compile_s", "xla_compile_cpu_s", "xlapy_compile_cpu_s")
+_RUN_KEYS = ("xla_run_s", "xlapy_run_s")
+
+
+def with_medians(first: dict, more: list[dict], runs: bool = False) -> dict:
     """`first` (a worker's result, run times included) with each compiler's compile time replaced by the median over
     it and `more` (workers of the same module, each a fresh process: a second compile in one process would find
-    xlapy's and LLVM's in-process caches warm). One compile swings 10-20% between runs on both sides."""
+    xlapy's and LLVM's in-process caches warm), and with `runs` its run times too (each worker's are the medians of
+    its own interleaved rounds). One compile swings 10-20% between runs on both sides; with a busy process one
+    worker's run ratio swings +-15% (session 31: vit/fwd 1.18x, then 0.70-0.88x in four more workers)."""
     out = dict(first)
-    for key in ("xla_compile_s", "xlapy_compile_s", "xla_compile_cpu_s", "xlapy_compile_cpu_s"):
-        values = [r[key] for r in [first, *more] if r.get(key)]
+    for key in _COMPILE_KEYS + (_RUN_KEYS if runs else ()):
+        values = [r[key] for r in [first, *more] if r.get(key) and (key in _COMPILE_KEYS or r.get("xlapy") == "ok")]
         if values:
             out[key] = statistics.median(values)
-    out["compiles"] = 1 + len(more)
+    out["processes"] = 1 + len(more)
     return out
 
 
@@ -231,6 +238,9 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="also write the table (markdown) to this file")
     p.add_argument("--compiles", type=int, default=1,
                    help="compile each module this many times, each in a fresh process, and report the medians")
+    p.add_argument("--runs", type=int, default=1,
+                   help="time each module's runs in this many fresh processes (each its own interleaved rounds) and "
+                        "report the medians; the compile medians then cover those processes too")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     model_harness.environment()
@@ -243,8 +253,9 @@ def main(argv=None) -> int:
         for module_id in ids:
             t0 = time.perf_counter()
             first = run_worker(module_id, a)
-            more = [run_worker(module_id, a, repeat=1, min_time=0.0) for _ in range(a.compiles - 1)]
-            results.append(with_median_compiles(first, more) if more else first)
+            rounds = {} if a.runs > 1 else {"repeat": 1, "min_time": 0.0}
+            more = [run_worker(module_id, a, **rounds) for _ in range(max(a.compiles, a.runs) - 1)]
+            results.append(with_medians(first, more, runs=a.runs > 1) if more else first)
             print(f"{module_id}: {results[-1].get('xlapy')} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr,
                   flush=True)
     finally:
@@ -255,7 +266,8 @@ def main(argv=None) -> int:
     header = (f"{datetime.date.today()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
               f"jax/jaxlib {jax.__version__} (XLA:CPU), {'one competing busy-loop process' if a.busy else 'quiet'}; "
               f"xlapy compile limit {a.timeout:.0f} s; run times: medians of {a.repeat} interleaved rounds"
-              + (f"; compile times: medians of {a.compiles} processes" if a.compiles > 1 else ""))
+              + (f"; medians over {max(a.compiles, a.runs)} processes of "
+                 + ("compile and run times" if a.runs > 1 else "compile times") if max(a.compiles, a.runs) > 1 else ""))
     text = header + "\n\n" + table(results) + "\n"
     print(text)
     if a.out:
