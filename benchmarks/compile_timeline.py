@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/compile_timeline.py vit/fwd            # a module of benchmarks/models
     .venv/bin/python benchmarks/compile_timeline.py path/to/file.hlo --parts 5
 
-The compile runs once in a warm process (a 2-instruction module compiled first, as run_models.py does), with the
-persistent cache off. Printed, in milliseconds from the compile's start: the HLO passes and the emission on the
+The compile runs once in a warm process (a 2-instruction module compiled first and the thread pool's runtime
+built, as run_models.py's warm-up does: without the latter the first kernel that asks for the pool paid ~80 ms of
+LLVM inside the emission), with the persistent cache off. Printed, in milliseconds from the compile's start: the HLO passes and the emission on the
 calling thread, then each LLVM part (llvm_parallel.compile_part) with its thread, tier, lines and biggest
 functions. The LLVM thread busy until the end means LLVM's CPU time sets the wall (session 31: vit/fwd's second
 thread ran from 181 ms to the end, 320 of a ~500 ms compile); parts that end early and an idle calling thread mean
@@ -31,10 +32,12 @@ def _events(text: str) -> tuple[float, list[tuple]]:
     import xlapy
     import xlapy.passes.optimize as po
     from xlapy.backends.cpu import compiler, llvm_parallel as lp
+    from xlapy.backends.cpu import threadpool
     tiny = "HloModule warm_up\nENTRY e { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
     for level in (None, "optimized"):
         kw = {"llvm_level": level} if level else {}
         xlapy.compile(xlapy.hlo.parse(tiny), backend="cpu", **kw)(np.ones(4, np.float32))
+    threadpool.serial_blas_available()      # the pool's own LLVM module, built once per process (run_models too)
     t0, events = [0.0], []
 
     def timed(owner, name, label=None):
