@@ -2,6 +2,7 @@
 
     make bench-models                                         # every module, quiet machine
     .venv-models/bin/python benchmarks/run_models.py --only 'gpt2|lstm' --busy --out /tmp/models.md
+    .venv-models/bin/python benchmarks/run_models.py --torch --only 'vit|resnet50'   # and the PyTorch twins
 
 XLA's side compiles the committed HLO text through jaxlib's XLA client (tools/xla_check.py), rather than
 `jax.jit` of the Python function: both compilers get the same text (TensorFlow's modules too, which jax.jit
@@ -20,6 +21,11 @@ busy-loop process for the whole run, the contended figure issue 11 asks for; one
 means xlapy is slower. Besides each compile's wall time, its process CPU time (every thread: xlapy's LLVM threads,
 XLA's): with another process busy, the kernel shares the cores out by session, so a compile's wall time follows
 its CPU time, and the CPU ratio is the one that holds from run to run on a loaded machine.
+
+`--torch` adds the PyTorch twins of the modules that exist in both (benchmarks/models/torch_twins.py: the same
+layers at the same sizes, written with torch.nn): eager PyTorch and torch.compile (inductor) are timed in the
+same interleaved rounds as XLA and xlapy, and torch.compile's first call, in a fresh inductor cache, is its
+compile time. A second table gives xlapy / torch.compile and xlapy / eager.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -84,8 +91,37 @@ def _warm_up() -> None:
     threadpool.serial_blas_available()
 
 
-def worker(module_id: str, timeout: float, repeat: int, min_time: float) -> int:
-    """Measure one module; prints a RESULT line after XLA's figures and again after xlapy's."""
+def _torch_twin(module_id: str, result: dict) -> dict:
+    """{"torch": eager step, "torch.compile": compiled step} of the module's PyTorch twin
+    (benchmarks/models/torch_twins.py), with the compiled step's first call (dynamo, AOTAutograd, inductor's C++
+    builds, in a fresh cache directory) timed into result["torch_compile_s"]; {} without a twin or torch."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))   # a cold compile
+    os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+    os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
+    try:
+        torch_twins = model_harness.corpus("torch_twins")
+    except ImportError as e:
+        result["torch"] = f"not installed ({e.name})"
+        return {}
+    if not torch_twins.has_twin(module_id):
+        return {}
+    try:
+        eager, compiled = torch_twins.make(module_id)
+        eager()
+        t0, c0 = time.perf_counter(), time.process_time()
+        compiled()
+        result["torch_compile_s"] = time.perf_counter() - t0
+        result["torch_compile_cpu_s"] = time.process_time() - c0
+    except Exception as e:
+        result["torch"] = f"error: {type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''}"
+        return {}
+    result["torch"] = "ok"
+    return {"torch": eager, "torch.compile": compiled}
+
+
+def worker(module_id: str, timeout: float, repeat: int, min_time: float, torch: bool = False) -> int:
+    """Measure one module; prints a RESULT line after XLA's figures and again after xlapy's. With `torch`, the
+    module's PyTorch twin (eager and torch.compile) is timed in the same interleaved rounds as xlapy and XLA."""
     import numpy as np
     import xla_check
     from run import interleaved_medians
@@ -138,8 +174,11 @@ def worker(module_id: str, timeout: float, repeat: int, min_time: float) -> int:
     problems = outputs.compare(got, records, dict(np.load(entry["expected_path"])), outputs.tolerance(entry))
     result["xlapy"] = "ok" if not problems else f"MISMATCH {problems[0][:150]}"
     fns = {"xla": run_xla, "xlapy": lambda: exe(*args)} if run_xla else {"xlapy": lambda: exe(*args)}
+    if torch:
+        fns.update(_torch_twin(module_id, result))
     times = interleaved_medians(fns, repeat, min_time)
     result["xla_run_s"], result["xlapy_run_s"] = times.get("xla"), times["xlapy"]
+    result["torch_run_s"], result["torch_compiled_run_s"] = times.get("torch"), times.get("torch.compile")
     _emit(result)
     return 0
 
@@ -147,7 +186,7 @@ def worker(module_id: str, timeout: float, repeat: int, min_time: float) -> int:
 def run_worker(module_id: str, a, repeat: int | None = None, min_time: float | None = None) -> dict:
     cmd = [sys.executable, __file__, "--worker", module_id, "--timeout", str(a.timeout),
            "--repeat", str(a.repeat if repeat is None else repeat),
-           "--min-time", str(a.min_time if min_time is None else min_time)]
+           "--min-time", str(a.min_time if min_time is None else min_time)] + (["--torch"] if a.torch else [])
     result = {"module": module_id, "xlapy": "worker died"}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout + 600)
@@ -165,8 +204,9 @@ def run_worker(module_id: str, a, repeat: int | None = None, min_time: float | N
     return result
 
 
-_COMPILE_KEYS = ("xla_compile_s", "xlapy_compile_s", "xla_compile_cpu_s", "xlapy_compile_cpu_s")
-_RUN_KEYS = ("xla_run_s", "xlapy_run_s")
+_COMPILE_KEYS = ("xla_compile_s", "xlapy_compile_s", "xla_compile_cpu_s", "xlapy_compile_cpu_s", "torch_compile_s",
+                 "torch_compile_cpu_s")
+_RUN_KEYS = ("xla_run_s", "xlapy_run_s", "torch_run_s", "torch_compiled_run_s")
 
 
 def with_medians(first: dict, more: list[dict], runs: bool = False) -> dict:
@@ -224,6 +264,41 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def torch_table(results: list[dict]) -> str:
+    """xlapy against the modules' PyTorch twins: torch.compile's first call (its compile) and run time, eager
+    PyTorch's run time, and the ratios xlapy / torch.compile."""
+    lines = ["| module | torch.compile compile | xlapy compile | compile xlapy/torch.compile | torch eager run | "
+             "torch.compile run | xlapy run | run xlapy/torch.compile | run xlapy/eager |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    compile_ratios, run_ratios, eager_ratios = [], [], []
+    for r in results:
+        if "torch" not in r:
+            continue
+        tc, yc = r.get("torch_compile_s"), r.get("xlapy_compile_s")
+        te, tr, yr = r.get("torch_run_s"), r.get("torch_compiled_run_s"), r.get("xlapy_run_s")
+        ok = r.get("xlapy") == "ok" and r["torch"] == "ok"
+        if ok:
+            compile_ratios.append(yc / tc if yc and tc else None)
+            run_ratios.append(yr / tr if yr and tr else None)
+            eager_ratios.append(yr / te if yr and te else None)
+        status = "" if r["torch"] == "ok" else f" ({r['torch']})"
+        lines.append(f"| {r['module']}{status} | {_time(tc)} | {_time(yc)} | {_ratio(yc, tc)} | {_time(te)} | "
+                     f"{_time(tr)} | {_time(yr)} | {_ratio(yr, tr)} | {_ratio(yr, te)} |")
+    gm = [_geomean(v) for v in (compile_ratios, run_ratios, eager_ratios)]
+    fmt = lambda g, v: f"{g:.2f}× ({len([x for x in v if x])})" if g else "—"
+    lines.append(f"| geometric mean | | | {fmt(gm[0], compile_ratios)} | | | | {fmt(gm[1], run_ratios)} | "
+                 f"{fmt(gm[2], eager_ratios)} |")
+    return "\n".join(lines)
+
+
+def _torch_version() -> str:
+    try:
+        import torch
+        return f"{torch.__version__} ({torch.get_num_threads()} threads)"
+    except ImportError:
+        return "(not installed)"
+
+
 def _busy_loop() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
@@ -241,11 +316,14 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=1,
                    help="time each module's runs in this many fresh processes (each its own interleaved rounds) and "
                         "report the medians; the compile medians then cover those processes too")
+    p.add_argument("--torch", action="store_true",
+                   help="also time each module's PyTorch twin (benchmarks/models/torch_twins.py), eager and "
+                        "torch.compile, in the same rounds; needs torch in this environment")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     model_harness.environment()
     if a.worker:
-        return worker(a.worker, a.timeout, a.repeat, a.min_time)
+        return worker(a.worker, a.timeout, a.repeat, a.min_time, a.torch)
     ids = [m for m in inputs.module_ids() if not a.only or re.search(a.only, m)]
     busy = _busy_loop() if a.busy else None
     results = []
@@ -269,6 +347,9 @@ def main(argv=None) -> int:
               + (f"; medians over {max(a.compiles, a.runs)} processes of "
                  + ("compile and run times" if a.runs > 1 else "compile times") if max(a.compiles, a.runs) > 1 else ""))
     text = header + "\n\n" + table(results) + "\n"
+    if a.torch:
+        text += "\nPyTorch twins (benchmarks/models/torch_twins.py), torch " + _torch_version() + \
+            ", in the same interleaved rounds:\n\n" + torch_table(results) + "\n"
     print(text)
     if a.out:
         Path(a.out).write_text(text)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create the two environments that lower the real-model suite (benchmarks/models/) to HLO:
 #   .venv-models  jax + jaxlib (pinned to the corpus's XLA), flax, equinox, optax   -> tools/gen_models.py
+#                 and torch (CPU), for benchmarks/run_models.py --torch (the modules' PyTorch twins)
 #   .venv-tf      tensorflow-cpu (Keras 3 on the TF backend)                       -> tools/gen_tf_models.py
 # Two venvs because TF and JAX pin different numpy / ml_dtypes. Neither is ever a runtime dependency of
 # xlapy. .venv-models also gets xlapy (editable) so benchmarks/run_models.py can time both compilers in one
@@ -30,6 +31,9 @@ make_venv() {  # make_venv DIR CHECK_IMPORTS PIP_ARGS...
 if [ "$WHICH" = all ] || [ "$WHICH" = models ]; then
   make_venv "$ROOT/.venv-models" "import jax, jaxlib, flax, equinox, optax, xlapy" \
     "jax==$JAX_VERSION" "jaxlib==$JAX_VERSION" flax equinox optax ml_dtypes pytest -e "$ROOT"
+  "$ROOT/.venv-models/bin/python" -c 'import torch' 2>/dev/null || \
+    "$ROOT/.venv-models/bin/python" -m pip install --quiet "torch==${TORCH_VERSION:-2.13.0}" || \
+    echo "torch could not be installed: run_models.py --torch will say so"
   "$ROOT/.venv-models/bin/python" -c 'import jax, flax, equinox, optax
 print("models: jax", jax.__version__, "flax", flax.__version__, "equinox", equinox.__version__, "optax", optax.__version__)'
 fi
