@@ -4,7 +4,8 @@ there are many) against the interpreter: interiors shorter than a block, remaind
 output left over (it joins the edge loop), rows with no interior at all, taps whose range is computed at run time
 (stride, window dilation, negative and asymmetric padding, outputs that read nothing), kernel dims of one tap
 with and without padding, channel tails; and conv_filter_gradient's taps outside the unchecked middle swept in one
-checked loop, its full feature tiles in a loop, blocks of pixels sharing one result position (and a depthwise
+checked loop, its full feature tiles in a loop, aligned blocks of pixels (one result position's b, or whole
+rows of the last dims: the stem's 7 x 3, checked per pixel where no padded copy is made) (and a depthwise
 filter gradient beside them); conv_gemm's patch rows
 (a memset, a copy of the range read inside, a memset; one copy per position when that range is not contiguous:
 window dilation, a strided filter gradient). Each table is one
@@ -54,6 +55,8 @@ FILTER_GRADIENTS = [
     ((2, 8, 9, 12), (2, 6, 7, 12), "f01b_i01o->01bf", "{size=6x7 pad=1_2x0_1}", 1, 12),    # depthwise (batch groups)
     ((2, 12, 11, 16), (2, 10, 9, 16), "f01b_i01o->01bf", "{size=10x9 pad=1_1x0_1}", 1),    # blocks of one q, edges
     ((2, 9, 9, 48), (2, 9, 9, 16), "f01b_i01o->01bf", "{size=9x9}", 1),                    # two blocks per q
+    ((2, 16, 16, 3), (2, 8, 8, 16), "f01b_i01o->01bf", "{size=8x8 pad=3_2x3_2 rhs_dilate=2x2}", 1),  # stem: q x b
+    ((2, 3, 13, 20), (2, 9, 8, 16), "fb01_i01o->01bf", "{size=9x8 pad=1_1x2_2 rhs_dilate=1x2}", 1),  # 5 q x b, edges
 ]
 
 # im2col rows (conv_gemm._emit_patch_rows): forward and filter-gradient arrangements, contiguous or not

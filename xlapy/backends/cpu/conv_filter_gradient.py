@@ -20,8 +20,9 @@ path ran as a 1.2 MB patch matrix packed again by BLAS for 16 columns. The loops
         store them back
 
 A panel of rhs serves every block from L1, and each lhs element loaded serves a tile's vectors. Blocks are
-consecutive result pixels in a loop (any block: its pixels' offsets and ranges are computed once per block and
-panel), so the code stays one block's size whatever the result (ResNet-50's stem: 25 blocks; emitting each
+consecutive result pixels in a loop, aligned where they can be (aligned_block: each pixel at a constant offset from
+the block's first, so one base register for the block's lhs reads), else any block (its pixels' offsets and ranges
+computed once per block and panel), so the code stays one block's size whatever the result (ResNet-50's stem: 25 blocks; emitting each
 block apart ran ~15% faster but compiled 3.7 s instead of 0.7 s). The last t dim runs unchecked where every
 pixel of the block reads inside the input, with a check per pixel at the edges (both edges in one loop, which is
 the whole row where some pixel reads outside; the full feature tiles in a loop: one copy of the code each).
@@ -107,13 +108,15 @@ class _Kernel:
 
         def tile(f0, widths) -> None:
             per = max(1, block_vectors() // len(widths))
-            runs = [k for k in range(min(per, g.batch), per // 2, -1) if g.batch % k == 0]
-            if runs:                            # blocks within one result position q: pixels b0..b0+per-1
-                per = runs[0]
+            aligned = aligned_block(self.pixel_sizes, per)
+            if aligned:                         # blocks of pixels at constant offsets from the block's first
+                with for_range(b, self.pixels // aligned, "fgb") as blk:
+                    self._block(b.mul(blk, i64(aligned)), aligned, f0, widths, acc, first, stop, True)
+                return
             blocks, rest = divmod(self.pixels, per)
             if blocks:
                 with for_range(b, blocks, "fgb") as blk:
-                    self._block(b.mul(blk, i64(per)), per, f0, widths, acc, first, stop, bool(runs))
+                    self._block(b.mul(blk, i64(per)), per, f0, widths, acc, first, stop)
             if rest:
                 self._block(i64(blocks * per), rest, f0, widths, acc, first, stop)
 
@@ -141,10 +144,31 @@ class _Kernel:
             first.append(p0)
             out_at = b.add(out_at, b.mul(qd, i64(osp[d])))
             shift = b.add(shift, b.mul(p0, i64(sp[d])))
-        last = len(q) - 1
+        return out_at, shift, first, self._span(first)
+
+    def _moved(self, pixel, j: int):
+        """Pixel `pixel` (a _pixel) moved by j in the result's order, where that moves no digit past its dim's
+        end (an aligned block, aligned_block): offsets known when emitted, so one base register serves the
+        block's lhs reads."""
+        b, g = self.b, self.g
+        out_at, shift, first, span = pixel
+        *dq, dn = _digits(j, self.pixel_sizes)
+        ob, _, *osp = g.out_strides
+        sb, _, *sp = g.lhs_strides
+        out_at = plus(b, out_at, dn * ob + sum(k * s for k, s in zip(dq, osp)))
+        shift = plus(b, shift, dn * sb + sum(k * w.stride * s for k, w, s in zip(dq, g.window, sp)))
+        if not any(dq):
+            return out_at, shift, first, span
+        first = [plus(b, f, k * w.stride) for f, k, w in zip(first, dq, g.window)]
+        return out_at, shift, first, self._span(first) if dq[-1] else span
+
+    def _span(self, first):
+        """The last spatial dim's range of t reading inside the input, for input positions `first` at t = 0."""
+        b, g = self.b, self.g
+        last = len(first) - 1
         taps = g.kernel_sizes[last]
         if last not in self.edged:
-            return out_at, shift, first, (i64(0), i64(taps))
+            return i64(0), i64(taps)
         step = i64(g.window[last].window_dilation)
         neg = b.sub(i64(0), first[last])          # lo = ceil(-p0 / step) when p0 < 0
         lo = b.select(b.icmp_signed(">", neg, i64(0)), b.sdiv(b.add(neg, b.sub(step, i64(1))), step), i64(0))
@@ -152,28 +176,27 @@ class _Kernel:
         hi = b.select(b.icmp_signed(">=", room, i64(0)), b.add(b.sdiv(room, step), i64(1)), i64(0))
         lo = _min(b, lo, i64(taps))
         hi = _max(b, _min(b, hi, i64(taps)), lo)
-        return out_at, shift, first, (lo, hi)
+        return lo, hi
 
-    def _block(self, p0, count: int, f0, widths, acc, first_row, stop_row, one_q: bool = False) -> None:
+    def _block(self, p0, count: int, f0, widths, acc, first_row, stop_row, aligned: bool = False) -> None:
         """`count` consecutive result pixels from p0, features f0 + widths, over rows [first_row, stop_row).
-        one_q: the pixels share their result position q (consecutive b), so each is the first one moved by a
-        constant (one base register for the block's lhs reads, where 24 pointers spilled to the stack: the
-        pointwise 48 -> 16 filter gradient reloaded 13 of them per FMA row)."""
+        aligned: an aligned block (aligned_block), so each pixel is the first one moved by a constant (one base
+        register for the block's lhs reads, where 24 pointers spilled to the stack: the pointwise 48 -> 16 filter
+        gradient reloaded 13 of them per FMA row, the stem 13 of its 24)."""
         b, g, v = self.b, self.g, self.v
         chunks, at = [], 0
         for w in widths:
             chunks.append((at, w))
             at += w
-        if one_q:
-            out_at, shift, first, span = self._pixel(p0)
-            ob, sb = g.out_strides[0], g.lhs_strides[0]
-            pixels = [(plus(b, out_at, j * ob), plus(b, shift, j * sb), first, span) for j in range(count)]
+        if aligned:
+            pixel = self._pixel(p0)
+            pixels = [self._moved(pixel, j) for j in range(count)]
         else:
             pixels = [self._pixel(b.add(p0, i64(j))) for j in range(count)]
         ranges = [r for _, _, _, r in pixels]
         lo_all = ranges[0][0]
         hi_all = ranges[0][1]
-        for lo, hi in ranges[1:] if not one_q else []:
+        for lo, hi in ranges[1:]:
             lo_all, hi_all = _max(b, lo_all, lo), _min(b, hi_all, hi)
         hi_all = _max(b, hi_all, lo_all)
         slots = [[alloca_once(b, v.ty(w), "fg.acc") for _, w in chunks] for _ in pixels]
@@ -243,6 +266,29 @@ class _Kernel:
         if edged or outer is not None:  # the taps outside [lo_all, hi_all) checked, in one loop
             sweep(i64(0), i64(taps_l), True, skip=(lo_all, hi_all))
         sweep(lo_all, hi_all, False)
+
+
+def aligned_block(sizes, budget: int) -> int:
+    """The most pixels, at most `budget` and more than half of it, in a block of m consecutive positions of one
+    dim of `sizes` (m dividing it) times every position of the dims inside it: blocks at multiples of it then
+    never carry a digit past a dim's end, so each pixel sits at a constant offset from the block's first. 0 when
+    none (the stem's 7x7 x 3 result pixels: 21, a row of 7 positions x 3; pointwise 1x1 x 48: 24 of the 48)."""
+    best, inner = 0, 1
+    for size in reversed(sizes):
+        best = max([best] + [m * inner for m in range(1, size + 1) if size % m == 0 and m * inner <= budget])
+        inner *= size
+        if inner > budget:
+            break
+    return best if best > budget // 2 else 0
+
+
+def _digits(j: int, sizes) -> list[int]:
+    """The row-major index list over `sizes` of j (conv_simd.unflatten for a number known when emitted)."""
+    out = []
+    for size in reversed(sizes):
+        j, k = divmod(j, size)
+        out.append(k)
+    return out[::-1]
 
 
 def _min(b, x, y):
