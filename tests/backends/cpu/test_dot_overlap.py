@@ -1,6 +1,7 @@
 """dot_loops' vector kernel covers the last rows and columns (M or N not a multiple of its register block) with a
-last block that overlaps the one before (_last_at), not with code of its own: the overlapping outputs are computed
-again in the same order, so every output keeps the bits of the kernel's summation order."""
+last block that overlaps the one before (_last_at), and a shorter last K block in the loop over K blocks
+(_k_span), not with code of their own: the overlapping outputs are computed again in the same order, so every
+output keeps the bits of the kernel's summation order."""
 from __future__ import annotations
 
 import re
@@ -66,3 +67,10 @@ def test_remainders_are_no_code_of_their_own():
     assert re.search(r'^nt1\.header:', text, re.M) and re.search(r'^mb1\.header:', text, re.M)
     assert not re.search(r'^mr1\.header:', text, re.M)
     assert "llvm.fmuladd.f32" not in text
+
+
+def test_a_shorter_last_k_block_is_no_copy_of_the_k_loop():
+    """vit/fwd's [32,65] x [65,65] (K = 65: 8 blocks of 8, then 1): one K loop in the kernel."""
+    text = compiled(32, 65, 65, 32).llvm_ir
+    assert len(re.findall(r'^kb1\.header:', text, re.M)) == 1
+    assert len(re.findall(r'^k\d*\.header(\.\d+)?:', text, re.M)) == 1
