@@ -1,0 +1,36 @@
+"""benchmarks/llvm_functions.py: every function of one compile's LLVM parts compiled alone, on a small module."""
+from __future__ import annotations
+
+import os
+
+from xlapy.testing import load_file
+
+functions = load_file("benchmarks/llvm_functions.py", "llvm_functions")
+
+MODULE = """HloModule t
+ENTRY e {
+  p = f32[64,64] parameter(0)
+  q = f32[64,64] parameter(1)
+  d = f32[64,64] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = f32[64,64] exponential(d)
+  ROOT t = f32[64,64] transpose(e), dimensions={1,0}
+}
+"""
+
+
+def test_ranks_every_function_of_the_parts(tmp_path, capsys):
+    path = tmp_path / "t.hlo"
+    path.write_text(MODULE)
+    assert functions.main([str(path), "--rounds", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "functions alone" in lines[0]
+    times = [float(line.split()[0]) for line in lines[1:]]
+    assert times and times == sorted(times, reverse=True)
+    assert any(line.rstrip().endswith("xlapy_entry") for line in lines[1:])
+    assert os.environ.get("XLAPY_CACHE_DIR") != "off"          # the cold compile left the test's cache setting
+
+
+def test_a_missing_module_is_one_line_and_exit_2(capsys):
+    assert functions.main(["no/such"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no module 'no/such'" in err[0]
