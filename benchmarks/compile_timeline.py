@@ -5,12 +5,13 @@
 
 The compile runs once in a warm process (a 2-instruction module compiled first and the thread pool's runtime
 built, as run_models.py's warm-up does: without the latter the first kernel that asks for the pool paid ~80 ms of
-LLVM inside the emission), with the persistent cache off. Printed, in milliseconds from the compile's start: the HLO passes and the emission on the
-calling thread, then each LLVM part (llvm_parallel.compile_part) with its thread, tier, lines and biggest
-functions. The LLVM thread busy until the end means LLVM's CPU time sets the wall (session 31: vit/fwd's second
-thread ran from 181 ms to the end, 320 of a ~500 ms compile); parts that end early and an idle calling thread mean
-the split is uneven. A part's time here includes its fixed cost (~1-3 ms: context, pipeline, target machine), so
-compare parts by ms per line only roughly.
+LLVM inside the emission), with the persistent cache off. Printed, in milliseconds from the compile's start: the
+HLO passes and the emission on the calling thread, then each LLVM part (llvm_parallel.compile_part) with its
+thread, tier, lines and biggest functions. The LLVM thread busy until the end means LLVM's CPU time sets the wall
+(session 31: vit/fwd's second thread ran from 181 ms to the end, 320 of a ~500 ms compile); parts that end early
+and an idle calling thread mean the split is uneven. Each phase and part also shows its thread's CPU time: wall
+time well above it is the machine's load (or, during the emission, the GIL), not the compile's work. A part's time
+includes its fixed cost (~1-3 ms: context, pipeline, target machine), so compare parts by ms per line only roughly.
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ _NAME = re.compile(r'define [^@]*@"?([^"(]+)')
 
 
 def _events(text: str) -> tuple[float, list[tuple]]:
-    """Compile `text`; (wall seconds, events): (thread, start, end, what, lines, [(lines, function)...])."""
+    """Compile `text`; (wall seconds, events): (thread, start, end, what, lines, [(lines, function)...], thread
+    CPU seconds)."""
     import numpy as np
     import xlapy
     import xlapy.passes.optimize as po
@@ -44,7 +46,7 @@ def _events(text: str) -> tuple[float, list[tuple]]:
         original = getattr(owner, name)
 
         def wrapper(*args, **kwargs):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             try:
                 return original(*args, **kwargs)
             finally:
@@ -55,7 +57,7 @@ def _events(text: str) -> tuple[float, list[tuple]]:
                     funcs = sorted(((f.count("\n"), (_NAME.match(f) or [None, "?"])[1])
                                     for _, fs in part.units for f in fs), reverse=True)
                 events.append((threading.current_thread().name, start - t0[0], time.perf_counter() - t0[0],
-                               what, lines, funcs))
+                               what, lines, funcs, time.thread_time() - cpu))
         setattr(owner, name, wrapper)
         return original
 
@@ -93,15 +95,17 @@ def main(argv=None) -> int:
             os.environ["XLAPY_CACHE_DIR"] = cache
     print(f"{a.module}: wall {wall * 1e3:.0f} ms")
     llvm = 0.0
-    for thread, start, end, what, lines, funcs in events:
+    llvm_cpu = 0.0
+    for thread, start, end, what, lines, funcs, cpu in events:
         where = "calling thread" if thread == "MainThread" else thread.split(" ")[0]
         size = f" {lines} lines" if lines else ""
-        print(f"  {start * 1e3:7.1f} -> {end * 1e3:7.1f} ms  ({(end - start) * 1e3:6.1f})  {where:14s} {what}{size}")
+        print(f"  {start * 1e3:7.1f} -> {end * 1e3:7.1f} ms  ({(end - start) * 1e3:6.1f}, cpu {cpu * 1e3:6.1f})  "
+              f"{where:14s} {what}{size}")
         for n, name in funcs[:a.parts]:
-            print(f"{'':44s}{n:6d}  {name}")
+            print(f"{'':56s}{n:6d}  {name}")
         if funcs or lines:
-            llvm += end - start
-    print(f"LLVM parts: {llvm * 1e3:.0f} ms in all")
+            llvm, llvm_cpu = llvm + end - start, llvm_cpu + cpu
+    print(f"LLVM parts: {llvm * 1e3:.0f} ms in all, {llvm_cpu * 1e3:.0f} ms of thread CPU")
     return 0
 
 

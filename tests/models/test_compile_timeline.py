@@ -21,7 +21,8 @@ def test_prints_the_phases_and_the_parts(tmp_path, capsys):
     path.write_text(MODULE)
     assert timeline.main([str(path)]) == 0
     out = capsys.readouterr().out
-    assert "HLO passes" in out and "emission" in out and "LLVM parts:" in out
+    assert "HLO passes" in out and "emission" in out and "LLVM parts:" in out and "of thread CPU" in out
+    assert "cpu" in next(line for line in out.splitlines() if "HLO passes" in line)
     import os
     assert os.environ.get("XLAPY_CACHE_DIR") != "off"          # the cold compile left the test's cache setting
 
