@@ -82,6 +82,8 @@ CASES = [*CONV_CASES,
     # filter gradients with at most 32 features (conv_filter_gradient.py): a stem, feature tails, 1-D, 3-D
     FILTER_GRAD_STEM := ((4, 19, 21, 3), (4, 10, 11, 16), "f01b_i01o->01bf", "{size=10x11 pad=3_3x3_2 rhs_dilate=2x2}",
                          1, 1),
+    FILTER_GRAD_STEM_8 := ((8, 19, 21, 3), (8, 10, 11, 16), "f01b_i01o->01bf",      # threads' chunks: 1-2 images
+                           "{size=10x11 pad=3_3x3_2 rhs_dilate=2x2}", 1, 1),
     FILTER_GRAD_TAILS := ((3, 9, 9, 5), (3, 9, 9, 13), "f01b_i01o->01bf", "{size=9x9 pad=1_1x1_1}", 1, 1),
     ((2, 70, 6), (2, 68, 20), "f0b_i0o->0bf", "{size=68 pad=1_1}", 1, 1),
     ((2, 6, 7, 8, 2), (2, 5, 5, 4, 8), "f012b_i012o->012bf", "{size=5x5x4 pad=1_0x0_1x1_1}", 1, 1),
@@ -182,11 +184,13 @@ def test_batch_grouped_convolution_after_the_pipeline(cpu):
 
 
 def test_convolutions_split_over_threads(monkeypatch):
-    """The depthwise and few-feature filter gradients (per-chunk partial sums), the depthwise kernel and the direct
-    loops (chunks of rows or output pixels) on 3 threads: the same numbers as the interpreter."""
+    """The depthwise and few-feature filter gradients (per-chunk partial sums; the stems' chunks each copying the
+    padded images they read), the depthwise kernel and the direct loops (chunks of rows or output pixels) on 3
+    threads: the same numbers as the interpreter."""
     from xlapy.backends.cpu import parallel
     monkeypatch.setattr(parallel, "MIN_BYTES_PER_TASK", 256)
-    cases = (DEPTHWISE_FILTER_GRAD, DEPTHWISE_FILTER_GRAD_1D, DEPTHWISE, CASES[6], CASES[8], FILTER_GRAD_STEM)
+    cases = (DEPTHWISE_FILTER_GRAD, DEPTHWISE_FILTER_GRAD_1D, DEPTHWISE, CASES[6], CASES[8], FILTER_GRAD_STEM,
+             FILTER_GRAD_STEM_8)
     for ls, rs, labels, window, fgc, bgc in cases:
         out = _out_shape(ls, rs, labels, window, fgc, bgc)
         module = xlapy.hlo.parse(conv_module("f32", ls, "f32", rs, "f32", out, _attrs(labels, window, fgc, bgc)))

@@ -117,59 +117,84 @@ def reads_outside(g: ConvGeometry) -> bool:
 
 
 def padded_input(em, g: ConvGeometry, pointer: ir.Value, elem_bytes: int) -> tuple[ir.Value, ConvGeometry]:
+    """A copy of the input with its padding as zeros (PaddedInput), copied here: (i8* to the copy, the
+    convolution's geometry over it, no padding)."""
+    padded = PaddedInput(em, g, pointer, elem_bytes)
+    padded.emit_copy(i64(0), i64(padded.outer))
+    return padded.pointer, padded.geometry
+
+
+class PaddedInput:
     """A copy of the input with its padding as zeros (in scratch, dense: the other of batch and features, the
     spatial dims, then the unit-stride one of them), exactly as large as the taps read, so that every output's taps
-    read inside it: (i8* to the copy, the convolution's geometry over it, no padding). The copy is one flat loop over
-    its rows (the outer dim and every spatial position but the last): a memset, one memcpy of the positions inside
-    the input (one per position when they are not contiguous there) and a memset; a row in another dim's padding
-    is a memset. Needs the input's features (or its batch) unit-stride and no base dilation or window reversal.
-    Kernels over the copy have no edge code: every output takes the interior's code."""
-    b = em.b
-    run_dim = 1 if g.lhs_strides[1] == 1 else 0
-    channels = g.in_features if run_dim == 1 else g.batch      # the unit-stride dim: copied in runs
-    outer, outer_stride = (g.batch if run_dim == 1 else g.in_features), g.lhs_strides[1 - run_dim]
-    ssp, last = g.lhs_strides[2:], len(g.out_sizes) - 1
-    extents = [(o - 1) * w.stride + (k - 1) * w.window_dilation + 1
-               for o, k, w in zip(g.out_sizes, g.kernel_sizes, g.window)]
-    strides, at = [], channels
-    for e in reversed(extents):
-        strides.insert(0, at)
-        at *= e
-    copy = b.bitcast(scratch(em, outer * at * elem_bytes), ir.IntType(8).as_pointer())
-    src_base = b.bitcast(pointer, ir.IntType(8).as_pointer())
-    w = g.window[last]
-    first = min(max(w.padding_low, 0), extents[last])                 # the last dim's positions inside the input
-    end = max(first, min(w.padding_low + g.in_sizes[last], extents[last]))
-    run, row = channels * elem_bytes, extents[last] * channels * elem_bytes
-    row_sizes = [outer, *extents[:last]]
-    with for_range(b, math.prod(row_sizes), "pad") as r:
-        n, *pos = unflatten(b, r, row_sizes)
-        src, inside = b.mul(n, i64(outer_stride)), None
-        for d, p in enumerate(pos):
-            q = b.sub(p, i64(g.window[d].padding_low))
-            src = b.add(src, scaled(b, q, ssp[d]))
-            ok = b.icmp_unsigned("<", q, i64(g.in_sizes[d]))
-            inside = ok if inside is None else b.and_(inside, ok)
-        src = plus(b, src, (first - w.padding_low) * ssp[last])
-        dst = b.gep(copy, [b.mul(r, i64(row))])
-        count = i64(end - first) if inside is None else b.select(inside, i64(end - first), i64(0))
-        left = i64(first * run) if inside is None else b.select(inside, i64(first * run), i64(row))
-        zero_bytes(b, dst, left)
-        dst = b.gep(dst, [left])
-        if ssp[last] == channels:
-            nbytes = b.mul(count, i64(run))
-            copy_bytes(b, dst, b.gep(src_base, [b.mul(src, i64(elem_bytes))]), nbytes)
-        else:
-            with for_range(b, count, "padp") as t:
-                at_src = b.add(src, scaled(b, t, ssp[last]))
-                copy_bytes(b, b.gep(dst, [b.mul(t, i64(run))]), b.gep(src_base, [b.mul(at_src, i64(elem_bytes))]),
-                           i64(run))
-            nbytes = b.mul(count, i64(run))
-        zero_bytes(b, b.gep(dst, [nbytes]), b.sub(b.sub(i64(row), left), nbytes))
-    window = tuple(dataclasses.replace(w, padding_low=0, padding_high=0) for w in g.window)
-    outer_strides = (at, 1) if run_dim == 1 else (1, at)
-    return copy, dataclasses.replace(g, in_sizes=tuple(extents), window=window,
-                                     lhs_strides=(*outer_strides, *strides))
+    read inside it: `pointer` (i8* to the copy) and `geometry` (the convolution's over it, no padding). The copy is
+    one flat loop over its rows (the outer dim and every spatial position but the last): a memset, one memcpy of
+    the positions inside the input (one per position when they are not contiguous there) and a memset; a row in
+    another dim's padding is a memset. Needs the input's features (or its batch) unit-stride and no base dilation
+    or window reversal. Kernels over the copy have no edge code: every output takes the interior's code.
+
+    The scratch is taken here (in the caller of any parallel loop); emit_copy(lo, hi) copies the outer dim's
+    [lo, hi) (`outer` of them; `outer_dim` 0 for the batch, 1 for the features), so threads whose work reads only
+    some of them can each copy their own (conv_filter_gradient: a chunk's rows are whole forward images)."""
+
+    def __init__(self, em, g: ConvGeometry, pointer: ir.Value, elem_bytes: int):
+        b = self.b = em.b
+        self.g, self.elem_bytes = g, elem_bytes
+        self.run_dim = run_dim = 1 if g.lhs_strides[1] == 1 else 0
+        self.channels = g.in_features if run_dim == 1 else g.batch      # the unit-stride dim: copied in runs
+        self.outer_dim = 1 - run_dim
+        self.outer = g.batch if run_dim == 1 else g.in_features
+        self.outer_stride = g.lhs_strides[self.outer_dim]
+        last = len(g.out_sizes) - 1
+        self.extents = extents = [(o - 1) * w.stride + (k - 1) * w.window_dilation + 1
+                                  for o, k, w in zip(g.out_sizes, g.kernel_sizes, g.window)]
+        strides, at = [], self.channels
+        for e in reversed(extents):
+            strides.insert(0, at)
+            at *= e
+        self.pointer = b.bitcast(scratch(em, self.outer * at * elem_bytes), ir.IntType(8).as_pointer())
+        self.source = b.bitcast(pointer, ir.IntType(8).as_pointer())
+        window = tuple(dataclasses.replace(w, padding_low=0, padding_high=0) for w in g.window)
+        outer_strides = (at, 1) if run_dim == 1 else (1, at)
+        self.geometry = dataclasses.replace(g, in_sizes=tuple(extents), window=window,
+                                            lhs_strides=(*outer_strides, *strides))
+        self.rows_per_outer = math.prod(extents[:last])
+
+    def emit_copy(self, lo: ir.Value, hi: ir.Value) -> None:
+        """The copy of the outer dim's [lo, hi)."""
+        b, g, elem_bytes, channels, extents = self.b, self.g, self.elem_bytes, self.channels, self.extents
+        outer_stride = self.outer_stride
+        ssp, last = g.lhs_strides[2:], len(g.out_sizes) - 1
+        w = g.window[last]
+        first = min(max(w.padding_low, 0), extents[last])                 # the last dim's positions inside the input
+        end = max(first, min(w.padding_low + g.in_sizes[last], extents[last]))
+        run, row = channels * elem_bytes, extents[last] * channels * elem_bytes
+        row_sizes = [self.outer, *extents[:last]]
+        per = self.rows_per_outer
+        with for_range(b, scaled(b, hi, per), "pad", start=scaled(b, lo, per)) as r:
+            n, *pos = unflatten(b, r, row_sizes)
+            src, inside = b.mul(n, i64(outer_stride)), None
+            for d, p in enumerate(pos):
+                q = b.sub(p, i64(g.window[d].padding_low))
+                src = b.add(src, scaled(b, q, ssp[d]))
+                ok = b.icmp_unsigned("<", q, i64(g.in_sizes[d]))
+                inside = ok if inside is None else b.and_(inside, ok)
+            src = plus(b, src, (first - w.padding_low) * ssp[last])
+            dst = b.gep(self.pointer, [b.mul(r, i64(row))])
+            count = i64(end - first) if inside is None else b.select(inside, i64(end - first), i64(0))
+            left = i64(first * run) if inside is None else b.select(inside, i64(first * run), i64(row))
+            zero_bytes(b, dst, left)
+            dst = b.gep(dst, [left])
+            if ssp[last] == channels:
+                nbytes = b.mul(count, i64(run))
+                copy_bytes(b, dst, b.gep(self.source, [b.mul(src, i64(elem_bytes))]), nbytes)
+            else:
+                with for_range(b, count, "padp") as t:
+                    at_src = b.add(src, scaled(b, t, ssp[last]))
+                    copy_bytes(b, b.gep(dst, [b.mul(t, i64(run))]),
+                               b.gep(self.source, [b.mul(at_src, i64(elem_bytes))]), i64(run))
+                nbytes = b.mul(count, i64(run))
+            zero_bytes(b, b.gep(dst, [nbytes]), b.sub(b.sub(i64(row), left), nbytes))
 
 
 def zero_bytes(b: ir.IRBuilder, dst: ir.Value, nbytes: ir.Value) -> None:
@@ -294,10 +319,12 @@ def unflatten(b: ir.IRBuilder, flat: ir.Value, sizes) -> list[ir.Value]:
     return list(reversed(ivs))
 
 
-def split_rows(em, v: Vectors, out: ir.Value, numel: int, rows: int, tasks: int, emit_rows) -> None:
+def split_rows(em, v: Vectors, out: ir.Value, numel: int, rows: int, tasks: int, emit_rows,
+               quantum: int = 1) -> None:
     """A result summed over `rows` rows: emit_rows(start, end, acc) adds rows [start, end) into acc (a typed
     pointer to numel elements in the result's layout). On `tasks` threads, chunks of rows each sum into their own
-    zeroed partial result, and the partials are added in chunk order (the same order whatever the threads)."""
+    zeroed partial result, and the partials are added in chunk order (the same order whatever the threads); the
+    chunks' bounds are multiples of `quantum`."""
     b = em.b
     zero = v.zero(1)
     chunks = min(rows, tasks * PARTIALS_PER_TASK)
@@ -310,7 +337,7 @@ def split_rows(em, v: Vectors, out: ir.Value, numel: int, rows: int, tasks: int,
                 b.store(zero, b.gep(mine, [j], inbounds=True))
             emit_rows(start, end, mine)
 
-        if parallel_for(b, chunk_bounds(rows, chunks, 1), chunk, threads=tasks):
+        if parallel_for(b, chunk_bounds(rows, chunks, quantum), chunk, threads=tasks):
             with loop_nest(b, [numel], name="srs") as (j,):
                 value = b.load(b.gep(partials, [j], inbounds=True))
                 for t in range(1, chunks):
