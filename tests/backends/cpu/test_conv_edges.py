@@ -105,3 +105,12 @@ def test_depthwise_blocks_divide_the_interior_when_they_can():
     from xlapy.backends.cpu.conv_depthwise_forward import _block
     assert {n: _block(n) for n in (14, 16, 30, 7, 15, 8)} == {14: 7, 16: 4, 30: 6, 7: 7, 15: 5, 8: 4}
     assert _block(11) == 6 and _block(13) == 6
+
+
+def test_filter_gradient_blocks_are_aligned_when_they_can_be():
+    """conv_filter_gradient.aligned_block: m positions of one result dim (m dividing it) times every dim inside it,
+    more than half the budget: the stem's rows of 7 positions x 3, a result position's 24 of 48, 3 x 8; none when
+    the best is half the budget or less (5 x 5 x 3 with 12: 3)."""
+    from xlapy.backends.cpu.conv_filter_gradient import aligned_block
+    assert [aligned_block(s, n) for s, n in (([7, 7, 3], 24), ([1, 1, 48], 24), ([3, 3, 8], 24), ([3, 3, 32], 12),
+                                              ([7, 10, 3], 24), ([5, 5, 3], 12))] == [21, 24, 24, 8, 15, 0]
