@@ -74,3 +74,22 @@ def test_a_shorter_last_k_block_is_no_copy_of_the_k_loop():
     text = compiled(32, 65, 65, 32).llvm_ir
     assert len(re.findall(r'^kb1\.header:', text, re.M)) == 1
     assert len(re.findall(r'^k\d*\.header(\.\d+)?:', text, re.M)) == 1
+
+
+@pytest.mark.skipif(not fused_on_host(), reason="no FMA on this host: the emulation's single roundings differ")
+@pytest.mark.parametrize("b0,m,k,n", [(3, 5, 16, 40), (2, 7, 65, 33), (5, 3, 9, 70)])
+def test_overlapping_rows_of_a_two_dim_m(b0, m, k, n, monkeypatch):
+    """M of two dims ([b0, m] flattened: 15, 14, 15 rows): the overlapping last row block's rows unflattened right."""
+    monkeypatch.setenv("XLAPY_CACHE_DIR", "off")
+    text = f"""HloModule m
+ENTRY e {{
+  a = f32[{b0},{m},{k}] parameter(0)
+  b = f32[{k},{n}] parameter(1)
+  ROOT d = f32[{b0},{m},{n}] dot(a, b), lhs_contracting_dims={{2}}, rhs_contracting_dims={{0}}
+}}"""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((b0, m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    exe = xlapy.compile(xlapy.hlo.parse(text), backend="cpu")
+    assert re.search(r'^nt1\.header:', exe.llvm_ir, re.M)           # the vector kernel
+    assert np.asarray(exe(a, b)).tobytes() == blocked(a, b, k_block(k)).tobytes()
