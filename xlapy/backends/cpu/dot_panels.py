@@ -15,8 +15,9 @@ OpenBLAS's sgemm packs a W stored [N, K] with a transposing copy that costs abou
           rows in blocks of M_BLOCK (lhs's block stays in L2 across the panels).
 
 Each result element is a chain of fused multiply-adds per K block, the blocks' sums added in order.
-With threads, the rows are shared out over the pool after the pack (bounds multiples of ROWS). Measurements and
-the rule that picks it: dot_plan.panels.
+With threads, the rows are shared out over the pool after the pack (bounds multiples of ROWS); with one M block on
+one thread each panel's K block is packed just before its row blocks instead, into the start of the scratch
+(packs_inline). Measurements and the rule that picks it: dot_plan.panels.
 """
 from __future__ import annotations
 
@@ -45,35 +46,52 @@ def emit_panels(b: ir.IRBuilder, d: DotShape, ops: dict[str, Operand], ptrs: dic
     fp = F32.as_pointer()
     lhs, rhs, out, panels = (b.bitcast(p, fp) for p in (ptrs["lhs"], ptrs["rhs"], ptrs["out"], scratch))
     m, n, k = d.m, d.n, d.k
-    if w.trans == "T":
+    tasks = min(num_threads, max(1, m * n * k // MIN_MNK_PER_TASK), max(1, m // (4 * ROWS)))
+    inline = (rhs, w.ld) if w.trans == "T" and packs_inline(m, tasks) else None
+    if w.trans == "T" and not inline:
         _emit_pack(b, rhs, w.ld, panels, n, k)
-    else:
+    elif w.trans != "T":
         panels = _aligned_panel(b, rhs, panels, n, k)
 
     def rows(b, start, end, task=None):
-        _emit_rows(b, lhs, a.ld, panels, out, c.ld, start, end, m, n, k)
-    tasks = min(num_threads, max(1, m * n * k // MIN_MNK_PER_TASK), max(1, m // (4 * ROWS)))
+        _emit_rows(b, lhs, a.ld, panels, out, c.ld, start, end, m, n, k, inline)
     if tasks > 1 and parallel_for(b, chunk_bounds(m, tasks, ROWS), rows, quantum=ROWS):
         return
     rows(b, i64(0), i64(m))
 
 
+def packs_inline(m: int, tasks: int) -> bool:
+    """Whether a W stored [N, K] is packed a panel's K block at a time into the start of scratch, just before the
+    row blocks that read it (one M block, one thread), instead of whole before the row blocks: the packed block is
+    in L1/L2 when read and the working set is W, lhs and the result (not 2 x W). 128 x 256 x 512 (ResNet-50's 1x1
+    256->512 input gradient), one thread, thread time, in-process A/B (min of 100-120 rounds, 5 runs): 187-241 us
+    against 194-305 us whole first (PyTorch 194-260 us); the kernel without any pack ran 183 us. A panel's block
+    packed in place into the whole buffer instead (no smaller working set) measured even with packing first."""
+    return tasks == 1 and m <= M_BLOCK
+
+
 def _emit_pack(b: ir.IRBuilder, rhs: ir.Value, ld: int, panels: ir.Value, n: int, k: int) -> None:
     """panels[p * K * PANEL + kk * width + j] = W[p * PANEL + j, kk], width = the panel's columns."""
-    vty = ir.VectorType(F32, LANES)
     full = n // PANEL
     with for_range(b, n // LANES, "pk.col") as jv:          # LANES columns of the result = LANES rows of W
         p, v = b.udiv(jv, i64(PANEL_VECTORS)), b.urem(jv, i64(PANEL_VECTORS))
         width = b.select(b.icmp_unsigned("<", p, i64(full)), i64(PANEL), i64(n % PANEL or PANEL))
-        base = b.add(b.mul(p, i64(k * PANEL)), b.mul(v, i64(LANES)))
-        src = b.mul(b.mul(jv, i64(LANES)), i64(ld))
-        with for_range(b, k // LANES, "pk.k") as kb:
-            k0 = b.mul(kb, i64(LANES))
-            rows = [b.load(b.bitcast(b.gep(rhs, [b.add(b.add(src, i64(r * ld)), k0)], inbounds=True),
-                                     vty.as_pointer()), align=4) for r in range(LANES)]
-            for kk, col in enumerate(_transpose(b, rows)):
-                at = b.add(base, b.mul(b.add(k0, i64(kk)), width))
-                b.store(col, b.bitcast(b.gep(panels, [at], inbounds=True), vty.as_pointer()), align=64)
+        _pack_columns(b, rhs, ld, panels, jv, b.add(b.mul(p, i64(k * PANEL)), b.mul(v, i64(LANES))), width,
+                      i64(0), i64(k // LANES))
+
+
+def _pack_columns(b: ir.IRBuilder, rhs, ld: int, panels, jv, base, width, kb0, kb1) -> None:
+    """Result columns jv * LANES... (LANES rows of W) into panels[base + kk * width + j] for kk in
+    [kb0 * LANES, kb1 * LANES): LANES x LANES blocks transposed in registers."""
+    vty = ir.VectorType(F32, LANES)
+    src = b.mul(b.mul(jv, i64(LANES)), i64(ld))
+    with for_range(b, kb1, "pk.k", start=kb0) as kb:
+        k0 = b.mul(kb, i64(LANES))
+        rows = [b.load(b.bitcast(b.gep(rhs, [b.add(b.add(src, i64(r * ld)), k0)], inbounds=True),
+                                 vty.as_pointer()), align=4) for r in range(LANES)]
+        for kk, col in enumerate(_transpose(b, rows)):
+            at = b.add(base, b.mul(b.add(k0, i64(kk)), width))
+            b.store(col, b.bitcast(b.gep(panels, [at], inbounds=True), vty.as_pointer()), align=64)
 
 
 def _aligned_panel(b: ir.IRBuilder, rhs: ir.Value, scratch: ir.Value, n: int, k: int) -> ir.Value:
@@ -105,9 +123,11 @@ def _transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
 
 
 def _emit_rows(b: ir.IRBuilder, lhs, lda: int, panels, out, ldc: int, start: ir.Value, end: ir.Value,
-               m: int, n: int, k: int) -> None:
+               m: int, n: int, k: int, inline=None) -> None:
     """Result rows [start, end) (start a multiple of ROWS; end one too, or M): K blocks, row blocks, panels, register
-    blocks. The rows past the last whole block of ROWS (M % ROWS of them) are the chunk's that ends at M."""
+    blocks. The rows past the last whole block of ROWS (M % ROWS of them) are the chunk's that ends at M.
+    `inline` (W and its leading dim; one M block, one thread): each panel's K block is packed into the start of
+    `panels` just before its row blocks read it, instead of all of W before."""
     full_panels, tail_vectors = n // PANEL, n % PANEL // LANES
     left = m % ROWS
     with for_range(b, -(-k // K_BLOCK), "pn.kb") as kb:
@@ -124,6 +144,12 @@ def _emit_rows(b: ir.IRBuilder, lhs, lda: int, panels, out, ldc: int, start: ir.
             def panel(p: ir.Value, width: int) -> None:
                 col = b.mul(p, i64(PANEL))
                 base = b.add(b.mul(p, i64(k * PANEL)), b.mul(k0, i64(width)))
+                if inline:
+                    base, kb0 = i64(0), b.udiv(k0, i64(LANES))
+                    for v in range(width // LANES):
+                        _pack_columns(b, inline[0], inline[1], panels, b.add(b.mul(p, i64(PANEL_VECTORS)), i64(v)),
+                                      b.sub(i64(v * LANES), b.mul(k0, i64(width))), i64(width), kb0,
+                                      b.add(kb0, b.udiv(count, i64(LANES))))
                 with for_range(b, blocks, "pn.rb") as rb:
                     _emit_block(b, lhs, lda, panels, out, ldc, b.add(m0, b.mul(rb, i64(ROWS))), ROWS, col, base,
                                 width, k0, count, first)
