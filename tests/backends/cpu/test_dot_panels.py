@@ -1,7 +1,7 @@
 """dot_panels: f32 GEMMs as the emitted panel kernel instead of sgemm: W stored [N, K] (transposing pack), with the
 tails of every loop (rows past the last register block, a narrower last panel, a short last K block), each panel's
-K block packed just before its row blocks (one M block, one thread) or W packed whole first (two M blocks, or the
-rows shared out over two threads); W stored [K, N] as one panel, read in place when aligned and copied when not."""
+K block packed just before its row blocks (one M block, one thread) or W packed whole first (two M blocks); on two
+threads the panels shared out, each thread packing its own, or the rows after one pack (one panel); W stored [K, N] as one panel, read in place when aligned and copied when not."""
 import numpy as np
 import pytest
 
@@ -36,7 +36,7 @@ def _plan(m, n, k, rhs_contracting=1):
 
 
 @pytest.mark.parametrize("m,n,k,threads", [(128, 256, 512, 1), (130, 208, 304, 1), (130, 208, 304, 2),
-                                           (37, 96, 1040, 2), (300, 96, 272, 1)])
+                                           (37, 96, 1040, 2), (300, 96, 272, 1), (130, 48, 304, 2)])
 def test_transposed_rhs_runs_the_panel_kernel(m, n, k, threads):
     assert _plan(m, n, k).strategy == "panels"
     exe = xlapy.compile(xlapy.hlo.parse(_text(m, n, k)), backend="cpu", num_threads=threads)

@@ -15,11 +15,13 @@ OpenBLAS's sgemm packs a W stored [N, K] with a transposing copy that costs abou
           rows in blocks of M_BLOCK (lhs's block stays in L2 across the panels).
 
 Each result element is a chain of fused multiply-adds per K block, the blocks' sums added in order.
-With threads, the rows are shared out over the pool after the pack (bounds multiples of ROWS); with one M block on
-one thread each panel's K block is packed just before its row blocks instead, into the start of the scratch
-(packs_inline). Measurements and the rule that picks it: dot_plan.panels.
+With threads, the panels are shared out over the pool, each thread packing the ones it runs (splits_columns; else
+the rows, bounds multiples of ROWS, after one pack); with one M block on one thread each panel's K block is packed
+just before its row blocks instead, into the start of the scratch (packs_inline). Measurements and the rule that picks it: dot_plan.panels.
 """
 from __future__ import annotations
+
+from contextlib import nullcontext
 
 from llvmlite import ir
 
@@ -47,6 +49,14 @@ def emit_panels(b: ir.IRBuilder, d: DotShape, ops: dict[str, Operand], ptrs: dic
     lhs, rhs, out, panels = (b.bitcast(p, fp) for p in (ptrs["lhs"], ptrs["rhs"], ptrs["out"], scratch))
     m, n, k = d.m, d.n, d.k
     tasks = min(num_threads, max(1, m * n * k // MIN_MNK_PER_TASK), max(1, m // (4 * ROWS)))
+    count = -(-n // PANEL)
+
+    def columns(b, start, end, task=None):      # panels [start, end): packed by the thread that runs them
+        _emit_pack(b, rhs, w.ld, panels, n, k, start, end)
+        _emit_rows(b, lhs, a.ld, panels, out, c.ld, i64(0), i64(m), m, n, k, p0=start, p1=end)
+    if w.trans == "T" and tasks > 1 and splits_columns(count, tasks) and parallel_for(
+            b, chunk_bounds(count, tasks, 1), columns, quantum=1, chunks_per_thread=1):
+        return
     inline = (rhs, w.ld) if w.trans == "T" and packs_inline(m, tasks) else None
     if w.trans == "T" and not inline:
         _emit_pack(b, rhs, w.ld, panels, n, k)
@@ -70,10 +80,23 @@ def packs_inline(m: int, tasks: int) -> bool:
     return tasks == 1 and m <= M_BLOCK
 
 
-def _emit_pack(b: ir.IRBuilder, rhs: ir.Value, ld: int, panels: ir.Value, n: int, k: int) -> None:
-    """panels[p * K * PANEL + kk * width + j] = W[p * PANEL + j, kk], width = the panel's columns."""
+def splits_columns(panels: int, tasks: int) -> bool:
+    """Whether threads share out a W stored [N, K] by panels, each packing the panels it runs over every row, rather
+    than by rows after one thread packed all of W (which the others then read from that core's cache). 128 x 256 x
+    512 (ResNet-50's 1x1 256->512 input gradient), two threads, wall, in-process A/B, min of 100 rounds, three
+    runs: 108-123 us against 186-191 us by rows (PyTorch 186-198 us)."""
+    return panels >= tasks
+
+
+def _emit_pack(b: ir.IRBuilder, rhs: ir.Value, ld: int, panels: ir.Value, n: int, k: int, p0=None, p1=None) -> None:
+    """panels[p * K * PANEL + kk * width + j] = W[p * PANEL + j, kk], width = the panel's columns; the panels
+    [p0, p1) when given (values), else all."""
     full = n // PANEL
-    with for_range(b, n // LANES, "pk.col") as jv:          # LANES columns of the result = LANES rows of W
+    first, stop = i64(0), i64(n // LANES)
+    if p0 is not None:
+        first = b.mul(p0, i64(PANEL_VECTORS))
+        stop = _min(b, b.mul(p1, i64(PANEL_VECTORS)), stop)
+    with for_range(b, stop, "pk.col", start=first) as jv:   # LANES columns of the result = LANES rows of W
         p, v = b.udiv(jv, i64(PANEL_VECTORS)), b.urem(jv, i64(PANEL_VECTORS))
         width = b.select(b.icmp_unsigned("<", p, i64(full)), i64(PANEL), i64(n % PANEL or PANEL))
         _pack_columns(b, rhs, ld, panels, jv, b.add(b.mul(p, i64(k * PANEL)), b.mul(v, i64(LANES))), width,
@@ -123,11 +146,12 @@ def _transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
 
 
 def _emit_rows(b: ir.IRBuilder, lhs, lda: int, panels, out, ldc: int, start: ir.Value, end: ir.Value,
-               m: int, n: int, k: int, inline=None) -> None:
+               m: int, n: int, k: int, inline=None, p0=None, p1=None) -> None:
     """Result rows [start, end) (start a multiple of ROWS; end one too, or M): K blocks, row blocks, panels, register
     blocks. The rows past the last whole block of ROWS (M % ROWS of them) are the chunk's that ends at M.
     `inline` (W and its leading dim; one M block, one thread): each panel's K block is packed into the start of
-    `panels` just before its row blocks read it, instead of all of W before."""
+    `panels` just before its row blocks read it, instead of all of W before. p0, p1 (values): only the panels
+    [p0, p1), else all."""
     full_panels, tail_vectors = n // PANEL, n % PANEL // LANES
     left = m % ROWS
     with for_range(b, -(-k // K_BLOCK), "pn.kb") as kb:
@@ -158,10 +182,18 @@ def _emit_rows(b: ir.IRBuilder, lhs, lda: int, panels, out, ldc: int, start: ir.
                         _emit_block(b, lhs, lda, panels, out, ldc, i64(m - left), left, col, base, width, k0, count,
                                     first)
             if full_panels:
-                with for_range(b, full_panels, "pn.p") as p:
+                lo, hi = (i64(0), i64(full_panels)) if p0 is None else \
+                    (_min(b, p0, i64(full_panels)), _min(b, p1, i64(full_panels)))
+                with for_range(b, hi, "pn.p", start=lo) as p:
                     panel(p, PANEL)
             if tail_vectors:
-                panel(i64(full_panels), tail_vectors * LANES)
+                with (if_then(b, b.icmp_unsigned(">", p1, i64(full_panels)), "pn.tail") if p0 is not None
+                      else nullcontext()):
+                    panel(i64(full_panels), tail_vectors * LANES)
+
+
+def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_unsigned("<", x, y), x, y)
 
 
 def _emit_block(b: ir.IRBuilder, lhs, lda: int, panels, out, ldc: int, m0: ir.Value, rows: int, col: ir.Value,
