@@ -46,11 +46,6 @@ import time
 
 import numpy as np
 
-# compile times are cold compiles: the persistent compilation cache (which would turn a second run's compiles into
-# loads) is off in this process and its children
-os.environ["XLAPY_CACHE_DIR"] = "off"
-
-os.environ.setdefault("XLAPY_BACKEND", "cpu")
 
 VOCAB, SEQ, WIDTH, HEADS, BATCH = 256, 64, 128, 4, 8
 
@@ -177,6 +172,10 @@ def main(argv=None) -> None:
     ap.add_argument("--calls", action="store_true",
                     help="count the HLO pipeline's function calls per instruction instead of timing (deterministic)")
     args = ap.parse_args(argv)
+    # compile times are cold compiles: the persistent compilation cache (which would turn a second run's compiles
+    # into loads) is off in this process and its children; set here, not at import (tests import summary())
+    os.environ["XLAPY_CACHE_DIR"] = "off"
+    os.environ.setdefault("XLAPY_BACKEND", "cpu")
     global CLOCK
     if args.cpu:
         CLOCK = time.process_time

@@ -1,6 +1,8 @@
 """benchmarks/scaling.py's summary: time per instruction and the marginal time per added instruction."""
 from __future__ import annotations
 
+import os
+
 from xlapy.testing import load_file
 
 scaling = load_file("benchmarks/scaling.py", "scaling_benchmark")
@@ -20,3 +22,8 @@ def test_summary_with_xla_and_calls():
     assert "| 2 | 200 | 0.40 s | 2.00 | 2.00 | 0.80 s | 3.33 | 0.50x |" in scaling.summary(rows)
     assert "calls per instruction: median 150" in scaling.summary(
         [{"N": 1, "xlapy": (100, 10000.0)}, {"N": 2, "xlapy": (200, 40000.0)}], calls=True)
+
+
+def test_importing_the_benchmark_leaves_the_environment_alone():
+    """The cold-compile setting is main()'s: importing summary() must not turn the test run's cache off."""
+    assert os.environ.get("XLAPY_CACHE_DIR") != "off"
