@@ -16,30 +16,25 @@ includes its fixed cost (~1-3 ms: context, pipeline, target machine), so compare
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import threading
 import time
 from pathlib import Path
 
-MODELS = Path(__file__).resolve().parent / "models"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import model_harness  # noqa: E402
+
 _NAME = re.compile(r'define [^@]*@"?([^"(]+)')
 
 
 def _events(text: str) -> tuple[float, list[tuple]]:
     """Compile `text`; (wall seconds, events): (thread, start, end, what, lines, [(lines, function)...], thread
     CPU seconds)."""
-    import numpy as np
     import xlapy
     import xlapy.passes.optimize as po
     from xlapy.backends.cpu import compiler, llvm_parallel as lp
-    from xlapy.backends.cpu import threadpool
-    tiny = "HloModule warm_up\nENTRY e { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
-    for level in (None, "optimized"):
-        kw = {"llvm_level": level} if level else {}
-        xlapy.compile(xlapy.hlo.parse(tiny), backend="cpu", **kw)(np.ones(4, np.float32))
-    threadpool.serial_blas_available()      # the pool's own LLVM module, built once per process (run_models too)
+    model_harness.warm_up_xlapy()           # as run_models does: the pool's own LLVM module is built once per process
     t0, events = [0.0], []
 
     def timed(owner, name, label=None):
@@ -80,19 +75,12 @@ def main(argv=None) -> int:
     p.add_argument("module", help="a benchmarks/models id (vit/fwd) or an .hlo file")
     p.add_argument("--parts", type=int, default=3, help="the biggest functions to name per LLVM part")
     a = p.parse_args(argv)
-    path = Path(a.module) if a.module.endswith(".hlo") else MODELS / f"{a.module}.hlo"
+    path = model_harness.module_path(a.module)
     if not path.is_file():
         print(f"compile_timeline: no module {a.module!r} ({path} does not exist)", file=sys.stderr)
         return 2
-    cache = os.environ.get("XLAPY_CACHE_DIR")
-    os.environ["XLAPY_CACHE_DIR"] = "off"        # a cold compile, as run_models times them
-    try:
+    with model_harness.cold_compiles():
         wall, events = _events(path.read_text())
-    finally:
-        if cache is None:
-            os.environ.pop("XLAPY_CACHE_DIR", None)
-        else:
-            os.environ["XLAPY_CACHE_DIR"] = cache
     print(f"{a.module}: wall {wall * 1e3:.0f} ms")
     llvm = 0.0
     llvm_cpu = 0.0

@@ -14,13 +14,14 @@ Thread CPU, not wall time: it is what a loaded machine distorts least.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import time
 from pathlib import Path
 
-MODELS = Path(__file__).resolve().parent / "models"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import model_harness  # noqa: E402
+
 _NAME = re.compile(r'@"([^"]+)"')
 
 
@@ -69,19 +70,12 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=2, help="compiles of each function (the least time is kept)")
     p.add_argument("--top", type=int, default=30, help="functions to print")
     a = p.parse_args(argv)
-    path = Path(a.module) if a.module.endswith(".hlo") else MODELS / f"{a.module}.hlo"
+    path = model_harness.module_path(a.module)
     if not path.is_file():
         print(f"llvm_functions: no module {a.module!r} ({path} does not exist)", file=sys.stderr)
         return 2
-    cache = os.environ.get("XLAPY_CACHE_DIR")
-    os.environ["XLAPY_CACHE_DIR"] = "off"        # a cold compile
-    try:
+    with model_harness.cold_compiles():
         parts = recorded_parts(path.read_text())
-    finally:
-        if cache is None:
-            os.environ.pop("XLAPY_CACHE_DIR", None)
-        else:
-            os.environ["XLAPY_CACHE_DIR"] = cache
     rows = alone(parts, a.rounds)
     print(f"{a.module}: {len(parts)} parts, {sum(t.count(chr(10)) for t, _ in parts)} lines; {len(rows)} functions "
           f"alone: {sum(r[0] for r in rows) * 1e3:.0f} ms of thread CPU")

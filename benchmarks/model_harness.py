@@ -1,5 +1,6 @@
-"""What the real-model benchmarks share (run_models.py, model_accuracy.py, kernel_compare.py): the corpus's helper
-modules, the benchmark processes' settings, and XLA:CPU's side of a comparison.
+"""What the real-model benchmarks share (run_models.py, model_accuracy.py, kernel_compare.py, compile_timeline.py,
+llvm_functions.py): the corpus's helper modules, the benchmark processes' settings, the warm-ups before a timed
+compile, and XLA:CPU's side of a comparison.
 
     import model_harness as mh           # benchmarks/ on sys.path (each script puts it there)
     mh.environment()                     # in main, not on import: the tests import the scripts
@@ -12,6 +13,7 @@ XLA's side compiles HLO text through jaxlib's client (tools/xla_check.py), so it
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -42,6 +44,53 @@ def environment() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     os.environ["XLAPY_CACHE_DIR"] = "off"
+
+
+def module_path(module: str) -> Path:
+    """A benchmarks/models id ("vit/fwd") or an .hlo file, as the file's path (which may not exist)."""
+    return Path(module) if module.endswith(".hlo") else MODELS / f"{module}.hlo"
+
+
+@contextlib.contextmanager
+def cold_compiles():
+    """The persistent compilation cache off while inside (a cold compile, as run_models times them), then the
+    caller's setting back: for tools that run in a test's process (compile_timeline.py, llvm_functions.py)."""
+    cache = os.environ.get("XLAPY_CACHE_DIR")
+    os.environ["XLAPY_CACHE_DIR"] = "off"
+    try:
+        yield
+    finally:
+        if cache is None:
+            os.environ.pop("XLAPY_CACHE_DIR", None)
+        else:
+            os.environ["XLAPY_CACHE_DIR"] = cache
+
+
+_TINY = "HloModule warm_up\nENTRY e { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
+
+
+def warm_up_xlapy() -> None:
+    """Compile and run a 2-instruction module with xlapy, so that a compile timed after it does not count importing
+    the CPU backend and LLVM (about 0.2 s) or creating its runtime: the thread pool, whose code is an LLVM module
+    compiled when it is first needed (about 0.1 s with the persistent cache off), and the BLAS it controls (a
+    2-instruction module needs neither, so they are made here). xlapy compiles the tiny module without LLVM
+    optimization (compile_plan's quick level), so it is compiled once more at the optimized level, which runs the one
+    serial O3 compile xlapy makes before its first two-thread one (compiler._session, 10-20 ms)."""
+    import numpy as np
+    import xlapy
+    from xlapy.backends.cpu import threadpool
+    x = np.zeros(4, np.float32)
+    xlapy.compile(xlapy.hlo.parse(_TINY), backend="cpu")(x)
+    xlapy.compile(xlapy.hlo.parse(_TINY), backend="cpu", llvm_level="optimized")(x)
+    threadpool.serial_blas_available()
+
+
+def warm_up_xla() -> None:
+    """The same for XLA:CPU: importing jax and jaxlib (about 0.9 s) and creating its client with its thread pools.
+    XLA compiles even the tiny module with its whole LLVM pipeline."""
+    import numpy as np
+    exe, device = xla_compile(_TINY)
+    xla_call(exe, device, [np.zeros(4, np.float32)], False)()
 
 
 def donates(text: str) -> bool:

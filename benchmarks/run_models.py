@@ -69,26 +69,12 @@ def _xla_runner(text: str, args):
     return model_harness.xla_call(exe, device, args, model_harness.donates(text))
 
 
-_TINY = "HloModule warm_up\nENTRY e { p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p) }\n"
-
-
 def _warm_up() -> None:
-    """Compile and run a 2-instruction module on each side first, so that neither compile time below counts
-    importing the compiler (jax and jaxlib: about 0.9 s; xlapy's CPU backend and LLVM: about 0.2 s) or
-    creating its runtime (XLA's client with its thread pools; xlapy's thread pool, whose code is an LLVM module
-    compiled when it is first needed, about 0.1 s with the persistent cache off, and the BLAS it controls; a
-    2-instruction module needs neither, so they are made here): both figures are a warm process's compile. XLA
-    compiles even the tiny module with its whole LLVM pipeline; xlapy compiles it without LLVM optimization
-    (compile_plan's quick level), so it is compiled once more at the optimized level, which runs the one serial
-    O3 compile xlapy makes before its first two-thread one (compiler._session, 10-20 ms)."""
-    import numpy as np
-    import xlapy
-    from xlapy.backends.cpu import threadpool
-    x = np.zeros(4, np.float32)
-    _xla_runner(_TINY, [x])()
-    xlapy.compile(xlapy.hlo.parse(_TINY), backend="cpu")(x)
-    xlapy.compile(xlapy.hlo.parse(_TINY), backend="cpu", llvm_level="optimized")(x)
-    threadpool.serial_blas_available()
+    """Compile and run a 2-instruction module on each side first (model_harness.warm_up_xla / warm_up_xlapy), so
+    that neither compile time below counts importing the compiler or creating its runtime: both figures are a warm
+    process's compile."""
+    model_harness.warm_up_xla()
+    model_harness.warm_up_xlapy()
 
 
 def _torch_twin(module_id: str, result: dict) -> dict:

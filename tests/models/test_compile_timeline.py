@@ -5,21 +5,9 @@ from xlapy.testing import load_file
 
 timeline = load_file("benchmarks/compile_timeline.py", "compile_timeline")
 
-MODULE = """HloModule t
-ENTRY e {
-  p = f32[64,64] parameter(0)
-  q = f32[64,64] parameter(1)
-  d = f32[64,64] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  e = f32[64,64] exponential(d)
-  ROOT t = f32[64,64] transpose(e), dimensions={1,0}
-}
-"""
 
-
-def test_prints_the_phases_and_the_parts(tmp_path, capsys):
-    path = tmp_path / "t.hlo"
-    path.write_text(MODULE)
-    assert timeline.main([str(path)]) == 0
+def test_prints_the_phases_and_the_parts(small_hlo, capsys):
+    assert timeline.main([str(small_hlo)]) == 0
     out = capsys.readouterr().out
     assert "HLO passes" in out and "emission" in out and "LLVM parts:" in out and "of thread CPU" in out
     assert "cpu" in next(line for line in out.splitlines() if "HLO passes" in line)

@@ -7,21 +7,9 @@ from xlapy.testing import load_file
 
 functions = load_file("benchmarks/llvm_functions.py", "llvm_functions")
 
-MODULE = """HloModule t
-ENTRY e {
-  p = f32[64,64] parameter(0)
-  q = f32[64,64] parameter(1)
-  d = f32[64,64] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  e = f32[64,64] exponential(d)
-  ROOT t = f32[64,64] transpose(e), dimensions={1,0}
-}
-"""
 
-
-def test_ranks_every_function_of_the_parts(tmp_path, capsys):
-    path = tmp_path / "t.hlo"
-    path.write_text(MODULE)
-    assert functions.main([str(path), "--rounds", "1"]) == 0
+def test_ranks_every_function_of_the_parts(small_hlo, capsys):
+    assert functions.main([str(small_hlo), "--rounds", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "functions alone" in lines[0]
     times = [float(line.split()[0]) for line in lines[1:]]
